@@ -1,0 +1,150 @@
+// Package model defines how the harness talks to language models: a
+// transcript goes in, a stream of content blocks comes out. Providers live in
+// sub-packages (anthropic, openai, scripted); Router picks one by model id.
+package model
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Provider turns a transcript into one model response.
+//
+// Stream calls sink as the response is produced (for previews) and returns
+// the complete response. A failed call returns an error that wraps *Error so
+// the harness can apply its retry policy; any other error is treated as
+// KindRequestFailed.
+type Provider interface {
+	Stream(ctx context.Context, req *Request, sink Sink) (*Response, error)
+}
+
+// Request is one model call.
+type Request struct {
+	// Model is the model id as the agent names it (for example
+	// "claude-sonnet-4-5", "openai/gpt-4o" or "scripted/demo").
+	Model string
+	// Effort and Speed are the optional fields of the agent's model object
+	// ("" when unset). Providers map them where their API supports them.
+	Effort string
+	Speed  string
+	// System is the system prompt.
+	System string
+	// Messages alternate between the user and assistant roles, starting
+	// with the user.
+	Messages []Message
+	// Tools the model may call.
+	Tools []Tool
+	// MaxTokens bounds the response; 0 means the provider's default.
+	MaxTokens int
+	// SessionID identifies the session the call belongs to (for logs and
+	// for deterministic providers); it is never sent to a model API.
+	SessionID string
+}
+
+// Role is the author of a message.
+type Role string
+
+// The two roles of a transcript.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Message is one turn of the transcript.
+type Message struct {
+	Role    Role
+	Content []Block
+}
+
+// BlockType names the kind of a content block.
+type BlockType string
+
+// The content block types a transcript carries.
+const (
+	BlockText       BlockType = "text"
+	BlockImage      BlockType = "image"
+	BlockDocument   BlockType = "document"
+	BlockToolUse    BlockType = "tool_use"
+	BlockToolResult BlockType = "tool_result"
+)
+
+// Block is one content block. Which fields are set depends on Type.
+type Block struct {
+	Type BlockType
+
+	// Text is the text of a text block.
+	Text string
+
+	// Source is the raw Managed Agents source object of an image or
+	// document block ({"type":"base64",...}, {"type":"url",...}, ...).
+	Source json.RawMessage
+	// Title and Context are optional document fields.
+	Title   string
+	Context string
+
+	// ID, Name and Input describe a tool_use block.
+	ID    string
+	Name  string
+	Input json.RawMessage
+
+	// ToolUseID, Content and IsError describe a tool_result block.
+	ToolUseID string
+	Content   []Block
+	IsError   bool
+}
+
+// Tool is a tool offered to the model.
+type Tool struct {
+	Name        string
+	Description string
+	// InputSchema is a JSON Schema object.
+	InputSchema json.RawMessage
+}
+
+// StopReason says why the model stopped.
+type StopReason string
+
+// Stop reasons a provider reports.
+const (
+	StopEndTurn   StopReason = "end_turn"
+	StopToolUse   StopReason = "tool_use"
+	StopMaxTokens StopReason = "max_tokens"
+)
+
+// Response is a complete model response.
+type Response struct {
+	// Content holds text and tool_use blocks in the order the model
+	// produced them.
+	Content    []Block
+	StopReason StopReason
+	Usage      Usage
+	// Thinking reports that the model produced (hidden) reasoning.
+	Thinking bool
+}
+
+// Usage counts the tokens of one model call.
+type Usage struct {
+	InputTokens              int64
+	OutputTokens             int64
+	CacheCreationInputTokens int64
+	CacheReadInputTokens     int64
+}
+
+// Sink receives a response while it streams. Implementations must be cheap
+// and must not block: the harness turns them into preview events.
+type Sink interface {
+	// Thinking reports that the model started reasoning.
+	Thinking()
+	// TextDelta appends text to the text block at index (0-based among the
+	// response's text blocks, contiguous).
+	TextDelta(index int, text string)
+}
+
+// DiscardSink is a Sink that ignores everything.
+type DiscardSink struct{}
+
+// Thinking implements Sink.
+func (DiscardSink) Thinking() {}
+
+// TextDelta implements Sink.
+func (DiscardSink) TextDelta(int, string) {}
