@@ -1,0 +1,99 @@
+package managedagents
+
+// ModelConfig is an agent's model. The API accepts a bare string or an
+// object; responses always use the object form.
+type ModelConfig struct {
+	ID           string  `json:"id"`
+	Effort       *Effort `json:"effort"`
+	Speed        string  `json:"speed,omitempty"`
+	InferenceGeo string  `json:"inference_geo,omitempty"`
+}
+
+// Effort is the reasoning effort level ({"type":"high"}).
+type Effort struct {
+	Type string `json:"type"`
+}
+
+// PermissionPolicy is {"type":"always_allow"} or {"type":"always_ask"}.
+type PermissionPolicy struct {
+	Type string `json:"type"`
+}
+
+// Permission policy types.
+const (
+	PolicyAlwaysAllow = "always_allow"
+	PolicyAlwaysAsk   = "always_ask"
+)
+
+// ToolConfig is the resolved configuration of one tool in a toolset.
+type ToolConfig struct {
+	Name             string            `json:"name,omitempty"`
+	Enabled          bool              `json:"enabled"`
+	PermissionPolicy *PermissionPolicy `json:"permission_policy"`
+}
+
+// Tool is one entry of an agent's tools: an agent toolset
+// ("agent_toolset_20260401"), an MCP toolset ("mcp_toolset") or a custom
+// tool ("custom").
+type Tool struct {
+	Type string `json:"type"`
+
+	// Toolsets.
+	MCPServerName string       `json:"mcp_server_name,omitempty"`
+	DefaultConfig *ToolConfig  `json:"default_config,omitempty"`
+	Configs       []ToolConfig `json:"configs,omitempty"`
+
+	// Custom tools.
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	InputSchema Raw    `json:"input_schema,omitempty"`
+}
+
+// Tool types.
+const (
+	ToolTypeAgentToolset = "agent_toolset_20260401"
+	ToolTypeMCPToolset   = "mcp_toolset"
+	ToolTypeCustom       = "custom"
+)
+
+// MCPServer is an agent's remote MCP server.
+type MCPServer struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// Agent is a version of an agent.
+type Agent struct {
+	ID                string      `json:"id"`
+	Type              string      `json:"type"`
+	Name              string      `json:"name"`
+	Description       string      `json:"description"`
+	System            string      `json:"system"`
+	Model             ModelConfig `json:"model"`
+	Tools             []Tool      `json:"tools"`
+	MCPServers        []MCPServer `json:"mcp_servers"`
+	Skills            []Raw       `json:"skills"`
+	Multiagent        Raw         `json:"multiagent"`
+	ExecutionIdentity Raw         `json:"execution_identity"`
+	Metadata          Metadata    `json:"metadata"`
+	Version           int64       `json:"version"`
+	CreatedAt         string      `json:"created_at"`
+	UpdatedAt         string      `json:"updated_at"`
+	ArchivedAt        *string     `json:"archived_at"`
+}
+
+// SessionAgent is the agent snapshot a session runs with.
+type SessionAgent struct {
+	ID          string      `json:"id"`
+	Type        string      `json:"type"`
+	Name        string      `json:"name"`
+	Description string      `json:"description"`
+	System      string      `json:"system"`
+	Model       ModelConfig `json:"model"`
+	Tools       []Tool      `json:"tools"`
+	MCPServers  []MCPServer `json:"mcp_servers"`
+	Skills      []Raw       `json:"skills"`
+	Multiagent  Raw         `json:"multiagent"`
+	Version     int64       `json:"version"`
+}

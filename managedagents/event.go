@@ -1,0 +1,171 @@
+package managedagents
+
+// Event is a session event. It is one flat struct for all event types; which
+// fields are set depends on Type. Persisted events have ID (sevt_…) and
+// ProcessedAt (null while a client event waits in the queue).
+type Event struct {
+	Type        string  `json:"type"`
+	ID          string  `json:"id,omitempty"`
+	ProcessedAt *string `json:"processed_at"`
+
+	// Content of messages and tool results.
+	Content []ContentBlock `json:"content,omitempty"`
+
+	// Tool use events.
+	Name                string `json:"name,omitempty"`
+	Input               Raw    `json:"input,omitempty"`
+	EvaluatedPermission string `json:"evaluated_permission,omitempty"`
+	MCPServerName       string `json:"mcp_server_name,omitempty"`
+
+	// Tool results and confirmations.
+	ToolUseID       string `json:"tool_use_id,omitempty"`
+	CustomToolUseID string `json:"custom_tool_use_id,omitempty"`
+	MCPToolUseID    string `json:"mcp_tool_use_id,omitempty"`
+	IsError         *bool  `json:"is_error,omitempty"`
+	Result          string `json:"result,omitempty"`
+	DenyMessage     string `json:"deny_message,omitempty"`
+
+	SessionThreadID string `json:"session_thread_id,omitempty"`
+
+	// Status events.
+	StopReason *StopReason `json:"stop_reason,omitempty"`
+
+	// session.error.
+	Error *SessionError `json:"error,omitempty"`
+
+	// Spans.
+	ModelRequestStartID string      `json:"model_request_start_id,omitempty"`
+	ModelUsage          *ModelUsage `json:"model_usage,omitempty"`
+
+	// user.define_outcome.
+	Description   string `json:"description,omitempty"`
+	Rubric        Raw    `json:"rubric,omitempty"`
+	MaxIterations *int64 `json:"max_iterations,omitempty"`
+	OutcomeID     string `json:"outcome_id,omitempty"`
+
+	// session.updated.
+	Agent    Raw      `json:"agent,omitempty"`
+	Metadata Metadata `json:"metadata,omitempty"`
+	Title    *string  `json:"title,omitempty"`
+
+	// Flushed marks a queued client event that was discarded, not
+	// processed, because the turn ahead of it failed (a reins extension).
+	Flushed bool `json:"flushed,omitempty"`
+}
+
+// StopReason says why a session went idle.
+type StopReason struct {
+	Type     string   `json:"type"`
+	EventIDs []string `json:"event_ids,omitempty"`
+}
+
+// Stop reason types.
+const (
+	StopEndTurn          = "end_turn"
+	StopRequiresAction   = "requires_action"
+	StopRetriesExhausted = "retries_exhausted"
+)
+
+// SessionError is the error object of a session.error event.
+type SessionError struct {
+	Type          string      `json:"type"`
+	Message       string      `json:"message"`
+	RetryStatus   RetryStatus `json:"retry_status"`
+	MCPServerName string      `json:"mcp_server_name,omitempty"`
+	CredentialID  string      `json:"credential_id,omitempty"`
+	VaultID       string      `json:"vault_id,omitempty"`
+}
+
+// RetryStatus is {"type":"retrying"|"exhausted"|"terminal"}.
+type RetryStatus struct {
+	Type string `json:"type"`
+}
+
+// Retry statuses.
+const (
+	RetryRetrying  = "retrying"
+	RetryExhausted = "exhausted"
+	RetryTerminal  = "terminal"
+)
+
+// Session error types (seed 004).
+const (
+	ErrorUnknown                   = "unknown_error"
+	ErrorModelOverloaded           = "model_overloaded_error"
+	ErrorModelRateLimited          = "model_rate_limited_error"
+	ErrorModelRequestFailed        = "model_request_failed_error"
+	ErrorMCPConnectionFailed       = "mcp_connection_failed_error"
+	ErrorMCPAuthenticationFailed   = "mcp_authentication_failed_error"
+	ErrorBilling                   = "billing_error"
+	ErrorCredentialHostUnreachable = "credential_host_unreachable_error"
+)
+
+// ModelUsage is the token usage of one model request.
+type ModelUsage struct {
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
+	Speed                    *string `json:"speed"`
+}
+
+// ContentBlock is a content block: text, image, document or search_result.
+type ContentBlock struct {
+	Type      string         `json:"type"`
+	Text      string         `json:"text,omitempty"`
+	Source    Raw            `json:"source,omitempty"`
+	Title     string         `json:"title,omitempty"`
+	Context   string         `json:"context,omitempty"`
+	Content   []ContentBlock `json:"content,omitempty"`
+	Citations Raw            `json:"citations,omitempty"`
+}
+
+// Event types.
+const (
+	EventUserMessage           = "user.message"
+	EventUserInterrupt         = "user.interrupt"
+	EventUserToolConfirmation  = "user.tool_confirmation"
+	EventUserCustomToolResult  = "user.custom_tool_result"
+	EventUserToolResult        = "user.tool_result"
+	EventUserDefineOutcome     = "user.define_outcome"
+	EventSystemMessage         = "system.message"
+	EventAgentMessage          = "agent.message"
+	EventAgentThinking         = "agent.thinking"
+	EventAgentToolUse          = "agent.tool_use"
+	EventAgentToolResult       = "agent.tool_result"
+	EventAgentMCPToolUse       = "agent.mcp_tool_use"
+	EventAgentMCPToolResult    = "agent.mcp_tool_result"
+	EventAgentCustomToolUse    = "agent.custom_tool_use"
+	EventAgentContextCompacted = "agent.thread_context_compacted"
+	EventStatusRunning         = "session.status_running"
+	EventStatusIdle            = "session.status_idle"
+	EventStatusRescheduled     = "session.status_rescheduled"
+	EventStatusTerminated      = "session.status_terminated"
+	EventSessionError          = "session.error"
+	EventSessionDeleted        = "session.deleted"
+	EventSessionUpdated        = "session.updated"
+	EventSpanModelRequestStart = "span.model_request_start"
+	EventSpanModelRequestEnd   = "span.model_request_end"
+)
+
+// Preview is a stream-only event: event_start or event_delta. Previews are
+// never persisted.
+type Preview struct {
+	Type    string        `json:"type"`
+	Event   *PreviewEvent `json:"event,omitempty"`
+	EventID string        `json:"event_id,omitempty"`
+	Delta   *PreviewDelta `json:"delta,omitempty"`
+}
+
+// PreviewEvent names the event an event_start announces.
+type PreviewEvent struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// PreviewDelta is the delta of an event_delta.
+type PreviewDelta struct {
+	Type    string       `json:"type"`
+	Index   int          `json:"index"`
+	Content ContentBlock `json:"content"`
+}

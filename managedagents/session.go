@@ -1,0 +1,50 @@
+package managedagents
+
+// Session statuses.
+const (
+	StatusIdle         = "idle"
+	StatusRunning      = "running"
+	StatusRescheduling = "rescheduling"
+	StatusTerminated   = "terminated"
+)
+
+// Session is a running or idle conversation of an agent in an environment.
+type Session struct {
+	ID                 string       `json:"id"`
+	Type               string       `json:"type"`
+	Title              string       `json:"title"`
+	Status             string       `json:"status"`
+	EnvironmentID      string       `json:"environment_id"`
+	Agent              SessionAgent `json:"agent"`
+	Resources          []Raw        `json:"resources"`
+	Metadata           Metadata     `json:"metadata"`
+	VaultIDs           []string     `json:"vault_ids"`
+	OutcomeEvaluations []Raw        `json:"outcome_evaluations"`
+	Stats              SessionStats `json:"stats"`
+	Usage              SessionUsage `json:"usage"`
+	Budget             Raw          `json:"budget"`
+	CreatedAt          string       `json:"created_at"`
+	UpdatedAt          string       `json:"updated_at"`
+	ArchivedAt         *string      `json:"archived_at"`
+	DeploymentID       *string      `json:"deployment_id"`
+}
+
+// SessionStats are a session's timing figures.
+type SessionStats struct {
+	ActiveSeconds   float64 `json:"active_seconds"`
+	DurationSeconds float64 `json:"duration_seconds"`
+}
+
+// SessionUsage accumulates the token usage of a session's model calls.
+type SessionUsage struct {
+	InputTokens          int64         `json:"input_tokens"`
+	OutputTokens         int64         `json:"output_tokens"`
+	CacheReadInputTokens int64         `json:"cache_read_input_tokens"`
+	CacheCreation        CacheCreation `json:"cache_creation"`
+}
+
+// CacheCreation splits cache-creation tokens by lifetime.
+type CacheCreation struct {
+	Ephemeral5mInputTokens int64 `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1hInputTokens int64 `json:"ephemeral_1h_input_tokens"`
+}

@@ -1,0 +1,186 @@
+// Package store defines the single source of truth of reins: API keys,
+// agents (immutable versions), environments, sessions and each session's
+// append-only event log.
+//
+// Every mutation of a session goes through Store.UpdateSession: one
+// transaction that reads the session row, appends events with the next
+// gap-free sequence numbers and writes the row back. Backends live in
+// sub-packages (sqlite; postgres later) and all pass the conformance suite in
+// store/storetest.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// Errors a Store returns; match them with errors.Is.
+var (
+	// ErrNotFound: no object with that id.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: a uniqueness or optimistic-concurrency check failed.
+	ErrConflict = errors.New("store: conflict")
+)
+
+// Store is the persistence interface every backend implements.
+type Store interface {
+	Keys
+	Agents
+	Environments
+	Sessions
+	// Close releases the backend's resources.
+	Close() error
+}
+
+// Keys stores API keys (hashed).
+type Keys interface {
+	CreateAPIKey(ctx context.Context, k APIKey) error
+	// APIKeyByHash returns the key with that hash, revoked or not.
+	APIKeyByHash(ctx context.Context, hash string) (APIKey, error)
+	ListAPIKeys(ctx context.Context) ([]APIKey, error)
+	// RevokeAPIKey marks the key revoked; revoking twice is not an error.
+	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
+}
+
+// APIKey is a stored API key. The secret itself is never stored, only its
+// hash.
+type APIKey struct {
+	ID        string
+	Name      string
+	Hash      string
+	Hint      string // the last characters of the key, to recognise it
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// Agents stores agents as immutable versions.
+type Agents interface {
+	// CreateAgent stores version 1 of a new agent.
+	CreateAgent(ctx context.Context, a ma.Agent) error
+	// GetAgent returns the given version, or the latest when version is 0.
+	GetAgent(ctx context.Context, id string, version int64) (ma.Agent, error)
+	// UpdateAgent reads the latest version, calls fn and stores what it
+	// returns as a new version when changed is true, atomically. An
+	// error from fn is returned as is.
+	UpdateAgent(ctx context.Context, id string, fn func(cur ma.Agent) (next ma.Agent, changed bool, err error)) (ma.Agent, error)
+	// ListAgents lists the latest version of each agent.
+	ListAgents(ctx context.Context, q ListQuery) ([]Item[ma.Agent], error)
+	// ListAgentVersions lists every version of one agent, newest first.
+	ListAgentVersions(ctx context.Context, id string, q ListQuery) ([]Item[ma.Agent], error)
+}
+
+// Environments stores environments. Names are unique (ErrConflict).
+type Environments interface {
+	CreateEnvironment(ctx context.Context, e ma.Environment) error
+	GetEnvironment(ctx context.Context, id string) (ma.Environment, error)
+	UpdateEnvironment(ctx context.Context, id string, fn func(cur *ma.Environment) error) (ma.Environment, error)
+	ListEnvironments(ctx context.Context, q ListQuery) ([]Item[ma.Environment], error)
+	DeleteEnvironment(ctx context.Context, id string) error
+}
+
+// Sessions stores sessions and their event logs.
+type Sessions interface {
+	// CreateSession stores a new session; fn, if not nil, runs in the same
+	// transaction (to append initial events).
+	CreateSession(ctx context.Context, s ma.Session, fn func(Tx) error) (ma.Session, error)
+	GetSession(ctx context.Context, id string) (ma.Session, error)
+	ListSessions(ctx context.Context, q SessionQuery) ([]Item[ma.Session], error)
+	// UpdateSession runs fn in one transaction on the session. If fn
+	// returns an error nothing is written and the error is returned.
+	UpdateSession(ctx context.Context, id string, fn func(Tx) error) (ma.Session, error)
+	// DeleteSession removes the session and its events.
+	DeleteSession(ctx context.Context, id string) error
+	// ListEvents lists the live events of a session (each event id once,
+	// at the position of its latest echo).
+	ListEvents(ctx context.Context, sessionID string, q EventQuery) ([]Entry, error)
+	// ReadLog returns the log entries with seq > after, in seq order, at
+	// most limit of them. This is what streams deliver.
+	ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]Entry, error)
+	// SessionIDsByStatus returns the ids of sessions in one of the
+	// statuses (for recovery at start).
+	SessionIDsByStatus(ctx context.Context, statuses ...string) ([]string, error)
+}
+
+// Tx is a transaction on one session.
+type Tx interface {
+	// Session is the session row; changes to it are written on commit.
+	// Status changes must go with the event that announces them.
+	Session() *ma.Session
+	// LastSeq is the sequence number of the last appended event.
+	LastSeq() int64
+	// Pending returns the queued client events (processed_at null, not
+	// flushed, not superseded) in the order they were queued.
+	Pending() ([]ma.Event, error)
+	// Append appends events to the log, each with the next sequence
+	// number. An event without an ID gets a new one (the ID is set on the
+	// caller's value). An event whose ID is already in the log is a new
+	// echo of it: the older entry stops being live. A live event with a
+	// null processed_at and a client type is pending.
+	Append(evs ...*ma.Event) error
+	// Event returns the live event with that id.
+	Event(id string) (ma.Event, error)
+}
+
+// Entry is one log entry: an event and its position.
+type Entry struct {
+	Seq   int64
+	Event ma.Event
+	// Raw is the event's JSON as stored (what the API sends).
+	Raw []byte
+}
+
+// Item is a listed object with its position in the list order, used to make
+// page cursors.
+type Item[T any] struct {
+	Pos   int64
+	Value T
+}
+
+// ListQuery pages through objects in creation order.
+type ListQuery struct {
+	// After and Before are exclusive positions (0 = unbounded).
+	After, Before int64
+	// Desc lists newest first.
+	Desc            bool
+	Limit           int
+	IncludeArchived bool
+	CreatedGTE      *time.Time
+	CreatedLTE      *time.Time
+}
+
+// SessionQuery adds the session filters to ListQuery.
+type SessionQuery struct {
+	ListQuery
+	AgentID      string
+	AgentVersion int64
+	Statuses     []string
+	CreatedGT    *time.Time
+	CreatedLT    *time.Time
+}
+
+// EventQuery pages through a session's live events.
+type EventQuery struct {
+	// After and Before are exclusive seqs (0 = unbounded).
+	After, Before int64
+	Desc          bool
+	Limit         int
+	Types         []string
+	// Processed-at bounds (events still queued never match a bound).
+	GT, GTE, LT, LTE *time.Time
+}
+
+// IsPending reports whether ev, once appended, waits in the session's
+// queue: a client event that is not processed and not flushed.
+func IsPending(ev *ma.Event) bool {
+	if ev.ProcessedAt != nil || ev.Flushed {
+		return false
+	}
+	switch ev.Type {
+	case ma.EventUserMessage, ma.EventUserInterrupt, ma.EventSystemMessage, ma.EventUserDefineOutcome:
+		return true
+	}
+	return false
+}
