@@ -102,6 +102,11 @@ type Sessions interface {
 	// SessionIDsByStatus returns the ids of sessions in one of the
 	// statuses (for recovery at start).
 	SessionIDsByStatus(ctx context.Context, statuses ...string) ([]string, error)
+	// SessionIDsWithPending returns the ids of sessions with queued client
+	// events (for recovery at start).
+	SessionIDsWithPending(ctx context.Context) ([]string, error)
+	// LastSeq returns the sequence number of the session's last log entry.
+	LastSeq(ctx context.Context, sessionID string) (int64, error)
 }
 
 // Tx is a transaction on one session.

@@ -164,3 +164,27 @@ func (s *Store) SessionIDsByStatus(ctx context.Context, statuses ...string) ([]s
 	}
 	return out, rows.Err()
 }
+
+// SessionIDsWithPending implements store.Sessions.
+func (s *Store) SessionIDsWithPending(ctx context.Context) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT session_id FROM events WHERE pending = 1`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// LastSeq implements store.Sessions.
+func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
+	_, last, err := getSession(ctx, s.r, sessionID)
+	return last, err
+}

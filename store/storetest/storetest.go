@@ -239,6 +239,9 @@ func testSessionLog(t *testing.T, s store.Store) {
 	if msg.ID == "" {
 		t.Fatal("Append did not assign an id")
 	}
+	if ids, err := s.SessionIDsWithPending(ctx); err != nil || len(ids) != 1 || ids[0] != sess.ID {
+		t.Fatalf("SessionIDsWithPending = %v, %v", ids, err)
+	}
 	// The runner consumes it: new echo with processed_at, status change.
 	up, err := s.UpdateSession(ctx, sess.ID, func(tx store.Tx) error {
 		p, err := tx.Pending()
@@ -293,9 +296,15 @@ func testSessionLog(t *testing.T, s store.Store) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if last, err := s.LastSeq(ctx, sess.ID); err != nil || last != 3 {
+		t.Fatalf("LastSeq = %d, %v", last, err)
+	}
 	part, _ := s.ReadLog(ctx, sess.ID, 2, 100)
 	if len(part) != 1 || part[0].Seq != 3 {
 		t.Fatalf("ReadLog after 2 = %+v", part)
+	}
+	if ids, _ := s.SessionIDsWithPending(ctx); len(ids) != 0 {
+		t.Fatalf("still pending after consumption: %v", ids)
 	}
 	if _, err := s.UpdateSession(ctx, "sesn_missing", func(store.Tx) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)

@@ -1,0 +1,145 @@
+// Package harness runs sessions. A runner owns each session that has work:
+// it reads the session's log, projects it into a model transcript, calls the
+// model, dispatches tools, appends events and applies the error policy. It
+// keeps no state the log does not have, so a runner can die at any instant
+// and a new one continues from the log. Idle sessions have no runner and
+// cost no memory.
+package harness
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/bus"
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/model"
+	"github.com/reinsdev/reins/store"
+)
+
+// Config configures a Harness. Store, Bus and Model are required.
+type Config struct {
+	Store store.Store
+	Bus   *bus.Bus
+	Model model.Provider
+	// Tools runs built-in tools; nil answers every call with an error
+	// result.
+	Tools ToolRunner
+	Retry RetryPolicy
+	// MaxTokens bounds each model response (0 = the provider's default).
+	MaxTokens int
+	Logger    *slog.Logger
+}
+
+// Harness schedules session runners.
+type Harness struct {
+	cfg      Config
+	log      *slog.Logger
+	previews *Previews
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	runners map[string]*runner
+	closed  bool
+}
+
+// New returns a Harness. Call Start to resume interrupted work and Shutdown
+// to stop.
+func New(cfg Config) *Harness {
+	if cfg.Tools == nil {
+		cfg.Tools = noTools{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Retry = cfg.Retry.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Harness{cfg: cfg, log: cfg.Logger, previews: newPreviews(), ctx: ctx, cancel: cancel, runners: make(map[string]*runner)}
+}
+
+// Previews returns the preview fan-out that streams subscribe to.
+func (h *Harness) Previews() *Previews { return h.previews }
+
+// Start wakes every session that was left with work: running or
+// rescheduling sessions, and sessions with queued input. Idle sessions
+// without input get no runner.
+func (h *Harness) Start(ctx context.Context) error {
+	active, err := h.cfg.Store.SessionIDsByStatus(ctx, ma.StatusRunning, ma.StatusRescheduling)
+	if err != nil {
+		return err
+	}
+	queued, err := h.cfg.Store.SessionIDsWithPending(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range append(active, queued...) {
+		h.Wake(id)
+	}
+	return nil
+}
+
+// Wake makes sure a runner looks at the session soon.
+func (h *Harness) Wake(sessionID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	if r := h.runners[sessionID]; r != nil {
+		r.signal()
+		return
+	}
+	r := &runner{h: h, id: sessionID, wake: make(chan struct{}, 1)}
+	h.runners[sessionID] = r
+	h.wg.Go(r.run)
+}
+
+// Interrupt stops the session's current model call, tool call or retry
+// wait at once. The user.interrupt event must already be in the log: the
+// runner ends the turn when it reads it.
+func (h *Harness) Interrupt(sessionID string) {
+	h.mu.Lock()
+	r := h.runners[sessionID]
+	h.mu.Unlock()
+	if r != nil {
+		r.interrupt()
+	}
+	h.Wake(sessionID)
+}
+
+// Shutdown stops every runner at a safe point (between transactions; an
+// in-flight model call is abandoned and redone after restart) and waits for
+// them until ctx is done.
+func (h *Harness) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// exit removes r unless a wake-up is pending; it reports whether r may stop.
+func (h *Harness) exit(r *runner) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-r.wake:
+		return false
+	default:
+	}
+	delete(h.runners, r.id)
+	return true
+}
+
+func (h *Harness) now() string { return ma.Time(time.Now()) }

@@ -1,0 +1,87 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/model"
+)
+
+// RetryPolicy bounds the harness's own retries of failed model calls.
+type RetryPolicy struct {
+	// MaxAttempts is the number of tries of one model call, the first
+	// included (default 4).
+	MaxAttempts int
+	// BaseDelay is the first backoff (default 1 s); each retry doubles it
+	// up to MaxDelay (default 30 s). A full jitter of ±50% applies.
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 4
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = time.Second
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = 30 * time.Second
+	}
+	return p
+}
+
+// Delay returns the wait before retry number attempt (1 = the wait after
+// the first failure). A positive retryAfter from the API is honoured as a
+// floor.
+func (p RetryPolicy) Delay(attempt int, retryAfter time.Duration) time.Duration {
+	p = p.withDefaults()
+	d := p.BaseDelay
+	for i := 1; i < attempt && d < p.MaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, p.MaxDelay)
+	// Jitter in [d/2, d*3/2).
+	d = d/2 + time.Duration(rand.Int64N(int64(d)))
+	if retryAfter > d {
+		d = retryAfter
+	}
+	return d
+}
+
+// failure is a classified turn failure: what session.error to emit and
+// whether a retry may help.
+type failure struct {
+	errType   string
+	message   string
+	retryable bool
+	// retryAfter is the delay asked for by the API.
+	retryAfter time.Duration
+}
+
+// classify maps an error from a model call to the session error model
+// (shared/design/error-model.md §1).
+func classify(err error) failure {
+	var me *model.Error
+	if !errors.As(err, &me) {
+		return failure{errType: ma.ErrorModelRequestFailed, message: "model request failed: " + err.Error(), retryable: true}
+	}
+	f := failure{message: me.Message, retryable: me.Kind.Retryable(), retryAfter: me.RetryAfter}
+	switch me.Kind {
+	case model.KindOverloaded:
+		f.errType = ma.ErrorModelOverloaded
+	case model.KindRateLimited:
+		f.errType = ma.ErrorModelRateLimited
+	case model.KindBilling:
+		f.errType = ma.ErrorBilling
+	default:
+		f.errType = ma.ErrorModelRequestFailed
+	}
+	if me.StatusCode != 0 && f.message != "" {
+		f.message = fmt.Sprintf("%s (HTTP %d)", f.message, me.StatusCode)
+	}
+	return f
+}

@@ -1,0 +1,242 @@
+package harness
+
+import (
+	"encoding/json"
+	"strings"
+
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/model"
+)
+
+// toolUse is a tool use the model asked for, as the log records it.
+type toolUse struct {
+	ev         ma.Event
+	decision   string // "", "allow" or "deny" (from user.tool_confirmation)
+	denyMsg    string
+	resolved   bool // a result exists
+	abandoned  bool // the turn ended before it resolved
+}
+
+// awaiting reports whether the tool use waits for the client: a custom tool
+// without result, or an always_ask tool without confirmation.
+func (u *toolUse) awaiting() bool {
+	if u.resolved || u.abandoned {
+		return false
+	}
+	switch u.ev.Type {
+	case ma.EventAgentCustomToolUse:
+		return true
+	default:
+		return u.ev.EvaluatedPermission == "ask" && u.decision == ""
+	}
+}
+
+// runnable reports whether the harness should run the tool now.
+func (u *toolUse) runnable() bool {
+	if u.resolved || u.abandoned || u.ev.Type == ma.EventAgentCustomToolUse {
+		return false
+	}
+	return u.ev.EvaluatedPermission == "allow" || u.decision == "allow"
+}
+
+// view is what the log says about a session: the transcript for the model
+// and the state of the current turn.
+type view struct {
+	messages []model.Message
+	uses     []*toolUse          // in the order the model asked
+	byID     map[string]*toolUse // every tool use by event id
+	// turnActive: a turn started and has not ended (running, or idle
+	// waiting on requires_action).
+	turnActive bool
+	// openSpan is the id of a span.model_request_start without end.
+	openSpan string
+	// lastIdleIDs are the event_ids of the latest requires_action idle.
+	lastIdleIDs []string
+}
+
+// transcriptBuilder accumulates messages, merging consecutive blocks of the
+// same role (the Messages API wants strict alternation).
+type transcriptBuilder struct{ msgs []model.Message }
+
+func (b *transcriptBuilder) add(role model.Role, blocks ...model.Block) {
+	if len(blocks) == 0 {
+		return
+	}
+	if n := len(b.msgs); n > 0 && b.msgs[n-1].Role == role {
+		b.msgs[n-1].Content = append(b.msgs[n-1].Content, blocks...)
+		return
+	}
+	b.msgs = append(b.msgs, model.Message{Role: role, Content: blocks})
+}
+
+// project folds a session's live events (in log order) into a view.
+func project(events []ma.Event) *view {
+	v := &view{byID: make(map[string]*toolUse)}
+	var tb transcriptBuilder
+	var open []*toolUse // tool uses of the current model response(s) without a transcript result yet
+	closeOpen := func(reason string) {
+		// Every tool_use needs a tool_result before the next user text.
+		for _, u := range open {
+			if !u.resolved {
+				u.abandoned = true
+				tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: u.ev.ID, IsError: true,
+					Content: []model.Block{{Type: model.BlockText, Text: reason}}})
+			}
+		}
+		open = nil
+	}
+	for _, ev := range events {
+		switch ev.Type {
+		case ma.EventUserMessage, ma.EventSystemMessage:
+			if ev.ProcessedAt == nil {
+				continue // still queued, or flushed
+			}
+			closeOpen("The turn ended before this tool ran; it did not run.")
+			blocks := contentToBlocks(ev.Content)
+			if ev.Type == ma.EventSystemMessage {
+				for i := range blocks {
+					if blocks[i].Type == model.BlockText {
+						blocks[i].Text = "<system>" + blocks[i].Text + "</system>"
+					}
+				}
+			}
+			tb.add(model.RoleUser, blocks...)
+		case ma.EventAgentMessage:
+			tb.add(model.RoleAssistant, contentToBlocks(ev.Content)...)
+		case ma.EventAgentToolUse, ma.EventAgentCustomToolUse, ma.EventAgentMCPToolUse:
+			u := &toolUse{ev: ev}
+			v.uses = append(v.uses, u)
+			v.byID[ev.ID] = u
+			open = append(open, u)
+			input := ev.Input
+			if len(input) == 0 {
+				input = json.RawMessage("{}")
+			}
+			tb.add(model.RoleAssistant, model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: modelToolName(ev), Input: input})
+		case ma.EventUserToolConfirmation:
+			if u := v.byID[ev.ToolUseID]; u != nil && u.decision == "" {
+				u.decision = ev.Result
+				u.denyMsg = ev.DenyMessage
+				if ev.Result == "deny" {
+					u.resolved = true
+					msg := ev.DenyMessage
+					if msg == "" {
+						msg = "The user denied this tool call."
+					} else {
+						msg = "The user denied this tool call: " + msg
+					}
+					tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: u.ev.ID, IsError: true,
+						Content: []model.Block{{Type: model.BlockText, Text: msg}}})
+				}
+			}
+		case ma.EventAgentToolResult, ma.EventUserCustomToolResult, ma.EventUserToolResult, ma.EventAgentMCPToolResult:
+			id := firstNonEmpty(ev.ToolUseID, ev.CustomToolUseID, ev.MCPToolUseID)
+			u := v.byID[id]
+			if u == nil || u.resolved {
+				continue
+			}
+			u.resolved = true
+			if u.abandoned {
+				continue // its transcript result was already synthesized
+			}
+			tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: id, IsError: ev.IsError != nil && *ev.IsError,
+				Content: contentToBlocks(ev.Content)})
+		case ma.EventStatusRunning:
+			v.turnActive = true
+		case ma.EventStatusIdle:
+			if ev.StopReason != nil && ev.StopReason.Type == ma.StopRequiresAction {
+				v.lastIdleIDs = ev.StopReason.EventIDs
+				continue
+			}
+			v.turnActive = false
+			v.lastIdleIDs = nil
+			for _, u := range open {
+				if !u.resolved {
+					u.abandoned = true
+				}
+			}
+			closeOpen("The turn ended before this tool ran; it did not run.")
+		case ma.EventStatusTerminated:
+			v.turnActive = false
+		case ma.EventSpanModelRequestStart:
+			v.openSpan = ev.ID
+		case ma.EventSpanModelRequestEnd:
+			v.openSpan = ""
+		}
+	}
+	v.messages = tb.msgs
+	return v
+}
+
+// awaitingIDs returns the ids of the tool uses that wait for the client.
+func (v *view) awaitingIDs() []string {
+	var ids []string
+	for _, u := range v.uses {
+		if u.awaiting() {
+			ids = append(ids, u.ev.ID)
+		}
+	}
+	return ids
+}
+
+// runnable returns the tool uses the harness should run now.
+func (v *view) runnable() []*toolUse {
+	var out []*toolUse
+	for _, u := range v.uses {
+		if u.runnable() {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func modelToolName(ev ma.Event) string {
+	if ev.Type == ma.EventAgentMCPToolUse {
+		return mcpToolName(ev.MCPServerName, ev.Name)
+	}
+	return ev.Name
+}
+
+func mcpToolName(server, tool string) string { return "mcp__" + server + "__" + tool }
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+// contentToBlocks maps API content blocks to model blocks.
+func contentToBlocks(content []ma.ContentBlock) []model.Block {
+	out := make([]model.Block, 0, len(content))
+	for _, c := range content {
+		switch c.Type {
+		case "text":
+			out = append(out, model.Block{Type: model.BlockText, Text: c.Text})
+		case "image":
+			out = append(out, model.Block{Type: model.BlockImage, Source: c.Source})
+		case "document":
+			out = append(out, model.Block{Type: model.BlockDocument, Source: c.Source, Title: c.Title, Context: c.Context})
+		case "search_result":
+			var texts []string
+			for _, t := range c.Content {
+				texts = append(texts, t.Text)
+			}
+			out = append(out, model.Block{Type: model.BlockText, Text: c.Title + "\n" + strings.Join(texts, "\n")})
+		}
+	}
+	return out
+}
+
+// blocksToContent maps model text blocks back to API content.
+func blocksToContent(blocks []model.Block) []ma.ContentBlock {
+	out := make([]ma.ContentBlock, 0, len(blocks))
+	for _, b := range blocks {
+		if b.Type == model.BlockText {
+			out = append(out, ma.ContentBlock{Type: "text", Text: b.Text})
+		}
+	}
+	return out
+}

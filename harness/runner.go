@@ -1,0 +1,469 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/internal/ids"
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/model"
+	"github.com/reinsdev/reins/store"
+)
+
+// allEvents is the list limit used to read a whole log.
+const allEvents = 1 << 30
+
+// runner drives one session until it has nothing to do.
+type runner struct {
+	h    *Harness
+	id   string
+	wake chan struct{}
+
+	mu         sync.Mutex
+	gen        uint64             // incremented by each interrupt
+	cancelTurn context.CancelFunc // cancels the current model/tool call or wait
+}
+
+func (r *runner) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *runner) interrupt() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gen++
+	if r.cancelTurn != nil {
+		r.cancelTurn()
+	}
+}
+
+// turnContext returns a context cancelled by the next interrupt, or an
+// already cancelled one when an interrupt arrived since gen was read.
+func (r *runner) turnContext(ctx context.Context, gen uint64) (context.Context, func()) {
+	tctx, cancel := context.WithCancel(ctx)
+	r.mu.Lock()
+	if r.gen != gen {
+		cancel()
+	}
+	r.cancelTurn = cancel
+	r.mu.Unlock()
+	return tctx, func() {
+		r.mu.Lock()
+		r.cancelTurn = nil
+		r.mu.Unlock()
+		cancel()
+	}
+}
+
+func (r *runner) generation() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gen
+}
+
+func (r *runner) run() {
+	ctx := r.h.ctx
+	failures := 0
+	for {
+		more, err := r.step(ctx)
+		if ctx.Err() != nil {
+			r.h.exit(r)
+			return
+		}
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				r.h.exit(r) // deleted
+				return
+			}
+			failures++
+			r.h.log.Error("session runner step failed", "session", r.id, "attempt", failures, "err", err)
+			if failures >= 3 {
+				r.giveUp(ctx, err)
+				failures = 0
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(failures) * 200 * time.Millisecond):
+			}
+			continue
+		}
+		failures = 0
+		if more {
+			continue
+		}
+		if r.h.exit(r) {
+			return
+		}
+	}
+}
+
+// giveUp ends the turn after repeated internal failures.
+func (r *runner) giveUp(ctx context.Context, cause error) {
+	_, err := r.h.cfg.Store.UpdateSession(ctx, r.id, func(tx store.Tx) error {
+		if tx.Session().Status != ma.StatusRunning {
+			return nil
+		}
+		return r.exhaust(tx, failure{errType: ma.ErrorUnknown, message: "internal error: " + cause.Error()})
+	})
+	if err != nil {
+		r.h.log.Error("cannot record session failure", "session", r.id, "err", err)
+	}
+}
+
+func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {
+	_, err := r.h.cfg.Store.UpdateSession(ctx, r.id, fn)
+	if err == nil {
+		r.h.cfg.Bus.Publish(r.id)
+	}
+	return err
+}
+
+// step does the next thing the session needs and reports whether there may
+// be more to do.
+func (r *runner) step(ctx context.Context) (bool, error) {
+	gen := r.generation()
+	st := r.h.cfg.Store
+	sess, err := st.GetSession(ctx, r.id)
+	if err != nil {
+		return false, err
+	}
+	if sess.Status == ma.StatusTerminated {
+		return false, nil
+	}
+	entries, err := st.ListEvents(ctx, r.id, store.EventQuery{Limit: allEvents})
+	if err != nil {
+		return false, err
+	}
+	evs := make([]ma.Event, len(entries))
+	hasInterrupt, hasInput := false, false
+	for i, e := range entries {
+		evs[i] = e.Event
+		if store.IsPending(&evs[i]) {
+			if e.Event.Type == ma.EventUserInterrupt {
+				hasInterrupt = true
+			} else {
+				hasInput = true
+			}
+		}
+	}
+	v := project(evs)
+
+	if hasInterrupt {
+		return true, r.update(ctx, func(tx store.Tx) error { return r.applyInterrupts(tx, v) })
+	}
+
+	switch sess.Status {
+	case ma.StatusIdle, ma.StatusRescheduling:
+		if v.turnActive {
+			aw := v.awaitingIDs()
+			if len(aw) == 0 {
+				return true, r.update(ctx, func(tx store.Tx) error {
+					return r.setStatus(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning})
+				})
+			}
+			if !slices.Equal(aw, v.lastIdleIDs) {
+				return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
+			}
+			return false, nil
+		}
+		if hasInput {
+			return true, r.update(ctx, r.startTurn)
+		}
+		return false, nil
+	case ma.StatusRunning:
+		if rn := v.runnable(); len(rn) > 0 {
+			return true, r.runTools(ctx, gen, &sess, rn)
+		}
+		if aw := v.awaitingIDs(); len(aw) > 0 {
+			return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
+		}
+		return true, r.callModel(ctx, gen, &sess, v)
+	}
+	return false, nil
+}
+
+func (r *runner) setStatus(tx store.Tx, status string, ev *ma.Event) error {
+	now := r.h.now()
+	s := tx.Session()
+	s.Status = status
+	s.UpdatedAt = now
+	ev.ProcessedAt = &now
+	return tx.Append(ev)
+}
+
+func (r *runner) idle(tx store.Tx, reason string, ids []string) error {
+	return r.setStatus(tx, ma.StatusIdle, &ma.Event{Type: ma.EventStatusIdle, StopReason: &ma.StopReason{Type: reason, EventIDs: ids}})
+}
+
+// startTurn consumes the queued inputs at the head of the queue and sets the
+// session running.
+func (r *runner) startTurn(tx store.Tx) error {
+	if s := tx.Session().Status; s != ma.StatusIdle && s != ma.StatusRescheduling {
+		return nil
+	}
+	pending, err := tx.Pending()
+	if err != nil {
+		return err
+	}
+	now := r.h.now()
+	var consumed []*ma.Event
+	for i := range pending {
+		ev := &pending[i]
+		if ev.Type == ma.EventUserInterrupt {
+			break
+		}
+		ev.ProcessedAt = &now
+		consumed = append(consumed, ev)
+	}
+	if len(consumed) == 0 {
+		return nil
+	}
+	if err := r.setStatus(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning}); err != nil {
+		return err
+	}
+	return tx.Append(consumed...)
+}
+
+// applyInterrupts consumes queued interrupts; a running turn ends.
+func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
+	pending, err := tx.Pending()
+	if err != nil {
+		return err
+	}
+	now := r.h.now()
+	for i := range pending {
+		if pending[i].Type != ma.EventUserInterrupt {
+			continue
+		}
+		pending[i].ProcessedAt = &now
+		if err := tx.Append(&pending[i]); err != nil {
+			return err
+		}
+	}
+	if tx.Session().Status != ma.StatusRunning && !(tx.Session().Status == ma.StatusIdle && v.turnActive) {
+		return nil
+	}
+	if v.openSpan != "" {
+		if err := tx.Append(spanEnd(v.openSpan, true, nil, now)); err != nil {
+			return err
+		}
+	}
+	return r.idle(tx, ma.StopEndTurn, nil)
+}
+
+func spanEnd(startID string, isError bool, usage *ma.ModelUsage, now string) *ma.Event {
+	if usage == nil {
+		usage = &ma.ModelUsage{}
+	}
+	return &ma.Event{Type: ma.EventSpanModelRequestEnd, ModelRequestStartID: startID, IsError: &isError, ModelUsage: usage, ProcessedAt: &now}
+}
+
+// exhaust ends the turn with an exhausted session.error: queued inputs are
+// flushed and the session goes idle with retries_exhausted.
+func (r *runner) exhaust(tx store.Tx, f failure) error {
+	now := r.h.now()
+	ev := &ma.Event{Type: ma.EventSessionError, ProcessedAt: &now, Error: &ma.SessionError{Type: f.errType, Message: f.message, RetryStatus: ma.RetryStatus{Type: ma.RetryExhausted}}}
+	if err := tx.Append(ev); err != nil {
+		return err
+	}
+	pending, err := tx.Pending()
+	if err != nil {
+		return err
+	}
+	for i := range pending {
+		if pending[i].Type == ma.EventUserInterrupt {
+			continue
+		}
+		pending[i].Flushed = true
+		if err := tx.Append(&pending[i]); err != nil {
+			return err
+		}
+	}
+	return r.idle(tx, ma.StopRetriesExhausted, nil)
+}
+
+// callModel makes one model call of the turn, with the retry policy, and
+// records its outcome.
+func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v *view) error {
+	plan := planTools(&sess.Agent)
+	req := &model.Request{
+		Model:     sess.Agent.Model.ID,
+		Speed:     sess.Agent.Model.Speed,
+		System:    sess.Agent.System,
+		Messages:  v.messages,
+		Tools:     plan.offered,
+		MaxTokens: r.h.cfg.MaxTokens,
+		SessionID: sess.ID,
+	}
+	if sess.Agent.Model.Effort != nil {
+		req.Effort = sess.Agent.Model.Effort.Type
+	}
+	policy := r.h.cfg.Retry
+	for attempt := 1; ; attempt++ {
+		startID := ids.New(ids.Event)
+		err := r.update(ctx, func(tx store.Tx) error {
+			now := r.h.now()
+			if v.openSpan != "" {
+				// A call that a crash or shutdown cut short.
+				if err := tx.Append(spanEnd(v.openSpan, true, nil, now)); err != nil {
+					return err
+				}
+			}
+			return tx.Append(&ma.Event{Type: ma.EventSpanModelRequestStart, ID: startID, ProcessedAt: &now})
+		})
+		if err != nil {
+			return err
+		}
+		v.openSpan = startID
+		sink := &previewSink{p: r.h.previews, sessionID: sess.ID, messageID: ids.New(ids.Event), thinkingID: ids.New(ids.Event)}
+		tctx, done := r.turnContext(ctx, gen)
+		resp, err := r.h.cfg.Model.Stream(tctx, req, sink)
+		interrupted := tctx.Err() != nil && ctx.Err() == nil
+		done()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if interrupted {
+			return nil // the next step reads the interrupt and ends the turn
+		}
+		if err == nil {
+			return r.update(ctx, func(tx store.Tx) error { return r.record(tx, sess, plan, startID, sink, resp) })
+		}
+		f := classify(err)
+		r.h.log.Warn("model call failed", "session", sess.ID, "attempt", attempt, "type", f.errType, "err", err)
+		if !f.retryable || attempt >= policy.MaxAttempts {
+			return r.update(ctx, func(tx store.Tx) error {
+				if err := tx.Append(spanEnd(startID, true, nil, r.h.now())); err != nil {
+					return err
+				}
+				return r.exhaust(tx, f)
+			})
+		}
+		delay := policy.Delay(attempt, f.retryAfter)
+		err = r.update(ctx, func(tx store.Tx) error {
+			now := r.h.now()
+			return tx.Append(spanEnd(startID, true, nil, now), &ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+				Error: &ma.SessionError{Type: f.errType, Message: retryMessage(f, attempt, policy.MaxAttempts, delay), RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
+		})
+		if err != nil {
+			return err
+		}
+		v.openSpan = ""
+		tctx, done = r.turnContext(ctx, gen)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-tctx.Done():
+		}
+		t.Stop()
+		interrupted = tctx.Err() != nil && ctx.Err() == nil
+		done()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if interrupted {
+			return nil
+		}
+	}
+}
+
+func retryMessage(f failure, attempt, max int, delay time.Duration) string {
+	return fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", f.message, delay.Round(100*time.Millisecond), attempt+1, max)
+}
+
+// record appends a successful model response.
+func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID string, sink *previewSink, resp *model.Response) error {
+	now := r.h.now()
+	if resp.Thinking {
+		if err := tx.Append(&ma.Event{Type: ma.EventAgentThinking, ID: sink.thinkingID, ProcessedAt: &now}); err != nil {
+			return err
+		}
+	}
+	if content := blocksToContent(resp.Content); len(content) > 0 {
+		if err := tx.Append(&ma.Event{Type: ma.EventAgentMessage, ID: sink.messageID, ProcessedAt: &now, Content: content}); err != nil {
+			return err
+		}
+	}
+	uses := 0
+	for _, b := range resp.Content {
+		if b.Type != model.BlockToolUse {
+			continue
+		}
+		uses++
+		input := b.Input
+		if len(input) == 0 {
+			input = []byte("{}")
+		}
+		ev := &ma.Event{Type: ma.EventAgentToolUse, Name: b.Name, Input: input, ProcessedAt: &now}
+		var unknown bool
+		switch {
+		case plan.custom[b.Name]:
+			ev.Type = ma.EventAgentCustomToolUse
+		case plan.builtin[b.Name] == ma.PolicyAlwaysAsk:
+			ev.EvaluatedPermission = "ask"
+		case plan.builtin[b.Name] != "":
+			ev.EvaluatedPermission = "allow"
+		default:
+			ev.EvaluatedPermission = "deny"
+			unknown = true
+		}
+		if err := tx.Append(ev); err != nil {
+			return err
+		}
+		if unknown {
+			isErr := true
+			if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: ev.ID, IsError: &isErr, ProcessedAt: &now,
+				Content: []ma.ContentBlock{{Type: "text", Text: fmt.Sprintf("The tool %q is not available to this agent.", b.Name)}}}); err != nil {
+				return err
+			}
+		}
+	}
+	u := resp.Usage
+	if err := tx.Append(spanEnd(startID, false, &ma.ModelUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens}, now)); err != nil {
+		return err
+	}
+	s := tx.Session()
+	s.Usage.InputTokens += u.InputTokens
+	s.Usage.OutputTokens += u.OutputTokens
+	s.Usage.CacheReadInputTokens += u.CacheReadInputTokens
+	s.Usage.CacheCreation.Ephemeral5mInputTokens += u.CacheCreationInputTokens
+	s.UpdatedAt = now
+	if uses == 0 {
+		return r.idle(tx, ma.StopEndTurn, nil)
+	}
+	return nil
+}
+
+// runTools runs the tool uses that may run, one at a time, recording each
+// result as soon as it is known.
+func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, uses []*toolUse) error {
+	for _, u := range uses {
+		tctx, done := r.turnContext(ctx, gen)
+		res := r.h.cfg.Tools.RunTool(tctx, sess, ToolCall{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
+		interrupted := tctx.Err() != nil && ctx.Err() == nil
+		done()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if interrupted {
+			return nil
+		}
+		isErr := res.IsError
+		err := r.update(ctx, func(tx store.Tx) error {
+			now := r.h.now()
+			return tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, Content: res.Content, IsError: &isErr, ProcessedAt: &now})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/model"
+)
+
+// ToolCall is a built-in tool call the harness dispatches.
+type ToolCall struct {
+	// ID is the id of the agent.tool_use event.
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// ToolResult is the outcome of a tool call.
+type ToolResult struct {
+	Content []ma.ContentBlock
+	IsError bool
+}
+
+// ToolRunner runs built-in tools (bash, read, write, edit, glob, grep) for a
+// session. The executor hub implements it; a ToolRunner must return when ctx
+// is cancelled.
+type ToolRunner interface {
+	RunTool(ctx context.Context, sess *ma.Session, call ToolCall) ToolResult
+}
+
+// noTools answers every call with an error result: the server has no way to
+// run built-in tools for this session.
+type noTools struct{}
+
+func (noTools) RunTool(_ context.Context, sess *ma.Session, call ToolCall) ToolResult {
+	return ErrorResult(fmt.Sprintf("The tool %s could not run: no executor serves environment %s.", call.Name, sess.EnvironmentID))
+}
+
+// ErrorResult is an error tool result with one text block.
+func ErrorResult(text string) ToolResult {
+	return ToolResult{IsError: true, Content: []ma.ContentBlock{{Type: "text", Text: text}}}
+}
+
+// BuiltinTools are the tools of agent_toolset_20260401 that reins runs.
+var builtinSchemas = map[string]struct {
+	desc   string
+	schema string
+}{
+	"bash":  {"Run a shell command in a persistent bash session.", `{"type":"object","properties":{"command":{"type":"string"},"restart":{"type":"boolean"},"timeout_ms":{"type":"integer"}},"required":["command"]}`},
+	"read":  {"Read a text file, optionally a range of lines.", `{"type":"object","properties":{"file_path":{"type":"string"},"view_range":{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":2}},"required":["file_path"]}`},
+	"write": {"Create or overwrite a file.", `{"type":"object","properties":{"file_path":{"type":"string"},"content":{"type":"string"}},"required":["file_path","content"]}`},
+	"edit":  {"Replace an exact string in a file.", `{"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}},"required":["file_path","old_string","new_string"]}`},
+	"glob":  {"Find files by glob pattern.", `{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string"}},"required":["pattern"]}`},
+	"grep":  {"Search file contents with a regular expression.", `{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string"}},"required":["pattern"]}`},
+}
+
+// BuiltinToolNames lists the built-in tools in the order they are offered.
+var BuiltinToolNames = []string{"bash", "read", "write", "edit", "glob", "grep"}
+
+// toolPlan is the resolved tool configuration of a session's agent.
+type toolPlan struct {
+	offered []model.Tool
+	// kind and policy of each offered name.
+	builtin map[string]string // name -> policy
+	custom  map[string]bool
+}
+
+func planTools(agent *ma.SessionAgent) *toolPlan {
+	p := &toolPlan{builtin: map[string]string{}, custom: map[string]bool{}}
+	for _, t := range agent.Tools {
+		switch t.Type {
+		case ma.ToolTypeAgentToolset:
+			def := ResolveToolConfig(t, "")
+			_ = def
+			for _, name := range BuiltinToolNames {
+				c := ResolveToolConfig(t, name)
+				if !c.Enabled {
+					continue
+				}
+				s := builtinSchemas[name]
+				p.offered = append(p.offered, model.Tool{Name: name, Description: s.desc, InputSchema: json.RawMessage(s.schema)})
+				p.builtin[name] = c.PermissionPolicy.Type
+			}
+		case ma.ToolTypeCustom:
+			schema := t.InputSchema
+			if len(schema) == 0 {
+				schema = json.RawMessage(`{"type":"object"}`)
+			}
+			p.offered = append(p.offered, model.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+			p.custom[t.Name] = true
+		}
+	}
+	return p
+}
+
+// ResolveToolConfig returns the effective configuration of the named tool
+// in a toolset (name "" = the toolset default): the per-tool value, else the
+// toolset default, else the protocol default (enabled; always_allow for the
+// agent toolset, always_ask for MCP toolsets).
+func ResolveToolConfig(t ma.Tool, name string) ma.ToolConfig {
+	policy := ma.PolicyAlwaysAllow
+	if t.Type == ma.ToolTypeMCPToolset {
+		policy = ma.PolicyAlwaysAsk
+	}
+	out := ma.ToolConfig{Name: name, Enabled: true, PermissionPolicy: &ma.PermissionPolicy{Type: policy}}
+	apply := func(c *ma.ToolConfig) {
+		if c == nil {
+			return
+		}
+		out.Enabled = c.Enabled
+		if c.PermissionPolicy != nil && c.PermissionPolicy.Type != "" {
+			out.PermissionPolicy = &ma.PermissionPolicy{Type: c.PermissionPolicy.Type}
+		}
+	}
+	apply(t.DefaultConfig)
+	if name != "" {
+		for i := range t.Configs {
+			if t.Configs[i].Name == name {
+				apply(&t.Configs[i])
+			}
+		}
+	}
+	return out
+}
