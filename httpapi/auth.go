@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/reinsdev/reins/internal/ids"
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/store"
+)
+
+// KeyPrefix starts every API key reins makes.
+const KeyPrefix = "sk-reins-"
+
+// HashKey returns the stored form of an API key: hex SHA-256. Keys carry
+// over 200 bits of randomness, so a fast hash is enough (nothing to
+// brute-force).
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// NewKey makes a new random API key.
+func NewKey() string {
+	return KeyPrefix + ids.New("") + ids.New("")[:16]
+}
+
+// CreateKey makes a key, stores its hash and returns the key (shown once).
+func CreateKey(ctx context.Context, st store.Keys, name string) (string, store.APIKey, error) {
+	key := NewKey()
+	k := store.APIKey{ID: ids.New(ids.APIKey), Name: name, Hash: HashKey(key), Hint: key[len(key)-4:], CreatedAt: time.Now().UTC()}
+	return key, k, st.CreateAPIKey(ctx, k)
+}
+
+// Authenticator checks API keys: x-api-key or Authorization: Bearer.
+type Authenticator struct {
+	Keys store.Keys
+	// Bootstrap, if set, is accepted as a key (REINS_API_KEY).
+	Bootstrap string
+}
+
+// Check authenticates r.
+func (a *Authenticator) Check(ctx context.Context, r *http.Request) error {
+	key := r.Header.Get("x-api-key")
+	if key == "" {
+		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			key = strings.TrimSpace(v)
+		}
+	}
+	if key == "" {
+		return errf(http.StatusUnauthorized, ma.ErrAuthentication, "missing API key: send it as the x-api-key header or as Authorization: Bearer")
+	}
+	if a.Bootstrap != "" && subtle.ConstantTimeCompare([]byte(key), []byte(a.Bootstrap)) == 1 {
+		return nil
+	}
+	k, err := a.Keys.APIKeyByHash(ctx, HashKey(key))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
+		return errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid API key")
+	}
+	return err
+}

@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// validateContent checks content blocks: allowed types, and the fields each
+// type needs.
+func validateContent(field string, blocks []ma.ContentBlock, allowed ...string) error {
+	for i, b := range blocks {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		ok := false
+		for _, a := range allowed {
+			if b.Type == a {
+				ok = true
+			}
+		}
+		if !ok {
+			return badRequest("%s.type: must be one of %s; got %q", f, quoteList(allowed), b.Type)
+		}
+		switch b.Type {
+		case "text":
+			if b.Text == "" {
+				return badRequest("%s.text: required", f)
+			}
+		case "image", "document":
+			if err := validateSource(f+".source", b.Type, b.Source); err != nil {
+				return err
+			}
+		case "search_result":
+			if err := validateContent(f+".content", b.Content, "text"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func validateSource(field, blockType string, raw json.RawMessage) error {
+	var src struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+		FileID    string `json:"file_id"`
+	}
+	if len(raw) == 0 {
+		return badRequest("%s: required", field)
+	}
+	if err := json.Unmarshal(raw, &src); err != nil {
+		return badRequest("%s: must be an object", field)
+	}
+	switch src.Type {
+	case "base64":
+		if src.MediaType == "" || src.Data == "" {
+			return badRequest("%s: base64 sources need media_type and data", field)
+		}
+	case "url":
+		if src.URL == "" {
+			return badRequest("%s.url: required", field)
+		}
+	case "file":
+		return badRequest("%s: file sources are not supported by this server yet", field)
+	case "text":
+		if blockType != "document" || src.Data == "" {
+			return badRequest("%s: text sources are for documents and need data", field)
+		}
+	default:
+		return badRequest("%s.type: unknown source type %q", field, src.Type)
+	}
+	return nil
+}

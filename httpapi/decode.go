@@ -1,0 +1,172 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// decode reads r's JSON body into v, answering malformed JSON, wrong types
+// and oversized bodies with a precise message. An empty body decodes as {}.
+func decode(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errf(http.StatusRequestEntityTooLarge, ma.ErrRequestTooLarge, "request body exceeds %d bytes", mbe.Limit)
+		}
+		return badRequest("cannot read request body: %v", err)
+	}
+	return decodeBytes(data, v)
+}
+
+// decodePresent is decode that also returns the top-level keys present.
+func decodePresent(r *http.Request, v any) (map[string]json.RawMessage, error) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, decode(&http.Request{Body: io.NopCloser(errReader{err})}, v)
+	}
+	if err := decodeBytes(data, v); err != nil {
+		return nil, err
+	}
+	raw := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := json.Unmarshal(data, &raw); err != nil {
+			return nil, badRequest("request body: must be a JSON object")
+		}
+	}
+	return raw, nil
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+func decodeBytes(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return badRequest("request body: unexpected data after the JSON value")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &se):
+		return badRequest("request body is not valid JSON (at byte %d): %v", se.Offset, se)
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "request body"
+		}
+		return badRequest("%s: expected %s, got JSON %s", field, jsonTypeName(te.Type.Kind().String()), te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("request body is not valid JSON: unexpected end of input")
+	}
+	return badRequest("invalid request body: %v", err)
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "a number"
+	}
+	return kind
+}
+
+// optString distinguishes an absent field, null and a string.
+type optString struct {
+	Set   bool
+	Null  bool
+	Value string
+}
+
+func (o *optString) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if string(b) == "null" {
+		o.Null = true
+		return nil
+	}
+	return json.Unmarshal(b, &o.Value)
+}
+
+// metadataPatch is a metadata update: a null value deletes the key.
+type metadataPatch map[string]*string
+
+func applyMetadata(cur ma.Metadata, patch metadataPatch) ma.Metadata {
+	out := ma.Metadata{}
+	for k, v := range cur {
+		out[k] = v
+	}
+	for k, v := range patch {
+		if v == nil || *v == "" {
+			delete(out, k)
+		} else {
+			out[k] = *v
+		}
+	}
+	return out
+}
+
+func validateMetadata(field string, m map[string]string) error {
+	if len(m) > 16 {
+		return badRequest("%s: at most 16 keys, got %d", field, len(m))
+	}
+	for k, v := range m {
+		if k == "" || len(k) > 64 {
+			return badRequest("%s: key %q must be 1 to 64 characters", field, k)
+		}
+		if len(v) > 512 {
+			return badRequest("%s.%s: value longer than 512 characters", field, k)
+		}
+	}
+	return nil
+}
+
+func validateMetadataPatch(field string, cur ma.Metadata, p metadataPatch) error {
+	return validateMetadata(field, applyMetadata(cur, p))
+}
+
+func checkLen(field, v string, lo, hi int) error {
+	n := len([]rune(v))
+	if n < lo || n > hi {
+		if lo > 0 && n == 0 {
+			return badRequest("%s: required", field)
+		}
+		return badRequest("%s: must be %d to %d characters, got %d", field, lo, hi, n)
+	}
+	return nil
+}
+
+func quoteList(s []string) string {
+	q := make([]string, len(s))
+	for i, x := range s {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
+}

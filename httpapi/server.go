@@ -1,0 +1,178 @@
+// Package httpapi serves the Claude Managed Agents REST API and its SSE
+// streams over the store and the harness, in the exact wire format the
+// official Anthropic SDKs speak.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/bus"
+	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/ids"
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/store"
+)
+
+// Default limits.
+const (
+	// DefaultMaxBody bounds request bodies that carry content (events,
+	// sessions with initial events).
+	DefaultMaxBody = 32 << 20
+	// smallBody bounds every other request body.
+	smallBody = 1 << 20
+)
+
+// Config configures a Server. Store, Bus, Harness and Auth are required.
+type Config struct {
+	Store   store.Store
+	Bus     *bus.Bus
+	Harness *harness.Harness
+	Auth    *Authenticator
+	Logger  *slog.Logger
+	// MaxBody bounds content-carrying request bodies (default 32 MiB).
+	MaxBody int64
+	// PingInterval is the SSE heartbeat period (default 15 s).
+	PingInterval time.Duration
+	// PollInterval is how often streams re-check the log without a wake-up
+	// (default 2 s).
+	PollInterval time.Duration
+}
+
+// Server is the HTTP API. It is an http.Handler.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+
+	// done is closed by Shutdown: streams end cleanly.
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+// New returns a Server.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = 15 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 2 * time.Second
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
+	s.routes()
+	return s
+}
+
+// Shutdown ends every open stream (they send nothing more and close).
+func (s *Server) Shutdown() { s.doneOnce.Do(func() { close(s.done) }) }
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(pattern string, maxBody int64, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) routes() {
+	big := s.cfg.MaxBody
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]string{"status": "ok"})
+	})
+	s.handle("POST /v1/agents", smallBody*4, s.createAgent)
+	s.handle("GET /v1/agents", smallBody, s.listAgents)
+	s.handle("GET /v1/agents/{id}", smallBody, s.getAgent)
+	s.handle("POST /v1/agents/{id}", smallBody*4, s.updateAgent)
+	s.handle("POST /v1/agents/{id}/archive", smallBody, s.archiveAgent)
+	s.handle("GET /v1/agents/{id}/versions", smallBody, s.listAgentVersions)
+
+	s.handle("POST /v1/environments", smallBody, s.createEnvironment)
+	s.handle("GET /v1/environments", smallBody, s.listEnvironments)
+	s.handle("GET /v1/environments/{id}", smallBody, s.getEnvironment)
+	s.handle("POST /v1/environments/{id}", smallBody, s.updateEnvironment)
+	s.handle("POST /v1/environments/{id}/archive", smallBody, s.archiveEnvironment)
+	s.handle("DELETE /v1/environments/{id}", smallBody, s.deleteEnvironment)
+
+	s.handle("POST /v1/sessions", big, s.createSession)
+	s.handle("GET /v1/sessions", smallBody, s.listSessions)
+	s.handle("GET /v1/sessions/{id}", smallBody, s.getSession)
+	s.handle("POST /v1/sessions/{id}", smallBody*4, s.updateSession)
+	s.handle("POST /v1/sessions/{id}/archive", smallBody, s.archiveSession)
+	s.handle("DELETE /v1/sessions/{id}", smallBody, s.deleteSession)
+	s.handle("POST /v1/sessions/{id}/events", big, s.sendEvents)
+	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
+	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, s.streamEvents)
+
+	s.handle("/", smallBody, func(w http.ResponseWriter, r *http.Request) error {
+		return notFound("no route for %s %s", r.Method, r.URL.Path)
+	})
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey).(string)
+	return id
+}
+
+// ServeHTTP implements http.Handler: request id, authentication, panic
+// recovery and routing.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := ids.New(ids.Request)
+	w.Header().Set("request-id", id)
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "request_id", id, "panic", v)
+			s.writeError(w, r, errf(http.StatusInternalServerError, ma.ErrAPI, "internal server error"))
+		}
+	}()
+	if r.URL.Path != "/healthz" {
+		if err := s.cfg.Auth.Check(r.Context(), r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	// Go's mux answers a wrong method with its own 405 text; answer in
+	// the JSON envelope instead.
+	if _, pattern := s.mux.Handler(r); pattern == "/" && strings.HasPrefix(r.URL.Path, "/v1/") {
+		if s.knownPath(r) {
+			s.writeError(w, r, errf(http.StatusMethodNotAllowed, ma.ErrInvalidRequest, "method %s is not allowed on %s", r.Method, r.URL.Path))
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// knownPath reports whether some other method serves r's path.
+func (s *Server) knownPath(r *http.Request) bool {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := s.mux.Handler(probe); p != "/" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,176 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/reinsdev/reins/internal/ids"
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/store"
+)
+
+// streamBatch bounds the log entries read per store round trip.
+const streamBatch = 500
+
+// streamEvents serves GET /v1/sessions/{id}/events/stream: a live tail of
+// the session's log from "now" (or from Last-Event-ID, a seq, as an
+// extension), with optional previews.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	deltas := query{r}.list("event_deltas")
+	if len(deltas) > 100 {
+		return badRequest("event_deltas: at most 100 values, got %d", len(deltas))
+	}
+	for _, d := range deltas {
+		if d != ma.EventAgentMessage && d != ma.EventAgentThinking {
+			return badRequest("event_deltas: %q is not supported (use agent.message or agent.thinking)", d)
+		}
+	}
+	cursor, err := s.cfg.Store.LastSeq(ctx, id)
+	if err != nil {
+		return err
+	}
+	if v := r.Header.Get("Last-Event-ID"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return badRequest("Last-Event-ID: must be an event sequence number from this stream; got %q", v)
+		}
+		cursor = min(n, cursor)
+	}
+	sub := s.cfg.Bus.Subscribe(id)
+	defer sub.Close()
+	var previews <-chan ma.Preview
+	if len(deltas) > 0 {
+		ch, cancel := s.cfg.Harness.Previews().Subscribe(id)
+		defer cancel()
+		previews = ch
+	}
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	flush := func() error {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err := flush(); err != nil {
+		return nil
+	}
+
+	started := map[string]bool{} // preview ids announced on this connection
+	finished := map[string]bool{}
+	// drain sends every new log entry; it reports whether the stream must
+	// end (session deleted) and whether writing failed.
+	drain := func(checkDeleted bool) (end bool, err error) {
+		for {
+			entries, err := s.cfg.Store.ReadLog(ctx, id, cursor, streamBatch)
+			if err != nil {
+				return true, err
+			}
+			for _, e := range entries {
+				writeFrame(bw, strconv.FormatInt(e.Seq, 10), e.Event.Type, e.Raw)
+				cursor = e.Seq
+				if e.Event.Type == ma.EventAgentMessage || e.Event.Type == ma.EventAgentThinking {
+					finished[e.Event.ID] = true
+				}
+			}
+			if len(entries) > 0 {
+				if err := flush(); err != nil {
+					return true, err
+				}
+			}
+			if len(entries) < streamBatch {
+				if len(entries) == 0 && checkDeleted {
+					if _, err := s.cfg.Store.GetSession(ctx, id); errorsIs(err, store.ErrNotFound) {
+						now := ma.Time(time.Now())
+						b, _ := json.Marshal(ma.Event{Type: ma.EventSessionDeleted, ID: ids.New(ids.Event), ProcessedAt: &now})
+						writeFrame(bw, "", ma.EventSessionDeleted, b)
+						flush()
+						return true, nil
+					}
+				}
+				return false, nil
+			}
+		}
+	}
+	ping := time.NewTicker(s.cfg.PingInterval)
+	defer ping.Stop()
+	poll := time.NewTicker(s.cfg.PollInterval)
+	defer poll.Stop()
+	if end, err := drain(false); end || err != nil {
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.done:
+			return nil
+		case <-sub.C:
+			if end, err := drain(true); end || err != nil {
+				return nil
+			}
+		case <-poll.C:
+			if end, err := drain(true); end || err != nil {
+				return nil
+			}
+		case <-ping.C:
+			writeFrame(bw, "", "ping", []byte(`{"type":"ping"}`))
+			if err := flush(); err != nil {
+				return nil
+			}
+		case pv := <-previews:
+			var eventID string
+			switch pv.Type {
+			case "event_start":
+				eventID = pv.Event.ID
+				if !slices.Contains(deltas, pv.Event.Type) || started[eventID] || finished[eventID] {
+					continue
+				}
+				// Events committed before this preview go first, so
+				// that span.model_request_start precedes event_start.
+				if end, err := drain(false); end || err != nil {
+					return nil
+				}
+				started[eventID] = true
+			case "event_delta":
+				eventID = pv.EventID
+				if !started[eventID] || finished[eventID] {
+					continue
+				}
+			}
+			b, _ := json.Marshal(pv)
+			writeFrame(bw, "", pv.Type, b)
+			// Flush previews at once only when no more are queued.
+			if len(previews) == 0 {
+				if err := flush(); err != nil {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+func writeFrame(w *bufio.Writer, id, event string, data []byte) {
+	if id != "" {
+		w.WriteString("id: ")
+		w.WriteString(id)
+		w.WriteByte('\n')
+	}
+	w.WriteString("event: ")
+	w.WriteString(event)
+	w.WriteString("\ndata: ")
+	w.Write(data)
+	w.WriteString("\n\n")
+}

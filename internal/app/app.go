@@ -1,0 +1,114 @@
+// Package app assembles a reins server: store, bus, harness and HTTP API.
+// cmd/reins uses it, and so do tests that need a real server.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/reinsdev/reins/bus"
+	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/httpapi"
+	"github.com/reinsdev/reins/model"
+	"github.com/reinsdev/reins/model/scripted"
+	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/store/sqlite"
+)
+
+// Config configures an App.
+type Config struct {
+	// DataDir holds the database, the generated API key file and named
+	// model scripts. Created with mode 0700 if missing.
+	DataDir string
+	// BootstrapKey is accepted as an API key (REINS_API_KEY).
+	BootstrapKey string
+	// Models are the model providers by name ("anthropic", "openai",
+	// "scripted"). "scripted" is added when missing.
+	Models model.Router
+	Retry  harness.RetryPolicy
+	Tools  harness.ToolRunner
+	Logger *slog.Logger
+	// HTTP tunes the API (ping and poll intervals, body limit).
+	HTTP httpapi.Config
+}
+
+// App is an assembled server.
+type App struct {
+	Store   store.Store
+	Bus     *bus.Bus
+	Harness *harness.Harness
+	API     *httpapi.Server
+	log     *slog.Logger
+	srv     *http.Server
+}
+
+// DBFile is the database file name inside the data dir.
+const DBFile = "reins.db"
+
+// New opens the store and assembles the server. It does not start
+// anything; call Start.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile))
+	if err != nil {
+		return nil, err
+	}
+	models := model.Router{}
+	for k, v := range cfg.Models {
+		models[k] = v
+	}
+	if models["scripted"] == nil {
+		models["scripted"] = &scripted.Provider{Dir: filepath.Join(cfg.DataDir, "scripts")}
+	}
+	b := bus.New()
+	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: cfg.Tools, Retry: cfg.Retry, Logger: cfg.Logger})
+	hc := cfg.HTTP
+	hc.Store, hc.Bus, hc.Harness, hc.Logger = st, b, h, cfg.Logger
+	hc.Auth = &httpapi.Authenticator{Keys: st, Bootstrap: cfg.BootstrapKey}
+	api := httpapi.New(hc)
+	return &App{Store: st, Bus: b, Harness: h, API: api, log: cfg.Logger}, nil
+}
+
+// Start resumes interrupted sessions and serves the API on ln until
+// Shutdown. It returns at once; serving errors are logged.
+func (a *App) Start(ctx context.Context, ln net.Listener) error {
+	if err := a.Harness.Start(ctx); err != nil {
+		return fmt.Errorf("resume sessions: %w", err)
+	}
+	a.srv = &http.Server{Handler: a.API, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+	go func() {
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("http server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Shutdown ends streams cleanly, stops accepting requests, stops session
+// runners at a safe point and closes the store.
+func (a *App) Shutdown(ctx context.Context) error {
+	a.API.Shutdown()
+	var errs []error
+	if a.srv != nil {
+		if err := a.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http: %w", err))
+		}
+	}
+	if err := a.Harness.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("harness: %w", err))
+	}
+	errs = append(errs, a.Store.Close())
+	return errors.Join(errs...)
+}
