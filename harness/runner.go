@@ -406,7 +406,7 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 		switch {
 		case plan.custom[b.Name]:
 			ev.Type = ma.EventAgentCustomToolUse
-		case plan.builtin[b.Name] == ma.PolicyAlwaysAsk:
+		case plan.builtin[b.Name] == ma.PolicyAlwaysAsk || plan.builtin[b.Name] == ma.PolicyAuto:
 			ev.EvaluatedPermission = "ask"
 		case plan.builtin[b.Name] != "":
 			ev.EvaluatedPermission = "allow"

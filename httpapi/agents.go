@@ -100,8 +100,8 @@ func resolveConfig(field string, c *toolConfigParam, defaultPolicy string) (*ma.
 		out.Enabled = *c.Enabled
 	}
 	if c.PermissionPolicy != nil {
-		if t := c.PermissionPolicy.Type; t != ma.PolicyAlwaysAllow && t != ma.PolicyAlwaysAsk {
-			return nil, badRequest("%s.permission_policy.type: must be always_allow or always_ask; got %q", field, t)
+		if t := c.PermissionPolicy.Type; t != ma.PolicyAlwaysAllow && t != ma.PolicyAlwaysAsk && t != ma.PolicyAuto {
+			return nil, badRequest("%s.permission_policy.type: must be always_allow, always_ask or auto; got %q", field, t)
 		}
 		out.PermissionPolicy = &ma.PermissionPolicy{Type: c.PermissionPolicy.Type}
 	}

@@ -25,6 +25,10 @@ type PermissionPolicy struct {
 const (
 	PolicyAlwaysAllow = "always_allow"
 	PolicyAlwaysAsk   = "always_ask"
+	// PolicyAuto lets the server judge each call. reins has no judge, so
+	// every call is one it "cannot reach a judgement on" and evaluates to
+	// ask, as the API documents for that case.
+	PolicyAuto = "auto"
 )
 
 // ToolConfig is the resolved configuration of one tool in a toolset.
