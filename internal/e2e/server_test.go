@@ -208,7 +208,7 @@ func (s *stream) next(timeout time.Duration) frame {
 		}
 		return ev
 	case <-time.After(timeout):
-		s.t.Fatal("timed out waiting for a stream event")
+		s.t.Fatalf("timed out waiting for a stream event")
 	}
 	return frame{}
 }

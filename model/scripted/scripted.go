@@ -1,7 +1,8 @@
 // Package scripted is an offline, deterministic model provider. It needs no
 // network and no key, so reins runs fully offline (demos, tests, CI).
 //
-// The model reads directives from the latest user text in the transcript;
+// The model reads directives from the latest user text block in the
+// transcript;
 // a text without directives is echoed back. Directives are lines starting
 // with "@":
 //
@@ -13,6 +14,7 @@
 //	                           (default: a summary of the results)
 //	@think                     report (hidden) reasoning before answering
 //	@sleep 2s                  wait before answering (honours cancellation)
+//	@pace 20ms                 wait this long between streamed words
 //	@fail overloaded 2         fail the first 2 attempts of this model call
 //	                           (overloaded, rate_limited, server, invalid,
 //	                           billing, auth; no count = every attempt)
@@ -52,6 +54,7 @@ type plan struct {
 	then      string
 	think     bool
 	sleep     time.Duration
+	pace      time.Duration
 	fail      string
 	failTimes int // 0 = always
 }
@@ -79,14 +82,8 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 			return nil, failure(pl.fail, n)
 		}
 	}
-	if pl.sleep > 0 {
-		t := time.NewTimer(pl.sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+	if err := wait(ctx, pl.sleep); err != nil {
+		return nil, err
 	}
 	resp := &model.Response{StopReason: model.StopEndTurn}
 	if pl.think {
@@ -106,7 +103,7 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 	for i, text := range texts {
 		// Stream word by word so previews have something to show.
 		for _, chunk := range chunks(text) {
-			if err := ctx.Err(); err != nil {
+			if err := wait(ctx, pl.pace); err != nil {
 				return nil, err
 			}
 			sink.TextDelta(i, chunk)
@@ -143,14 +140,12 @@ func (p *Provider) directives(req *model.Request) (string, []model.Block, error)
 		if m.Role != model.RoleUser {
 			continue
 		}
-		var texts []string
-		for _, b := range m.Content {
-			if b.Type == model.BlockText {
-				texts = append(texts, b.Text)
+		// The latest text block: consecutive user messages (for example
+		// after an interrupted turn) are merged into one message.
+		for j := len(m.Content) - 1; j >= 0; j-- {
+			if b := m.Content[j]; b.Type == model.BlockText {
+				return b.Text, afterTools, nil
 			}
-		}
-		if len(texts) > 0 {
-			return strings.Join(texts, "\n"), afterTools, nil
 		}
 	}
 	return "", afterTools, nil
@@ -225,12 +220,16 @@ func parse(text string) (plan, error) {
 				return pl, fmt.Errorf("@tool %s: input is not valid JSON", name)
 			}
 			pl.tools = append(pl.tools, model.Block{Type: model.BlockToolUse, Name: name, Input: json.RawMessage(input)})
-		case "sleep":
+		case "sleep", "pace":
 			d, err := time.ParseDuration(rest)
-			if err != nil {
-				return pl, fmt.Errorf("@sleep: %v", err)
+			if err != nil || d < 0 {
+				return pl, fmt.Errorf("@%s: want a duration such as 2s, got %q", word, rest)
 			}
-			pl.sleep = d
+			if word == "sleep" {
+				pl.sleep = d
+			} else {
+				pl.pace = d
+			}
 		case "fail":
 			kind, times, _ := strings.Cut(rest, " ")
 			if _, ok := failures[kind]; !ok {
@@ -278,6 +277,21 @@ func failure(kind string, attempt int) error {
 		e.RetryAfter = time.Second
 	}
 	return e
+}
+
+// wait sleeps for d or until ctx is done.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func summarize(results []model.Block) string {

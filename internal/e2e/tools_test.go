@@ -1,0 +1,29 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+
+	"github.com/reinsdev/reins/harness"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// recordingTools is a harness.ToolRunner that records calls and answers with
+// the command it was given.
+type recordingTools struct {
+	mu    sync.Mutex
+	calls []harness.ToolCall
+}
+
+func (r *recordingTools) RunTool(_ context.Context, _ *ma.Session, call harness.ToolCall) harness.ToolResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, call)
+	return harness.ToolResult{Content: []ma.ContentBlock{{Type: "text", Text: "ran " + string(call.Input)}}}
+}
+
+func (r *recordingTools) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
