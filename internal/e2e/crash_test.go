@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/store/sqlite"
+)
+
+// buildReins builds cmd/reins once per test binary.
+var buildReins = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "reins-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "reins")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/reinsdev/reins/cmd/reins").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// child is a reins serve process.
+type child struct {
+	cmd *exec.Cmd
+	url string
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startChild(t *testing.T, bin, dataDir, addr, key string) *child {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--addr", addr, "--data-dir", dataDir, "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "REINS_API_KEY="+key, "ANTHROPIC_API_KEY=")
+	cmd.Stdout = io.Discard
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, url: "http://" + addr}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(c.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			return c
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	t.Fatalf("reins serve did not become ready: %s", stderr.String())
+	return nil
+}
+
+func (c *child) kill() {
+	c.cmd.Process.Signal(syscall.SIGKILL)
+	c.cmd.Wait()
+}
+
+// call does one API request; ok is false when the process is gone.
+func call(url, key, method, path string, body any, out any) (status int, err error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url+path, rd)
+	req.Header.Set("x-api-key", key)
+	req.Header.Set("content-type", "application/json")
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode == 200 {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, err
+		}
+	}
+	if resp.StatusCode != 200 {
+		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	}
+	return 200, nil
+}
+
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a child process")
+	}
+	bin, err := buildReins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	key := "sk-reins-crash-test-key"
+	addr := freeAddr(t)
+	c := startChild(t, bin, dataDir, addr, key)
+
+	var agent ma.Agent
+	if _, err := call(c.url, key, "POST", "/v1/agents", map[string]any{"name": "crash", "model": "scripted"}, &agent); err != nil {
+		t.Fatal(err)
+	}
+	var env ma.Environment
+	if _, err := call(c.url, key, "POST", "/v1/environments", map[string]any{"name": "crash"}, &env); err != nil {
+		t.Fatal(err)
+	}
+	const sessions = 6
+	var sids []string
+	for range sessions {
+		var s ma.Session
+		if _, err := call(c.url, key, "POST", "/v1/sessions", map[string]any{"agent": agent.ID, "environment_id": env.ID}, &s); err != nil {
+			t.Fatal(err)
+		}
+		sids = append(sids, s.ID)
+	}
+
+	acked := map[string]string{} // event id -> session
+	rng := rand.New(rand.NewPCG(1, 2))
+	const rounds = 8
+	for round := range rounds {
+		stop := make(chan struct{})
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, sid := range sids {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					text := fmt.Sprintf("round %d message %d", round, i)
+					if i%3 == 0 {
+						text = "@sleep 30ms\n@text slow reply " + text
+					}
+					var echo struct{ Data []ma.Event }
+					body := map[string]any{"events": []any{map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": text}}}}}
+					if _, err := call(c.url, key, "POST", "/v1/sessions/"+sid+"/events", body, &echo); err != nil {
+						return // the server is gone
+					}
+					mu.Lock()
+					for _, e := range echo.Data {
+						acked[e.ID] = sid
+					}
+					mu.Unlock()
+					time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+				}
+			})
+		}
+		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
+		c.kill()
+		close(stop)
+		wg.Wait()
+		c = startChild(t, bin, dataDir, addr, key)
+	}
+
+	// Let every session finish.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		busy := 0
+		for _, sid := range sids {
+			var s ma.Session
+			if _, err := call(c.url, key, "GET", "/v1/sessions/"+sid, nil, &s); err != nil {
+				t.Fatal(err)
+			}
+			var evs struct{ Data []ma.Event }
+			call(c.url, key, "GET", "/v1/sessions/"+sid+"/events?limit=1000&order=desc", nil, &evs)
+			queued := false
+			for _, e := range evs.Data {
+				if e.Type == ma.EventUserMessage && e.ProcessedAt == nil {
+					queued = true
+				}
+			}
+			if s.Status != ma.StatusIdle || queued {
+				busy++
+			}
+		}
+		if busy == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions still busy after restart", busy)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stopChild(t, c)
+
+	// Check the log file itself.
+	st, err := sqlite.Open(context.Background(), filepath.Join(dataDir, "reins.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	totalTurns := 0
+	for _, sid := range sids {
+		log, err := st.ReadLog(context.Background(), sid, 0, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range log {
+			if e.Seq != int64(i+1) {
+				t.Fatalf("session %s: seq %d at position %d (gap or reuse)", sid, e.Seq, i)
+			}
+		}
+		live, err := st.ListEvents(context.Background(), sid, store.EventQuery{Limit: 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		replies, turns, starts, ends := 0, 0, 0, 0
+		for _, e := range live {
+			ev := e.Event
+			if seen[ev.ID] {
+				t.Fatalf("session %s: event %s listed twice", sid, ev.ID)
+			}
+			seen[ev.ID] = true
+			switch ev.Type {
+			case ma.EventUserMessage:
+				if ev.ProcessedAt == nil {
+					t.Fatalf("session %s: user.message %s never processed", sid, ev.ID)
+				}
+			case ma.EventAgentMessage:
+				replies++
+			case ma.EventStatusIdle:
+				if ev.StopReason.Type != ma.StopEndTurn {
+					t.Fatalf("session %s: idle %s", sid, ev.StopReason.Type)
+				}
+				turns++
+			case ma.EventSpanModelRequestStart:
+				starts++
+			case ma.EventSpanModelRequestEnd:
+				ends++
+			}
+		}
+		if replies != turns || starts != ends {
+			t.Fatalf("session %s: %d replies for %d turns; %d span starts, %d ends", sid, replies, turns, starts, ends)
+		}
+		totalTurns += turns
+		for id, s := range acked {
+			if s == sid && !seen[id] {
+				t.Fatalf("acknowledged event %s of %s lost", id, sid)
+			}
+		}
+	}
+	if len(acked) < sessions*rounds || totalTurns == 0 {
+		t.Fatalf("the test did too little: %d acknowledged sends, %d turns", len(acked), totalTurns)
+	}
+	t.Logf("%d kills, %d acknowledged sends, %d turns, all recovered", rounds, len(acked), totalTurns)
+}
+
+func stopChild(t *testing.T, c *child) {
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("reins serve exited with %v after SIGTERM; want a clean exit", err)
+		}
+	case <-time.After(15 * time.Second):
+		c.cmd.Process.Kill()
+		t.Error("reins serve did not stop within 15 s of SIGTERM")
+	}
+}
