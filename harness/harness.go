@@ -29,7 +29,12 @@ type Config struct {
 	Retry RetryPolicy
 	// MaxTokens bounds each model response (0 = the provider's default).
 	MaxTokens int
-	Logger    *slog.Logger
+	// IdleLinger is how long a runner stays after its session went idle,
+	// keeping its in-memory view of the log warm for the next message
+	// (default 30 s; negative = exit at once). After it, an idle session
+	// costs no memory.
+	IdleLinger time.Duration
+	Logger     *slog.Logger
 }
 
 // Harness schedules session runners.
@@ -57,6 +62,9 @@ func New(cfg Config) *Harness {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Retry = cfg.Retry.withDefaults()
+	if cfg.IdleLinger == 0 {
+		cfg.IdleLinger = 30 * time.Second
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Harness{cfg: cfg, log: cfg.Logger, previews: newPreviews(), ctx: ctx, cancel: cancel, runners: make(map[string]*runner)}
 }

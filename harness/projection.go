@@ -10,11 +10,11 @@ import (
 
 // toolUse is a tool use the model asked for, as the log records it.
 type toolUse struct {
-	ev         ma.Event
-	decision   string // "", "allow" or "deny" (from user.tool_confirmation)
-	denyMsg    string
-	resolved   bool // a result exists
-	abandoned  bool // the turn ended before it resolved
+	ev        ma.Event
+	decision  string // "", "allow" or "deny" (from user.tool_confirmation)
+	denyMsg   string
+	resolved  bool // a result exists
+	abandoned bool // the turn ended before it resolved
 }
 
 // awaiting reports whether the tool use waits for the client: a custom tool

@@ -14,14 +14,13 @@ import (
 	"github.com/reinsdev/reins/store"
 )
 
-// allEvents is the list limit used to read a whole log.
-const allEvents = 1 << 30
-
 // runner drives one session until it has nothing to do.
 type runner struct {
 	h    *Harness
 	id   string
 	wake chan struct{}
+
+	log *logCache // the session's live events, read incrementally
 
 	mu         sync.Mutex
 	gen        uint64             // incremented by each interrupt
@@ -98,9 +97,30 @@ func (r *runner) run() {
 		if more {
 			continue
 		}
+		if r.linger(ctx) {
+			continue
+		}
 		if r.h.exit(r) {
 			return
 		}
+	}
+}
+
+// linger waits up to IdleLinger for a wake-up; it reports whether one came.
+func (r *runner) linger(ctx context.Context) bool {
+	d := r.h.cfg.IdleLinger
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.wake:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -137,16 +157,17 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 	if sess.Status == ma.StatusTerminated {
 		return false, nil
 	}
-	entries, err := st.ListEvents(ctx, r.id, store.EventQuery{Limit: allEvents})
-	if err != nil {
+	if r.log == nil {
+		r.log = newLogCache()
+	}
+	if err := r.log.refresh(ctx, st, r.id); err != nil {
 		return false, err
 	}
-	evs := make([]ma.Event, len(entries))
+	evs := r.log.events
 	hasInterrupt, hasInput := false, false
-	for i, e := range entries {
-		evs[i] = e.Event
+	for i := range evs {
 		if store.IsPending(&evs[i]) {
-			if e.Event.Type == ma.EventUserInterrupt {
+			if evs[i].Type == ma.EventUserInterrupt {
 				hasInterrupt = true
 			} else {
 				hasInput = true

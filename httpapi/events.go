@@ -128,18 +128,25 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 		evs[i] = ev
 	}
 	id := r.PathValue("id")
-	// The session's waiting actions, to validate confirmations and results.
-	entries, err := s.cfg.Store.ListEvents(r.Context(), id, store.EventQuery{Limit: 1 << 30})
-	if err != nil {
-		return err
+	// The session's waiting actions, to validate confirmations and results
+	// (read only when the request needs them: plain messages skip it).
+	var actions harness.Actions
+	for _, ev := range evs {
+		if ev.Type == ma.EventUserToolConfirmation || ev.Type == ma.EventUserCustomToolResult || ev.Type == ma.EventUserInterrupt {
+			entries, err := s.cfg.Store.ListEvents(r.Context(), id, store.EventQuery{Limit: 1 << 30})
+			if err != nil {
+				return err
+			}
+			live := make([]ma.Event, len(entries))
+			for i, e := range entries {
+				live[i] = e.Event
+			}
+			actions = harness.PendingActions(live)
+			break
+		}
 	}
-	live := make([]ma.Event, len(entries))
-	for i, e := range entries {
-		live[i] = e.Event
-	}
-	actions := harness.PendingActions(live)
 	interrupt := false
-	_, err = s.cfg.Store.UpdateSession(r.Context(), id, func(tx store.Tx) error {
+	_, err := s.cfg.Store.UpdateSession(r.Context(), id, func(tx store.Tx) error {
 		sess := tx.Session()
 		if sess.ArchivedAt != nil {
 			return conflict("session %s is archived; it accepts no events", sess.ID)

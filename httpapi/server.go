@@ -49,6 +49,8 @@ type Server struct {
 	log *slog.Logger
 	mux *http.ServeMux
 
+	tails *tails
+
 	// done is closed by Shutdown: streams end cleanly.
 	done     chan struct{}
 	doneOnce sync.Once
@@ -69,6 +71,7 @@ func New(cfg Config) *Server {
 		cfg.PollInterval = 2 * time.Second
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
+	s.tails = &tails{store: cfg.Store, bus: cfg.Bus, poll: cfg.PollInterval, done: s.done, m: map[string]*tail{}}
 	s.routes()
 	return s
 }

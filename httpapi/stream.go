@@ -10,7 +10,6 @@ import (
 
 	"github.com/reinsdev/reins/internal/ids"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 )
 
 // streamBatch bounds the log entries read per store round trip.
@@ -42,8 +41,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		cursor = min(n, cursor)
 	}
-	sub := s.cfg.Bus.Subscribe(id)
-	defer sub.Close()
+	tl, news, release, err := s.tails.subscribe(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer release()
 	var previews <-chan ma.Preview
 	if len(deltas) > 0 {
 		ch, cancel := s.cfg.Harness.Previews().Subscribe(id)
@@ -71,12 +73,15 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	started := map[string]bool{} // preview ids announced on this connection
 	finished := map[string]bool{}
 	// drain sends every new log entry; it reports whether the stream must
-	// end (session deleted) and whether writing failed.
-	drain := func(checkDeleted bool) (end bool, err error) {
+	// end (session deleted, or writing failed).
+	drain := func() bool {
 		for {
-			entries, err := s.cfg.Store.ReadLog(ctx, id, cursor, streamBatch)
-			if err != nil {
-				return true, err
+			entries, deleted, ok := tl.since(cursor)
+			if !ok {
+				var err error
+				if entries, err = s.cfg.Store.ReadLog(ctx, id, cursor, streamBatch); err != nil {
+					return true
+				}
 			}
 			for _, e := range entries {
 				writeFrame(bw, strconv.FormatInt(e.Seq, 10), e.Event.Type, e.Raw)
@@ -87,28 +92,26 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			}
 			if len(entries) > 0 {
 				if err := flush(); err != nil {
-					return true, err
+					return true
 				}
 			}
-			if len(entries) < streamBatch {
-				if len(entries) == 0 && checkDeleted {
-					if _, err := s.cfg.Store.GetSession(ctx, id); errorsIs(err, store.ErrNotFound) {
-						now := ma.Time(time.Now())
-						b, _ := json.Marshal(ma.Event{Type: ma.EventSessionDeleted, ID: ids.New(ids.Event), ProcessedAt: &now})
-						writeFrame(bw, "", ma.EventSessionDeleted, b)
-						flush()
-						return true, nil
-					}
+			if ok || len(entries) == 0 {
+				if deleted && len(entries) == 0 {
+					now := ma.Time(time.Now())
+					b, _ := json.Marshal(ma.Event{Type: ma.EventSessionDeleted, ID: ids.New(ids.Event), ProcessedAt: &now})
+					writeFrame(bw, "", ma.EventSessionDeleted, b)
+					flush()
+					return true
 				}
-				return false, nil
+				if ok {
+					return false
+				}
 			}
 		}
 	}
 	ping := time.NewTicker(s.cfg.PingInterval)
 	defer ping.Stop()
-	poll := time.NewTicker(s.cfg.PollInterval)
-	defer poll.Stop()
-	if end, err := drain(false); end || err != nil {
+	if drain() {
 		return nil
 	}
 	for {
@@ -117,12 +120,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		case <-s.done:
 			return nil
-		case <-sub.C:
-			if end, err := drain(true); end || err != nil {
-				return nil
-			}
-		case <-poll.C:
-			if end, err := drain(true); end || err != nil {
+		case <-news:
+			if drain() {
 				return nil
 			}
 		case <-ping.C:
@@ -140,7 +139,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 				}
 				// Events committed before this preview go first, so
 				// that span.model_request_start precedes event_start.
-				if end, err := drain(false); end || err != nil {
+				tl.read(ctx)
+				if drain() {
 					return nil
 				}
 				started[eventID] = true

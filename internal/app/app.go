@@ -33,8 +33,10 @@ type Config struct {
 	// "scripted"). "scripted" is added when missing.
 	Models model.Router
 	Retry  harness.RetryPolicy
-	Tools  harness.ToolRunner
-	Logger *slog.Logger
+	// IdleLinger: see harness.Config.
+	IdleLinger time.Duration
+	Tools      harness.ToolRunner
+	Logger     *slog.Logger
 	// HTTP tunes the API (ping and poll intervals, body limit).
 	HTTP httpapi.Config
 }
@@ -73,7 +75,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		models["scripted"] = &scripted.Provider{Dir: filepath.Join(cfg.DataDir, "scripts")}
 	}
 	b := bus.New()
-	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: cfg.Tools, Retry: cfg.Retry, Logger: cfg.Logger})
+	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: cfg.Tools, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, Logger: cfg.Logger})
 	hc := cfg.HTTP
 	hc.Store, hc.Bus, hc.Harness, hc.Logger = st, b, h, cfg.Logger
 	hc.Auth = &httpapi.Authenticator{Keys: st, Bootstrap: cfg.BootstrapKey}

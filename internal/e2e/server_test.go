@@ -196,7 +196,9 @@ func (s *server) openStream(t *testing.T, sessionID string, deltas ...string) *s
 
 type decodeMismatch struct{ sdk, wire string }
 
-func (d *decodeMismatch) Error() string { return "SDK decoded type " + d.sdk + " for a " + d.wire + " frame" }
+func (d *decodeMismatch) Error() string {
+	return "SDK decoded type " + d.sdk + " for a " + d.wire + " frame"
+}
 
 // next returns the next event, failing the test after timeout.
 func (s *stream) next(timeout time.Duration) frame {

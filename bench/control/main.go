@@ -1,0 +1,406 @@
+// Command control benchmarks the control plane: turn overhead beside the
+// raw store cost of the same commits, turns per second with many concurrent
+// sessions, SSE fan-out to many subscribers of one session, and the memory
+// cost of idle sessions. It runs an in-process server on loopback with the
+// zero-latency scripted model and prints every figure with its baseline.
+//
+//	go run ./bench/control
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reinsdev/reins/httpapi"
+	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/ids"
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/store/sqlite"
+)
+
+func main() {
+	turns := flag.Int("turns", 300, "turns for the overhead measurement")
+	concurrent := flag.Int("concurrent", 200, "concurrent sessions for the throughput measurement")
+	duration := flag.Duration("duration", 5*time.Second, "throughput measurement time")
+	subscribers := flag.Int("subscribers", 1000, "SSE subscribers for the fan-out measurement")
+	idle := flag.Int("idle", 10000, "idle sessions for the memory measurement")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the turn-overhead run to this file")
+	flag.Parse()
+	log.SetFlags(0)
+
+	dir, err := os.MkdirTemp("", "reins-bench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	fmt.Printf("reins control-plane benchmark (GOMAXPROCS=%d, %s)\n\n", runtime.GOMAXPROCS(0), runtime.Version())
+	raw := rawStore(filepath.Join(dir, "raw"), *turns)
+	b := newBench(dir)
+	defer b.close()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+	}
+	overhead := b.turnOverhead(*turns)
+	if *cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	fmt.Printf("turn overhead (POST user.message -> SSE session.status_idle, scripted model), %d turns:\n", *turns)
+	fmt.Printf("  reins   p50 %8s  p99 %8s\n", overhead.p(50), overhead.p(99))
+	fmt.Printf("  raw store commit of the same events (4 transactions):\n")
+	fmt.Printf("  store   p50 %8s  p99 %8s\n", raw.p(50), raw.p(99))
+	fmt.Printf("  ratio   p50 %.2fx (goal <= 3x)\n\n", float64(overhead.p(50))/float64(raw.p(50)))
+
+	tps, lat := b.throughput(*concurrent, *duration)
+	fmt.Printf("throughput with %d concurrent sessions over %s: %.0f turns/s (turn latency p50 %s, p99 %s)\n\n", *concurrent, *duration, tps, lat.p(50), lat.p(99))
+
+	fan := b.fanout(*subscribers, 5)
+	fmt.Printf("SSE fan-out, %d subscribers on one session, 5 turns (commit -> delivery of agent.message):\n", *subscribers)
+	fmt.Printf("  p50 %s  p99 %s  max %s (goal p99 < 50ms)\n\n", fan.p(50), fan.p(99), fan.p(100))
+
+	before, after, rssBefore, rssAfter := b.idleMemory(*idle)
+	fmt.Printf("memory with %d idle sessions (each after one finished turn):\n", *idle)
+	fmt.Printf("  Go heap in use: %.1f MiB before, %.1f MiB after (%+.0f bytes per idle session)\n", mib(before), mib(after), float64(int64(after)-int64(before))/float64(*idle))
+	fmt.Printf("  process RSS:    %.1f MiB before, %.1f MiB after (SQLite page cache included)\n", mib(rssBefore), mib(rssAfter))
+}
+
+func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+type durations []time.Duration
+
+func (d durations) p(q int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s) - 1) * q / 100
+	return s[i].Round(time.Microsecond)
+}
+
+// rawStore commits, directly on a store, the events a scripted turn
+// writes, in the same four transactions the runner uses.
+func rawStore(dir string, turns int) durations {
+	ctx := context.Background()
+	os.MkdirAll(dir, 0o700)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "raw.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	now := ma.Time(time.Now())
+	sess, err := st.CreateSession(ctx, ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle, CreatedAt: now, UpdatedAt: now, Metadata: ma.Metadata{}}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var out durations
+	for i := range turns {
+		t0 := time.Now()
+		msg := &ma.Event{Type: ma.EventUserMessage, Content: []ma.ContentBlock{{Type: "text", Text: fmt.Sprint("hello ", i)}}}
+		must(st.UpdateSession(ctx, sess.ID, func(tx store.Tx) error { return tx.Append(msg) }))
+		must(st.UpdateSession(ctx, sess.ID, func(tx store.Tx) error {
+			ts := ma.Time(time.Now())
+			msg.ProcessedAt = &ts
+			tx.Session().Status = ma.StatusRunning
+			return tx.Append(&ma.Event{Type: ma.EventStatusRunning, ProcessedAt: &ts}, msg)
+		}))
+		start := &ma.Event{Type: ma.EventSpanModelRequestStart}
+		must(st.UpdateSession(ctx, sess.ID, func(tx store.Tx) error { return tx.Append(start) }))
+		must(st.UpdateSession(ctx, sess.ID, func(tx store.Tx) error {
+			ts := ma.Time(time.Now())
+			f := false
+			tx.Session().Status = ma.StatusIdle
+			return tx.Append(&ma.Event{Type: ma.EventAgentMessage, ProcessedAt: &ts, Content: []ma.ContentBlock{{Type: "text", Text: "You said: hello"}}},
+				&ma.Event{Type: ma.EventSpanModelRequestEnd, ModelRequestStartID: start.ID, IsError: &f, ProcessedAt: &ts, ModelUsage: &ma.ModelUsage{}},
+				&ma.Event{Type: ma.EventStatusIdle, ProcessedAt: &ts, StopReason: &ma.StopReason{Type: ma.StopEndTurn}})
+		}))
+		out = append(out, time.Since(t0))
+	}
+	return out
+}
+
+func must(_ ma.Session, err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+type bench struct {
+	app    *app.App
+	url    string
+	key    string
+	client *http.Client
+	agent  string
+	env    string
+}
+
+func newBench(dir string) *bench {
+	ctx := context.Background()
+	a, err := app.New(ctx, app.Config{DataDir: filepath.Join(dir, "server"), IdleLinger: linger})
+	if err != nil {
+		log.Fatal(err)
+	}
+	key, _, err := httpapi.CreateKey(ctx, a.Store, "bench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := a.Start(ctx, ln); err != nil {
+		log.Fatal(err)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 4096, MaxConnsPerHost: 0}
+	b := &bench{app: a, url: "http://" + ln.Addr().String(), key: key, client: &http.Client{Transport: tr}}
+	var ag ma.Agent
+	b.do("POST", "/v1/agents", map[string]any{"name": "bench", "model": "scripted"}, &ag)
+	var env ma.Environment
+	b.do("POST", "/v1/environments", map[string]any{"name": "bench"}, &env)
+	b.agent, b.env = ag.ID, env.ID
+	return b
+}
+
+func (b *bench) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b.app.Shutdown(ctx)
+}
+
+func (b *bench) do(method, path string, body, out any) {
+	var rd io.Reader
+	if body != nil {
+		data, _ := json.Marshal(body)
+		rd = bytes.NewReader(data)
+	}
+	req, _ := http.NewRequest(method, b.url+path, rd)
+	req.Header.Set("x-api-key", b.key)
+	req.Header.Set("content-type", "application/json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		log.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+func (b *bench) newSession() string {
+	var s ma.Session
+	b.do("POST", "/v1/sessions", map[string]any{"agent": b.agent, "environment_id": b.env}, &s)
+	return s.ID
+}
+
+var message = map[string]any{"events": []any{map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": "hello"}}}}}
+
+// sse is an open event stream.
+type sse struct {
+	resp *http.Response
+	r    *bufio.Reader
+}
+
+func (b *bench) open(sessionID string) *sse {
+	req, _ := http.NewRequest("GET", b.url+"/v1/sessions/"+sessionID+"/events/stream", nil)
+	req.Header.Set("x-api-key", b.key)
+	resp, err := b.client.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		log.Fatalf("open stream: %v", err)
+	}
+	return &sse{resp: resp, r: bufio.NewReaderSize(resp.Body, 64<<10)}
+}
+
+// next returns the next event's type and data.
+func (s *sse) next() (string, []byte) {
+	var typ string
+	for {
+		line, err := s.r.ReadSlice('\n')
+		if err != nil {
+			log.Fatalf("stream: %v", err)
+		}
+		switch {
+		case bytes.HasPrefix(line, []byte("event: ")):
+			typ = strings.TrimSpace(string(line[7:]))
+		case bytes.HasPrefix(line, []byte("data: ")):
+			data := bytes.Clone(bytes.TrimSpace(line[6:]))
+			if typ != "ping" {
+				return typ, data
+			}
+		}
+	}
+}
+
+func (s *sse) waitFor(typ string) []byte {
+	for {
+		t, data := s.next()
+		if t == typ {
+			return data
+		}
+	}
+}
+
+func (b *bench) turn(sessionID string, s *sse) time.Duration {
+	t0 := time.Now()
+	b.do("POST", "/v1/sessions/"+sessionID+"/events", message, nil)
+	s.waitFor(ma.EventStatusIdle)
+	return time.Since(t0)
+}
+
+func (b *bench) turnOverhead(turns int) durations {
+	id := b.newSession()
+	s := b.open(id)
+	defer s.resp.Body.Close()
+	for range 20 { // warm up
+		b.turn(id, s)
+	}
+	var out durations
+	for range turns {
+		out = append(out, b.turn(id, s))
+	}
+	return out
+}
+
+func (b *bench) throughput(n int, d time.Duration) (float64, durations) {
+	var total atomic.Int64
+	var mu sync.Mutex
+	var lat durations
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range n {
+		id := b.newSession()
+		s := b.open(id)
+		wg.Go(func() {
+			defer s.resp.Body.Close()
+			var local durations
+			for time.Now().Before(deadline) {
+				local = append(local, b.turn(id, s))
+				total.Add(1)
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		})
+	}
+	start := time.Now()
+	wg.Wait()
+	return float64(total.Load()) / time.Since(start).Seconds(), lat
+}
+
+func (b *bench) fanout(n, turns int) durations {
+	id := b.newSession()
+	subs := make([]*sse, n)
+	for i := range subs {
+		subs[i] = b.open(id)
+	}
+	time.Sleep(200 * time.Millisecond)
+	var mu sync.Mutex
+	var out durations
+	for range turns {
+		var wg sync.WaitGroup
+		for _, s := range subs {
+			wg.Go(func() {
+				data := s.waitFor(ma.EventAgentMessage)
+				got := time.Now()
+				var ev ma.Event
+				json.Unmarshal(data, &ev)
+				at, _ := time.Parse(time.RFC3339Nano, *ev.ProcessedAt)
+				mu.Lock()
+				out = append(out, got.Sub(at))
+				mu.Unlock()
+				s.waitFor(ma.EventStatusIdle)
+			})
+		}
+		b.do("POST", "/v1/sessions/"+id+"/events", message, nil)
+		wg.Wait()
+	}
+	for _, s := range subs {
+		s.resp.Body.Close()
+	}
+	return out
+}
+
+// linger is the runners' idle linger in this benchmark: short, so that the
+// memory figure is taken after every runner left.
+const linger = time.Second
+
+func (b *bench) idleMemory(n int) (heapBefore, heapAfter, rssBefore, rssAfter uint64) {
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	b.client.CloseIdleConnections()
+	heapBefore, rssBefore = heap(), rss()
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var s ma.Session
+			body := map[string]any{"agent": b.agent, "environment_id": b.env, "initial_events": message["events"]}
+			b.do("POST", "/v1/sessions", body, &s)
+		})
+	}
+	wg.Wait()
+	// Wait until every session finished its turn.
+	for {
+		ids, err := b.app.Store.SessionIDsByStatus(context.Background(), ma.StatusRunning)
+		pending, err2 := b.app.Store.SessionIDsWithPending(context.Background())
+		if err != nil || err2 != nil {
+			log.Fatal(err, err2)
+		}
+		if len(ids) == 0 && len(pending) == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.client.CloseIdleConnections()
+	time.Sleep(linger + 500*time.Millisecond)
+	return heapBefore, heap(), rssBefore, rss()
+}
+
+func rss() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb uint64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}

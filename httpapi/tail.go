@@ -1,0 +1,159 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/bus"
+	"github.com/reinsdev/reins/store"
+)
+
+// tailRing bounds the recent log entries a tail keeps for its streams.
+const tailRing = 4096
+
+// tails shares one reader of a session's log among all the streams open on
+// that session: each new entry is read from the store once, whatever the
+// number of subscribers.
+type tails struct {
+	store store.Store
+	bus   *bus.Bus
+	poll  time.Duration
+	done  <-chan struct{}
+
+	mu sync.Mutex
+	m  map[string]*tail
+}
+
+// tail is the shared reader of one session.
+type tail struct {
+	t  *tails
+	id string
+
+	readMu sync.Mutex // one read at a time
+
+	mu      sync.Mutex
+	ring    []store.Entry // the most recent entries, in seq order
+	seq     int64         // last seq read
+	deleted bool
+	subs    map[chan struct{}]struct{}
+	stop    context.CancelFunc
+}
+
+// subscribe returns the session's tail and a channel that is signalled when
+// it has news. Call release when done.
+func (ts *tails) subscribe(ctx context.Context, id string) (*tail, chan struct{}, func(), error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.m[id]
+	if t == nil {
+		seq, err := ts.store.LastSeq(ctx, id)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		tctx, cancel := context.WithCancel(context.Background())
+		t = &tail{t: ts, id: id, seq: seq, subs: map[chan struct{}]struct{}{}, stop: cancel}
+		ts.m[id] = t
+		sub := ts.bus.Subscribe(id)
+		go t.run(tctx, sub)
+	}
+	ch := make(chan struct{}, 1)
+	t.mu.Lock()
+	t.subs[ch] = struct{}{}
+	t.mu.Unlock()
+	release := func() {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		t.mu.Lock()
+		delete(t.subs, ch)
+		empty := len(t.subs) == 0
+		t.mu.Unlock()
+		if empty && ts.m[id] == t {
+			delete(ts.m, id)
+			t.stop()
+		}
+	}
+	return t, ch, release, nil
+}
+
+func (t *tail) run(ctx context.Context, sub *bus.Sub) {
+	defer sub.Close()
+	tick := time.NewTicker(t.t.poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.t.done:
+			return
+		case <-sub.C:
+		case <-tick.C:
+		}
+		t.read(ctx)
+	}
+}
+
+// read fetches the new entries once and wakes every subscriber. Streams
+// call it too, to see entries committed before a preview they hold.
+func (t *tail) read(ctx context.Context) {
+	t.readMu.Lock()
+	defer t.readMu.Unlock()
+	t.mu.Lock()
+	after := t.seq
+	t.mu.Unlock()
+	var fresh []store.Entry
+	for {
+		entries, err := t.t.store.ReadLog(ctx, t.id, after, streamBatch)
+		if err != nil {
+			return
+		}
+		fresh = append(fresh, entries...)
+		if len(entries) > 0 {
+			after = entries[len(entries)-1].Seq
+		}
+		if len(entries) < streamBatch {
+			break
+		}
+	}
+	deleted := false
+	if len(fresh) == 0 {
+		if _, err := t.t.store.GetSession(ctx, t.id); errors.Is(err, store.ErrNotFound) {
+			deleted = true
+		} else {
+			return
+		}
+	}
+	t.mu.Lock()
+	t.ring = append(t.ring, fresh...)
+	if over := len(t.ring) - tailRing; over > 0 {
+		t.ring = append(t.ring[:0:0], t.ring[over:]...)
+	}
+	t.seq = after
+	t.deleted = deleted
+	for ch := range t.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	t.mu.Unlock()
+}
+
+// since returns the entries after seq. ok is false when the ring no longer
+// holds them all (the caller reads the store instead).
+func (t *tail) since(seq int64) (entries []store.Entry, deleted, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if seq >= t.seq {
+		return nil, t.deleted, true
+	}
+	if len(t.ring) == 0 || t.ring[0].Seq > seq+1 {
+		return nil, t.deleted, false
+	}
+	i := len(t.ring)
+	for i > 0 && t.ring[i-1].Seq > seq {
+		i--
+	}
+	return t.ring[i:], t.deleted, true
+}
