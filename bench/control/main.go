@@ -55,7 +55,7 @@ func main() {
 	fmt.Printf("reins control-plane benchmark (GOMAXPROCS=%d, %s)\n\n", runtime.GOMAXPROCS(0), runtime.Version())
 	raw := rawStore(filepath.Join(dir, "raw"), *turns)
 	b := newBench(dir)
-	defer b.close()
+	defer func() { b.close() }()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -80,9 +80,12 @@ func main() {
 	fmt.Printf("SSE fan-out, %d subscribers on one session, 5 turns (commit -> delivery of agent.message):\n", *subscribers)
 	fmt.Printf("  p50 %s  p99 %s  max %s (goal p99 < 50ms)\n\n", fan.p(50), fan.p(99), fan.p(100))
 
+	// A fresh server for the memory figure.
+	b.close()
+	b = newBench(filepath.Join(dir, "memory"))
 	before, after, rssBefore, rssAfter := b.idleMemory(*idle)
 	fmt.Printf("memory with %d idle sessions (each after one finished turn):\n", *idle)
-	fmt.Printf("  Go heap in use: %.1f MiB before, %.1f MiB after (%+.0f bytes per idle session)\n", mib(before), mib(after), float64(int64(after)-int64(before))/float64(*idle))
+	fmt.Printf("  Go heap in use: %.1f MiB on a fresh server, %.1f MiB after (%+.0f bytes per idle session)\n", mib(before), mib(after), float64(int64(after)-int64(before))/float64(*idle))
 	fmt.Printf("  process RSS:    %.1f MiB before, %.1f MiB after (SQLite page cache included)\n", mib(rssBefore), mib(rssAfter))
 }
 
@@ -292,11 +295,17 @@ func (b *bench) throughput(n int, d time.Duration) (float64, durations) {
 	var total atomic.Int64
 	var mu sync.Mutex
 	var lat durations
+	ids := make([]string, n)
+	streams := make([]*sse, n)
+	for i := range n {
+		ids[i] = b.newSession()
+		streams[i] = b.open(ids[i])
+	}
 	deadline := time.Now().Add(d)
+	start := time.Now()
 	var wg sync.WaitGroup
-	for range n {
-		id := b.newSession()
-		s := b.open(id)
+	for i := range n {
+		id, s := ids[i], streams[i]
 		wg.Go(func() {
 			defer s.resp.Body.Close()
 			var local durations
@@ -309,7 +318,6 @@ func (b *bench) throughput(n int, d time.Duration) (float64, durations) {
 			mu.Unlock()
 		})
 	}
-	start := time.Now()
 	wg.Wait()
 	return float64(total.Load()) / time.Since(start).Seconds(), lat
 }
