@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -306,4 +307,58 @@ func TestDelayPolicy(t *testing.T) {
 	if d := p.Delay(1, time.Minute); d != time.Minute {
 		t.Fatalf("retry-after not honoured: %s", d)
 	}
+}
+
+// flakyStore fails ReadLog while broken is set.
+type flakyStore struct {
+	store.Store
+	mu     sync.Mutex
+	broken bool
+}
+
+func (s *flakyStore) ReadLog(ctx context.Context, id string, after int64, limit int) ([]store.Entry, error) {
+	s.mu.Lock()
+	broken := s.broken
+	s.mu.Unlock()
+	if broken {
+		return nil, errors.New("disk on fire")
+	}
+	return s.Store.ReadLog(ctx, id, after, limit)
+}
+
+func (s *flakyStore) set(b bool) { s.mu.Lock(); s.broken = b; s.mu.Unlock() }
+
+func TestInternalFailurePolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		fs := &flakyStore{Store: f.st}
+		f.h.Shutdown(context.Background())
+		f.h = New(Config{Store: fs, Bus: bus.New(), Model: f.model})
+		t.Cleanup(func() { f.h.Shutdown(context.Background()) })
+
+		// One failure: retried from the log, the turn still completes.
+		fs.set(true)
+		f.message("hi")
+		synctest.Wait()
+		fs.set(false)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		evs := f.events()
+		if got := errorsOf(evs); !slices.Equal(got, []string{"unknown_error/retrying"}) || last(evs, ma.EventStatusIdle).StopReason.Type != ma.StopEndTurn {
+			t.Fatalf("after one failure: %v %+v", got, last(evs, ma.EventStatusIdle).StopReason)
+		}
+		// Failures that persist: exhausted, then terminal.
+		fs.set(true)
+		f.message("again")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		evs = f.events()
+		want := []string{"unknown_error/retrying", "unknown_error/retrying", "unknown_error/exhausted", "unknown_error/terminal"}
+		if got := errorsOf(evs); !slices.Equal(got, want) {
+			t.Fatalf("errors %v, want %v", got, want)
+		}
+		if f.status() != ma.StatusTerminated || last(evs, ma.EventStatusTerminated).ID == "" {
+			t.Fatalf("status %s", f.status())
+		}
+	})
 }

@@ -83,13 +83,14 @@ func (r *runner) run() {
 			}
 			failures++
 			r.h.log.Error("session runner step failed", "session", r.id, "attempt", failures, "err", err)
-			if failures >= 3 {
-				r.giveUp(ctx, err)
-				failures = 0
+			r.log = nil // retry from the log
+			if !r.internalFailure(ctx, failures, err) {
+				r.h.exit(r)
+				return
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(time.Duration(failures) * 200 * time.Millisecond):
+			case <-time.After(time.Duration(failures) * time.Second):
 			}
 			continue
 		}
@@ -124,17 +125,39 @@ func (r *runner) linger(ctx context.Context) bool {
 	}
 }
 
-// giveUp ends the turn after repeated internal failures.
-func (r *runner) giveUp(ctx context.Context, cause error) {
+// internalFailure applies the unknown_error policy of the error model: the
+// first failure is retried from the log (retrying), the second ends the turn
+// (exhausted), a third means the session cannot continue (terminal). It
+// reports whether the runner should keep going.
+func (r *runner) internalFailure(ctx context.Context, n int, cause error) bool {
+	f := failure{errType: ma.ErrorUnknown, message: "internal error: " + cause.Error()}
 	_, err := r.h.cfg.Store.UpdateSession(ctx, r.id, func(tx store.Tx) error {
-		if tx.Session().Status != ma.StatusRunning {
-			return nil
+		now := r.h.now()
+		switch {
+		case n == 1:
+			return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+				Error: &ma.SessionError{Type: f.errType, Message: f.message + "; retrying from the session log", RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
+		case n == 2 && tx.Session().Status == ma.StatusRunning:
+			return r.exhaust(tx, f)
+		case n == 2:
+			return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+				Error: &ma.SessionError{Type: f.errType, Message: f.message, RetryStatus: ma.RetryStatus{Type: ma.RetryExhausted}}})
+		default:
+			if err := tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+				Error: &ma.SessionError{Type: f.errType, Message: f.message + "; the session cannot continue", RetryStatus: ma.RetryStatus{Type: ma.RetryTerminal}}}); err != nil {
+				return err
+			}
+			return r.setStatus(tx, ma.StatusTerminated, &ma.Event{Type: ma.EventStatusTerminated})
 		}
-		return r.exhaust(tx, failure{errType: ma.ErrorUnknown, message: "internal error: " + cause.Error()})
 	})
 	if err != nil {
-		r.h.log.Error("cannot record session failure", "session", r.id, "err", err)
+		// The store itself fails: nothing can be recorded. Stop; the
+		// session resumes from its log at the next start.
+		r.h.log.Error("cannot record session failure; runner stops", "session", r.id, "err", err)
+		return false
 	}
+	r.h.cfg.Bus.Publish(r.id)
+	return n < 3
 }
 
 func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {

@@ -9,9 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/store"
 )
 
 func apiErr(t *testing.T, err error, status int, typ string) {
@@ -182,4 +186,37 @@ func TestErrorEnvelopes(t *testing.T) {
 		t.Fatalf("healthz: %v", err)
 	}
 	resp.Body.Close()
+}
+
+func TestSendToEndedSessionsIsRefused(t *testing.T) {
+	s := start(t, options{})
+	ctx := context.Background()
+	a := s.newAgent(t, "scripted")
+	env := s.newEnv(t, "env")
+	archived := s.newSession(t, a.ID, env.ID)
+	if _, err := s.client.Beta.Sessions.Archive(ctx, archived.ID, anthropic.BetaSessionArchiveParams{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.client.Beta.Sessions.Events.Send(ctx, archived.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userMessage("hi")}})
+	apiErr(t, err, 409, "invalid_request_error")
+
+	terminated := s.newSession(t, a.ID, env.ID)
+	if _, err := s.app.Store.UpdateSession(ctx, terminated.ID, func(tx store.Tx) error {
+		tx.Session().Status = ma.StatusTerminated
+		return tx.Append(&ma.Event{Type: ma.EventStatusTerminated})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.client.Beta.Sessions.Events.Send(ctx, terminated.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{userMessage("hi")}})
+	apiErr(t, err, 409, "invalid_request_error")
+
+	// Deleting ends open streams with session.deleted.
+	live := s.newSession(t, a.ID, env.ID)
+	st := s.openStream(t, live.ID)
+	if _, err := s.client.Beta.Sessions.Delete(ctx, live.ID, anthropic.BetaSessionDeleteParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := st.next(5 * time.Second); ev.Type != "session.deleted" {
+		t.Fatalf("stream got %s, want session.deleted", ev.Type)
+	}
 }
