@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"reflect"
 	"testing"
 	"time"
@@ -19,6 +20,10 @@ func newProvider(t *testing.T) (*anthropic.Provider, *fakeanthropic.Server) {
 	srv := fakeanthropic.New(t)
 	p := anthropic.New(anthropic.Options{APIKey: "sk-test", BaseURL: srv.URL, HTTPClient: srv.Client()})
 	return p, srv
+}
+
+func newProviderAt(url string) *anthropic.Provider {
+	return anthropic.New(anthropic.Options{APIKey: "sk-test", BaseURL: url, HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}})
 }
 
 func userText(text string) *model.Request {
