@@ -2,7 +2,6 @@ package fakeanthropic
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/reinsdev/reins/internal/fakeserver"
 )
@@ -82,13 +81,13 @@ func streamBlock(sse *fakeserver.SSE, index int, b Block) bool {
 		}
 	case "thinking":
 		start = map[string]any{"type": "thinking", "thinking": "", "signature": ""}
-		for _, w := range words(b.Text) {
+		for _, w := range fakeserver.Words(b.Text) {
 			deltas = append(deltas, map[string]any{"type": "thinking_delta", "thinking": w})
 		}
 		deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": "sig_fake"})
 	default:
 		start = map[string]any{"type": "text", "text": ""}
-		for _, w := range words(b.Text) {
+		for _, w := range fakeserver.Words(b.Text) {
 			deltas = append(deltas, map[string]any{"type": "text_delta", "text": w})
 		}
 	}
@@ -101,24 +100,4 @@ func streamBlock(sse *fakeserver.SSE, index int, b Block) bool {
 		}
 	}
 	return sse.Event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
-}
-
-// words splits s into pieces that concatenate back to s, each word with the
-// spaces that follow it.
-func words(s string) []string {
-	var out []string
-	for s != "" {
-		i := strings.IndexByte(s, ' ')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		j := i
-		for j < len(s) && s[j] == ' ' {
-			j++
-		}
-		out = append(out, s[:j])
-		s = s[j:]
-	}
-	return out
 }

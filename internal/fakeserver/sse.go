@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -109,4 +110,24 @@ func WriteJSON(w http.ResponseWriter, status int, header http.Header, v any) {
 	default:
 		_ = json.NewEncoder(w).Encode(v)
 	}
+}
+
+// Words splits s into the pieces a fake streams as deltas: each word with
+// the spaces that follow it, so that the pieces concatenate back to s.
+func Words(s string) []string {
+	var out []string
+	for s != "" {
+		i := strings.IndexByte(s, ' ')
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		j := i
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+		out = append(out, s[:j])
+		s = s[j:]
+	}
+	return out
 }
