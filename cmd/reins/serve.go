@@ -17,6 +17,8 @@ import (
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/model"
+	"github.com/reinsdev/reins/model/anthropic"
+	"github.com/reinsdev/reins/model/openai"
 )
 
 type serveOptions struct {
@@ -163,7 +165,17 @@ func keyPathOr(p, dataDir string) string {
 	return dataDir + "/" + app.KeyFile
 }
 
-// buildModels configures the model providers from the flags.
+// buildModels configures the model providers from the flags. A provider
+// without a key or base URL is left out: its models then fail with a clear
+// "not configured" session.error instead of calling an API without
+// credentials.
 func buildModels(o serveOptions, logger *slog.Logger) (model.Router, error) {
-	return model.Router{}, nil
+	r := model.Router{}
+	if o.anthropicKey != "" || o.anthropicBaseURL != "" {
+		r["anthropic"] = anthropic.New(anthropic.Options{APIKey: o.anthropicKey, BaseURL: o.anthropicBaseURL, Logger: logger})
+	}
+	if o.openaiKey != "" || o.openaiBaseURL != "" {
+		r["openai"] = openai.New(openai.Options{APIKey: o.openaiKey, BaseURL: o.openaiBaseURL, Logger: logger})
+	}
+	return r, nil
 }
