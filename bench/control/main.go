@@ -32,6 +32,7 @@ import (
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/ids"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/model"
 	"github.com/reinsdev/reins/store"
 	"github.com/reinsdev/reins/store/sqlite"
 )
@@ -42,7 +43,7 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "throughput measurement time")
 	subscribers := flag.Int("subscribers", 1000, "SSE subscribers for the fan-out measurement")
 	idle := flag.Int("idle", 10000, "idle sessions for the memory measurement")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the turn-overhead run to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the throughput run to this file")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -54,8 +55,20 @@ func main() {
 
 	fmt.Printf("reins control-plane benchmark (GOMAXPROCS=%d, %s)\n\n", runtime.GOMAXPROCS(0), runtime.Version())
 	raw := rawStore(filepath.Join(dir, "raw"), *turns)
-	b := newBench(dir)
+	fake := newFakeMessages()
+	b := newBench(dir, model.Router{"anthropic": fake.provider()})
 	defer func() { b.close() }()
+	overhead := b.turnOverhead(*turns)
+	fmt.Printf("turn overhead (POST user.message -> SSE session.status_idle, scripted model), %d turns:\n", *turns)
+	fmt.Printf("  reins   p50 %8s  p99 %8s\n", overhead.p(50), overhead.p(99))
+	fmt.Printf("  raw store commit of the same events (4 transactions):\n")
+	fmt.Printf("  store   p50 %8s  p99 %8s\n", raw.p(50), raw.p(99))
+	fmt.Printf("  ratio   p50 %.2fx (goal <= 3x)\n\n", float64(overhead.p(50))/float64(raw.p(50)))
+
+	ft := b.firstToken(fake, *turns/3)
+	fmt.Printf("streamed turn, first token from the fake Messages API -> event_delta on the SSE stream, %d turns:\n", *turns/3)
+	fmt.Printf("  p50 %s  p99 %s (goal p50 < 1ms; includes the provider's SSE decode and both loopback hops)\n\n", ft.p(50), ft.p(99))
+
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -63,17 +76,17 @@ func main() {
 		}
 		pprof.StartCPUProfile(f)
 	}
-	overhead := b.turnOverhead(*turns)
+	if *cpuprofile != "" {
+		runtime.SetBlockProfileRate(10000)
+	}
+	tps, lat := b.throughput(*concurrent, *duration)
 	if *cpuprofile != "" {
 		pprof.StopCPUProfile()
+		f, _ := os.Create(*cpuprofile + ".block")
+		pprof.Lookup("block").WriteTo(f, 0)
+		f.Close()
+		runtime.SetBlockProfileRate(0)
 	}
-	fmt.Printf("turn overhead (POST user.message -> SSE session.status_idle, scripted model), %d turns:\n", *turns)
-	fmt.Printf("  reins   p50 %8s  p99 %8s\n", overhead.p(50), overhead.p(99))
-	fmt.Printf("  raw store commit of the same events (4 transactions):\n")
-	fmt.Printf("  store   p50 %8s  p99 %8s\n", raw.p(50), raw.p(99))
-	fmt.Printf("  ratio   p50 %.2fx (goal <= 3x)\n\n", float64(overhead.p(50))/float64(raw.p(50)))
-
-	tps, lat := b.throughput(*concurrent, *duration)
 	fmt.Printf("throughput with %d concurrent sessions over %s: %.0f turns/s (turn latency p50 %s, p99 %s)\n\n", *concurrent, *duration, tps, lat.p(50), lat.p(99))
 
 	fan := b.fanout(*subscribers, 5)
@@ -82,7 +95,7 @@ func main() {
 
 	// A fresh server for the memory figure.
 	b.close()
-	b = newBench(filepath.Join(dir, "memory"))
+	b = newBench(filepath.Join(dir, "memory"), nil)
 	before, after, rssBefore, rssAfter := b.idleMemory(*idle)
 	fmt.Printf("memory with %d idle sessions (each after one finished turn):\n", *idle)
 	fmt.Printf("  Go heap in use: %.1f MiB on a fresh server, %.1f MiB after (%+.0f bytes per idle session)\n", mib(before), mib(after), float64(int64(after)-int64(before))/float64(*idle))
@@ -159,9 +172,9 @@ type bench struct {
 	env    string
 }
 
-func newBench(dir string) *bench {
+func newBench(dir string, models model.Router) *bench {
 	ctx := context.Background()
-	a, err := app.New(ctx, app.Config{DataDir: filepath.Join(dir, "server"), IdleLinger: linger})
+	a, err := app.New(ctx, app.Config{DataDir: filepath.Join(dir, "server"), IdleLinger: linger, Models: models})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -231,8 +244,10 @@ type sse struct {
 	r    *bufio.Reader
 }
 
-func (b *bench) open(sessionID string) *sse {
-	req, _ := http.NewRequest("GET", b.url+"/v1/sessions/"+sessionID+"/events/stream", nil)
+func (b *bench) open(sessionID string) *sse { return b.openQuery(sessionID, "") }
+
+func (b *bench) openQuery(sessionID, query string) *sse {
+	req, _ := http.NewRequest("GET", b.url+"/v1/sessions/"+sessionID+"/events/stream"+query, nil)
 	req.Header.Set("x-api-key", b.key)
 	resp, err := b.client.Do(req)
 	if err != nil || resp.StatusCode != 200 {
