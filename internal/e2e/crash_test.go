@@ -168,7 +168,7 @@ func TestCrashRecovery(t *testing.T) {
 						acked[e.ID] = sid
 					}
 					mu.Unlock()
-					time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+					time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond) // the global source is safe for concurrent use
 				}
 			})
 		}
