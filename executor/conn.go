@@ -196,7 +196,22 @@ func (c *rpcConn) reply(ctx context.Context, id json.RawMessage, result any, err
 	if werr := c.write(ctx, m); werr != nil {
 		c.logger.Debug("write response", "err", werr)
 	}
+	var ca *closeAfterReply
+	if errors.As(err, &ca) {
+		c.closeWith(ca.code, ca.reason)
+	}
 }
+
+// closeAfterReply is a handler error that closes the connection with a
+// close code once the error response is written.
+type closeAfterReply struct {
+	err    *RPCError
+	code   int
+	reason string
+}
+
+func (e *closeAfterReply) Error() string { return e.err.Error() }
+func (e *closeAfterReply) Unwrap() error { return e.err }
 
 func ptr[T any](v T) *T { return &v }
 
