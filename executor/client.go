@@ -112,9 +112,10 @@ type Options struct {
 // Client is the executor end of the protocol. Run connects, registers and
 // serves until a terminal error; Call sends requests to the harness.
 type Client struct {
-	opts   Options
-	tokens TokenSource
-	logger *slog.Logger
+	opts     Options
+	tokens   TokenSource
+	protocol string // sent in executor.register; a field so tests can vary it
+	logger   *slog.Logger
 
 	mu       sync.Mutex
 	conn     *rpcConn // the registered connection, or nil
@@ -178,6 +179,7 @@ func NewClient(opts Options) *Client {
 	}
 	c := &Client{
 		opts:     opts,
+		protocol: Subprotocol,
 		tokens:   opts.TokenSource,
 		logger:   opts.Logger,
 		sessions: make(map[string]*clientSession),
@@ -387,7 +389,7 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	res, err := c.register(cctx, conn)
 	if err != nil {
 		var re *RPCError
-		if errors.As(err, &re) && re.Code != CodeCapabilityUnavailable && re.Code != CodeUnsupportedProtocol {
+		if errors.As(err, &re) {
 			// A refusal may be followed by its close code: let it arrive.
 			t := time.NewTimer(2 * time.Second)
 			select {
@@ -395,8 +397,8 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 			case <-t.C:
 			}
 			t.Stop()
-			if code := CloseCode(conn.Err()); code != -1 {
-				err = conn.Err()
+			if ce := conn.Err(); CloseCode(ce) != -1 {
+				err = fmt.Errorf("%w (%w)", re, ce)
 			}
 		}
 		conn.closeWith(int(websocket.StatusNormalClosure), "registration failed")
@@ -442,7 +444,7 @@ func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, e
 	c.mu.Unlock()
 	var res registerResult
 	err := conn.call(ctx, MethodRegister, registerParams{
-		Protocol:     Subprotocol,
+		Protocol:     c.protocol,
 		Executor:     c.opts.Executor,
 		Capabilities: c.opts.Capabilities,
 		MaxSessions:  c.opts.MaxSessions,

@@ -98,11 +98,11 @@ type Hub struct {
 	logger *slog.Logger
 
 	mu         sync.Mutex
-	byIdentity map[string]*hubConn        // registered connections
+	byIdentity map[string]*hubConn          // registered connections
 	byEnv      map[string]map[*hubConn]bool // registered environment-scoped connections
-	leases     map[string]*Lease          // active leases by session id
-	changed    map[string]chan struct{}   // per environment: closed on change
-	conns      map[*hubConn]bool          // every open connection
+	leases     map[string]*Lease            // active leases by session id
+	changed    map[string]chan struct{}     // per environment: closed on change
+	conns      map[*hubConn]bool            // every open connection
 	draining   bool
 
 	wg    sync.WaitGroup // connection handlers

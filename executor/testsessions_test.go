@@ -1,0 +1,48 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+)
+
+// testSessions is a SessionOpener with two tools: "noop" answers at once;
+// "block" waits until gate is closed (or its context ends). runs counts
+// the calls that started.
+type testSessions struct {
+	gate   chan struct{}
+	runs   atomic.Int32
+	refuse string // refuse assignments with this reason
+
+	mu     sync.Mutex
+	opened int
+}
+
+func (s *testSessions) OpenSession(ctx context.Context, a Assignment) (Session, error) {
+	if s.refuse != "" {
+		return nil, WithReason(CodeResourceUnavailable, s.refuse, "refused by the test")
+	}
+	s.mu.Lock()
+	s.opened++
+	s.mu.Unlock()
+	return &testSession{s: s}, nil
+}
+
+type testSession struct{ s *testSessions }
+
+func (t *testSession) CallTool(ctx context.Context, name string, input json.RawMessage) ToolResult {
+	t.s.runs.Add(1)
+	if name == "block" {
+		select {
+		case <-t.s.gate:
+		case <-ctx.Done():
+			return cancelResult(ctx)
+		}
+	}
+	return ToolResult{Content: []ContentBlock{TextBlock("ok " + name)}}
+}
+
+func (t *testSession) Close() error { return nil }
+
+var testCaps = []string{"tool:noop", "tool:block"}
