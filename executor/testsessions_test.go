@@ -13,19 +13,24 @@ import (
 type testSessions struct {
 	gate   chan struct{}
 	runs   atomic.Int32
-	refuse string // refuse assignments with this reason
-
 	mu     sync.Mutex
+	refuse string // refuse assignments with this reason
 	opened int
 }
 
+func (s *testSessions) setRefuse(r string) {
+	s.mu.Lock()
+	s.refuse = r
+	s.mu.Unlock()
+}
+
 func (s *testSessions) OpenSession(ctx context.Context, a Assignment) (Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.refuse != "" {
 		return nil, WithReason(CodeResourceUnavailable, s.refuse, "refused by the test")
 	}
-	s.mu.Lock()
 	s.opened++
-	s.mu.Unlock()
 	return &testSession{s: s}, nil
 }
 
