@@ -149,7 +149,7 @@ func (s *shell) run(ctx context.Context, command string, limit int) (string, int
 				if j := bytes.IndexByte(rest, '\n'); j >= 0 {
 					code, _ := strconv.Atoi(string(rest[:j]))
 					out := tail[:i]
-					out = bytes.TrimSuffix(out, []byte("\n"))
+					out = bytes.TrimRight(out, "\n")
 					return capped(head, out, dropped), code, nil
 				}
 				continue
