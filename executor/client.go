@@ -516,8 +516,28 @@ func (c *Client) wake() {
 	}
 }
 
-// sendResults sends every unacknowledged tool result over conn, again each
-// time a result is added, until the connection ends.
+// deliver sends one tool result and drops it from the outbox once the
+// harness answered. It reports false when the connection failed (the
+// result stays for a resend).
+func (c *Client) deliver(ctx context.Context, conn *rpcConn, r toolResultParams) bool {
+	var ack toolResultAck
+	err := conn.call(ctx, MethodToolResult, r, &ack)
+	var re *RPCError
+	if err != nil && !errors.As(err, &re) {
+		return false
+	}
+	if re != nil {
+		c.logger.Warn("tool result refused", "tool_call_id", r.ToolCallID, "err", re)
+	}
+	c.mu.Lock()
+	delete(c.outbox, r.ToolCallID)
+	c.mu.Unlock()
+	return true
+}
+
+// sendResults sends every unacknowledged tool result over conn after
+// registration (results of calls that finished while disconnected), and
+// again whenever woken, until the connection ends.
 func (c *Client) sendResults(ctx context.Context, conn *rpcConn) {
 	for {
 		c.mu.Lock()
@@ -527,18 +547,9 @@ func (c *Client) sendResults(ctx context.Context, conn *rpcConn) {
 		}
 		c.mu.Unlock()
 		for _, r := range batch {
-			var ack toolResultAck
-			err := conn.call(ctx, MethodToolResult, r, &ack)
-			var re *RPCError
-			if err != nil && !errors.As(err, &re) {
+			if !c.deliver(ctx, conn, r) {
 				return // the connection is gone: resend after re-registering
 			}
-			if re != nil {
-				c.logger.Warn("tool result refused", "tool_call_id", r.ToolCallID, "err", re)
-			}
-			c.mu.Lock()
-			delete(c.outbox, r.ToolCallID)
-			c.mu.Unlock()
 		}
 		select {
 		case <-c.kick:

@@ -184,13 +184,21 @@ func (c *Client) toolCall(params json.RawMessage) (any, error) {
 		s.mu.Lock()
 		delete(s.calls, p.ToolCallID)
 		s.mu.Unlock()
+		r := toolResultParams{SessionID: p.SessionID, ToolCallID: p.ToolCallID, ToolResult: res}
 		c.mu.Lock()
 		c.running--
-		if c.sessions[p.SessionID] == s {
-			c.outbox[p.ToolCallID] = toolResultParams{SessionID: p.SessionID, ToolCallID: p.ToolCallID, ToolResult: res}
+		if c.sessions[p.SessionID] != s {
+			c.mu.Unlock()
+			return
 		}
+		// The result stays in the outbox until acknowledged, so that it is
+		// sent again after a reconnect.
+		c.outbox[p.ToolCallID] = r
+		conn := c.conn
 		c.mu.Unlock()
-		c.wake()
+		if conn != nil {
+			c.deliver(context.Background(), conn, r)
+		}
 	})
 	return acceptedResult{Accepted: true}, nil
 }
