@@ -374,6 +374,7 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 		return false, fmt.Errorf("executor: connect: %w", err)
 	}
 	conn := newRPCConn(ws, connConfig{
+		inline:         func(m string) bool { return m == MethodToolCall },
 		maxFrame:       c.opts.MaxFrameBytes,
 		requestTimeout: c.opts.RequestTimeout,
 		logger:         c.logger,

@@ -39,6 +39,7 @@ var errMethodNotFound = NewRPCError(CodeMethodNotFound, "")
 type rpcConn struct {
 	ws             *websocket.Conn
 	handler        handlerFunc
+	inline         func(method string) bool
 	maxFrame       int64
 	requestTimeout time.Duration
 	logger         *slog.Logger
@@ -54,7 +55,11 @@ type rpcConn struct {
 }
 
 type connConfig struct {
-	handler        handlerFunc
+	handler handlerFunc
+	// inline reports the methods whose handlers never block: they run in
+	// the read loop (saving a goroutine hand-off on the hot path) and only
+	// their response is written from another goroutine.
+	inline         func(method string) bool
 	maxFrame       int64
 	requestTimeout time.Duration
 	maxInflight    int
@@ -83,6 +88,7 @@ func newRPCConn(ws *websocket.Conn, cfg connConfig) *rpcConn {
 	return &rpcConn{
 		ws:             ws,
 		handler:        cfg.handler,
+		inline:         cfg.inline,
 		maxFrame:       cfg.maxFrame,
 		requestTimeout: cfg.requestTimeout,
 		logger:         cfg.logger,
@@ -147,6 +153,13 @@ func (c *rpcConn) readOne(ctx context.Context) error {
 		return nil
 	}
 	switch {
+	case m.isRequest() && c.inline != nil && c.inline(m.Method):
+		res, err := c.handler(ctx, m.Method, m.Params)
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.reply(ctx, m.ID, res, err)
+		}()
 	case m.isRequest():
 		select {
 		case c.sem <- struct{}{}:

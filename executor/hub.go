@@ -275,6 +275,7 @@ func (h *Hub) serveConnect(w http.ResponseWriter, r *http.Request) {
 	c := &hubConn{h: h, principal: claims.principal, leases: make(map[string]*Lease)}
 	c.rpc = newRPCConn(ws, connConfig{
 		handler:        c.handle,
+		inline:         func(m string) bool { return m == MethodToolResult || m == MethodHeartbeat },
 		maxFrame:       h.opts.MaxFrameBytes,
 		requestTimeout: h.opts.RequestTimeout,
 		logger:         h.logger,

@@ -59,6 +59,7 @@ func main() {
 	echo, closeEcho := startEcho()
 	echoLatency(echo, payload, 500)
 
+	rl := requestRoundTrips(lease, *calls)
 	tl := roundTrips(lease, *calls)
 	el := echoLatency(echo, payload, *calls)
 	tt := toolThroughput(lease, *inflight, *dur)
@@ -68,6 +69,7 @@ func main() {
 	fmt.Printf("%-34s %10s %10s %14s\n", "", "p50", "p99", fmt.Sprintf("calls/s @%d", *inflight))
 	fmt.Printf("%-34s %10s %10s %14.0f\n", "tool call hub→executor (no-op)", tl.p50, tl.p99, tt)
 	fmt.Printf("%-34s %10s %10s %14.0f\n", "raw coder/websocket echo", el.p50, el.p99, et)
+	fmt.Printf("%-34s %10s %10s %14s\n", "plain request round trip (no tool)", rl.p50, rl.p99, "")
 	fmt.Printf("%-34s %9.2fx %9.2fx %13.2fx   (goal p50 ≤ 2x)\n\n", "ratio tool/raw",
 		float64(tl.p50)/float64(el.p50), float64(tl.p99)/float64(el.p99), et/tt)
 
@@ -168,6 +170,20 @@ func oneCall(l *executor.Lease) time.Duration {
 		log.Fatalf("tool call: %v %+v", err, res)
 	}
 	return time.Since(start)
+}
+
+// requestRoundTrips measures one JSON-RPC request and its error response
+// through the same connection (terminal.close, which the no-op executor
+// answers at once with -32012).
+func requestRoundTrips(l *executor.Lease, n int) latency {
+	d := make([]time.Duration, n)
+	p := map[string]string{"session_id": "sess_bench", "terminal_id": "t"}
+	for i := range d {
+		start := time.Now()
+		l.Call(context.Background(), "terminal.close", p, nil)
+		d[i] = time.Since(start)
+	}
+	return percentiles(d)
 }
 
 func roundTrips(l *executor.Lease, n int) latency {
