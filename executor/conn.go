@@ -304,8 +304,7 @@ func (c *rpcConn) call(ctx context.Context, method string, params, result any) e
 		}
 		return fmt.Errorf("executor: send %s: %w", method, err)
 	}
-	select {
-	case m := <-ch:
+	answer := func(m *message) error {
 		if m.Error != nil {
 			return &RPCError{Code: m.Error.Code, Message: m.Error.Message, Data: m.Error.Data}
 		}
@@ -315,6 +314,10 @@ func (c *rpcConn) call(ctx context.Context, method string, params, result any) e
 			}
 		}
 		return nil
+	}
+	select {
+	case m := <-ch:
+		return answer(m)
 	case <-ctx.Done():
 		forget()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -323,6 +326,11 @@ func (c *rpcConn) call(ctx context.Context, method string, params, result any) e
 		return ctx.Err()
 	case <-c.done:
 		forget()
+		select {
+		case m := <-ch: // answered just before the connection ended
+			return answer(m)
+		default:
+		}
 		return c.lostErr()
 	}
 }
