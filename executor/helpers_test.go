@@ -15,6 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("REINS_TEST_EXECUTOR_PROCESS") != "" {
+		runExecutorProcess() // the child of TestExecutorProcessKilledMidTool
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 
