@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,10 +130,13 @@ func (c *rpcConn) readOne(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	data, err := io.ReadAll(io.LimitReader(r, c.maxFrame+1))
-	if err != nil {
+	buf := framePool.Get().(*bytes.Buffer)
+	defer putFrame(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(io.LimitReader(r, c.maxFrame+1)); err != nil {
 		return err
 	}
+	data := buf.Bytes() // decodeFrame copies what it keeps
 	if int64(len(data)) > c.maxFrame {
 		id := idOf(data[:min(len(data), 64<<10)])
 		if _, err := io.Copy(io.Discard, r); err != nil {
@@ -249,11 +253,64 @@ func toRPCError(err error) *RPCError {
 	return NewRPCError(CodeInternalError, "").withDetail(err.Error())
 }
 
+// framePool holds frame buffers: a frame is read into one, decoded (the
+// decoder copies what it keeps) and the buffer is reused.
+var framePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putFrame(b *bytes.Buffer) {
+	if b.Cap() <= 64<<10 { // do not keep the memory of large frames
+		framePool.Put(b)
+	}
+}
+
+// encodeFrame writes m as one JSON object. Params and Result are already
+// JSON (made by json.Marshal or received and validated), so they are copied
+// as they are rather than re-validated.
+func encodeFrame(buf *bytes.Buffer, m *message) error {
+	buf.WriteString(`{"jsonrpc":"2.0"`)
+	if m.ID != nil {
+		buf.WriteString(`,"id":`)
+		buf.Write(m.ID)
+	}
+	if m.Method != "" {
+		buf.WriteString(`,"method":`)
+		b, err := json.Marshal(m.Method)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+	}
+	if m.Params != nil {
+		buf.WriteString(`,"params":`)
+		buf.Write(m.Params)
+	}
+	if m.Error != nil {
+		b, err := json.Marshal(m.Error)
+		if err != nil {
+			return err
+		}
+		buf.WriteString(`,"error":`)
+		buf.Write(b)
+	} else if m.ID != nil && m.Method == "" {
+		buf.WriteString(`,"result":`)
+		if m.Result == nil {
+			buf.WriteString("null")
+		} else {
+			buf.Write(m.Result)
+		}
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
 func (c *rpcConn) write(ctx context.Context, m *message) error {
-	b, err := json.Marshal(m)
-	if err != nil {
+	buf := framePool.Get().(*bytes.Buffer)
+	defer putFrame(buf)
+	buf.Reset()
+	if err := encodeFrame(buf, m); err != nil {
 		return err
 	}
+	b := buf.Bytes()
 	if int64(len(b)) > c.maxFrame {
 		return NewRPCError(CodePayloadTooLarge, "").withDetail(fmt.Sprintf("message of %d bytes exceeds %d", len(b), c.maxFrame))
 	}

@@ -3,6 +3,7 @@ package executor
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 )
 
 // message is one JSON-RPC 2.0 message: a request (Method and ID), a
@@ -25,10 +26,10 @@ var nullID = json.RawMessage("null")
 // answer with and, when it could be read, the id to answer to (else null).
 func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 	data = bytes.TrimSpace(data)
-	if !json.Valid(data) {
-		return nil, nullID, NewRPCError(CodeParseError, "")
-	}
 	if len(data) == 0 || data[0] != '{' {
+		if !json.Valid(data) {
+			return nil, nullID, NewRPCError(CodeParseError, "")
+		}
 		detail := "a frame holds one JSON-RPC object"
 		if len(data) > 0 && data[0] == '[' {
 			detail = "batches are not supported"
@@ -44,6 +45,10 @@ func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 		Error   *json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, nullID, NewRPCError(CodeParseError, "")
+		}
 		return nil, idOf(data), NewRPCError(CodeInvalidRequest, "").withDetail(err.Error())
 	}
 	id := raw.ID
