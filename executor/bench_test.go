@@ -6,7 +6,6 @@ import (
 	"testing"
 )
 
-
 func BenchmarkToolCall(b *testing.B) {
 	key, hash := NewEnvironmentKey()
 	creds := &memCredentials{envKeys: map[string]string{hash: "env_1"}}

@@ -103,7 +103,9 @@ func (c *Client) assign(ctx context.Context, params json.RawMessage) (any, error
 	}
 	c.mu.Lock()
 	if s := c.sessions[a.SessionID]; s != nil {
+		s.mu.Lock()
 		s.a = a // a new lease for a session already here
+		s.mu.Unlock()
 		c.mu.Unlock()
 		return assignResult{Accepted: true}, nil
 	}

@@ -326,6 +326,17 @@ func (c *hubConn) close(code int, reason string) {
 	c.rpc.closeWith(code, reason)
 }
 
+// goClose closes c in a goroutine owned by the hub (Shutdown waits for it).
+// It is called while a connection handler runs, so the wait group is
+// already positive.
+func (h *Hub) goClose(c *hubConn, code int, reason string) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		c.close(code, reason)
+	}()
+}
+
 func decodeParams(params json.RawMessage, v any) error {
 	if len(params) == 0 {
 		return NewRPCError(CodeInvalidParams, "").withDetail("params are required")
@@ -407,7 +418,7 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 		})
 		if err != nil {
 			h.logger.Info("executor registration refused", "executor", p.Executor.Name, "err", err)
-			go c.close(CloseRegistrationRefused, "runtime registration refused")
+			h.goClose(c, CloseRegistrationRefused, "runtime registration refused")
 			return nil, NewRPCError(CodeForbidden, "").withDetail("runtime registration refused")
 		}
 	}
@@ -425,7 +436,7 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
-		go c.close(CloseDrained, "drained")
+		h.goClose(c, CloseDrained, "drained")
 		return nil, NewRPCError(CodeResourceUnavailable, "").withDetail("the hub is shutting down")
 	}
 	if c.registered {
@@ -481,7 +492,7 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 	h.broadcastLocked(c.principal.EnvironmentID)
 	h.mu.Unlock()
 	if old != nil {
-		go old.close(CloseReplaced, "replaced")
+		h.goClose(old, CloseReplaced, "replaced")
 	}
 	h.logger.Info("executor registered", "executor", p.Executor.Name, "scope", c.principal.scope(), "capabilities", p.Capabilities, "resumed", len(res.Resumed))
 	for _, l := range resend {

@@ -141,7 +141,7 @@ func (s *shell) run(ctx context.Context, command string, limit int) (string, int
 		select {
 		case chunk, ok := <-s.out:
 			if !ok {
-				return capped(head, tail, dropped), -1, errShellExited
+				return capped(head, tail, dropped, limit), -1, errShellExited
 			}
 			tail = append(tail, chunk...)
 			if i := bytes.Index(tail, s.marker); i >= 0 {
@@ -150,7 +150,7 @@ func (s *shell) run(ctx context.Context, command string, limit int) (string, int
 					code, _ := strconv.Atoi(string(rest[:j]))
 					out := tail[:i]
 					out = bytes.TrimRight(out, "\n")
-					return capped(head, out, dropped), code, nil
+					return capped(head, out, dropped, limit), code, nil
 				}
 				continue
 			}
@@ -163,17 +163,26 @@ func (s *shell) run(ctx context.Context, command string, limit int) (string, int
 				tail = append([]byte(nil), tail[len(tail)-keep:]...)
 			}
 		case <-ctx.Done():
-			return capped(head, tail, dropped), -1, ctx.Err()
+			return capped(head, tail, dropped, limit), -1, ctx.Err()
 		}
 	}
 }
 
-func capped(head, tail []byte, dropped int) string {
-	s := string(head)
-	if dropped > 0 {
-		s += fmt.Sprintf("\n[output truncated: %d bytes omitted]\n", dropped)
+// capped joins the kept head and tail of a command's output (dropped bytes
+// were skipped between them) and caps the result at limit bytes: the first
+// three quarters and the last quarter, with a marker between.
+func capped(head, tail []byte, dropped, limit int) string {
+	all := append(head, tail...)
+	if len(all) <= limit {
+		if dropped == 0 {
+			return string(all)
+		}
+		return string(head) + fmt.Sprintf("\n[output truncated: %d bytes omitted]\n", dropped) + string(tail)
 	}
-	return s + string(tail)
+	h := limit * 3 / 4
+	t := limit - h
+	omitted := len(all) - h - t + dropped
+	return string(all[:h]) + fmt.Sprintf("\n[output truncated: %d bytes omitted]\n", omitted) + string(all[len(all)-t:])
 }
 
 // bashRunner is the bash tool of one session: one persistent shell, one
