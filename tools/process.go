@@ -215,6 +215,7 @@ func (p *processes) killAll() {
 	p.wg.Wait()
 }
 
+// String describes the exit for logs.
 func (e ProcessExit) String() string {
 	return fmt.Sprintf("process %s %s (exit %d)", e.ProcessID, e.State, e.ExitCode)
 }

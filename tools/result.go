@@ -71,6 +71,7 @@ type Error struct {
 	Err error
 }
 
+// Error implements error.
 func (e *Error) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%s: %v", e.Msg, e.Err)
