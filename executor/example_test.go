@@ -25,23 +25,6 @@ func (c staticCredentials) VerifyMachineToken(context.Context, string) (string, 
 	return "", executor.ErrCredentialRejected
 }
 
-// assign places a session as soon as an executor of the environment can
-// take it.
-func assign(ctx context.Context, hub *executor.Hub, req executor.AssignRequest) (*executor.Lease, error) {
-	for {
-		changed := hub.Changed(req.EnvironmentID)
-		lease, err := hub.Assign(ctx, req)
-		if !errors.Is(err, executor.ErrNoExecutor) {
-			return lease, err
-		}
-		select {
-		case <-changed: // an executor registered or freed a slot
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
 // A hub behind an HTTP server, a remote executor running the built-in
 // tools in a workspace, and one tool call through a lease.
 func Example() {
@@ -65,7 +48,7 @@ func Example() {
 	go client.Run(ctx)
 	defer func() { client.Stop(); <-client.Done() }()
 
-	lease, err := assign(ctx, hub, executor.AssignRequest{EnvironmentID: "env_1", SessionID: "sess_1", Tools: []string{"bash", "write"}})
+	lease, err := hub.WaitAssign(ctx, executor.AssignRequest{EnvironmentID: "env_1", SessionID: "sess_1", Tools: []string{"bash", "write"}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -90,7 +73,7 @@ func ExampleNewLocal() {
 	go local.Run(ctx)
 	defer func() { local.Stop(); <-local.Done() }()
 
-	lease, err := assign(ctx, hub, executor.AssignRequest{EnvironmentID: "env_cloud", SessionID: "sess_2", Tools: []string{"write", "read"}})
+	lease, err := hub.WaitAssign(ctx, executor.AssignRequest{EnvironmentID: "env_cloud", SessionID: "sess_2", Tools: []string{"write", "read"}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -373,3 +373,29 @@ func (l *Lease) Release(ctx context.Context) error {
 	h.endLeaseLocked(l, leaseEnded, ErrSessionEnded, ReleaseEnded)
 	return nil
 }
+
+// WaitAssign is [Hub.Assign] that waits, until ctx ends, while no executor
+// can take the session: a session of a self-hosted environment without a
+// connected executor (the harness shows it as "rescheduling") starts as
+// soon as one registers or frees a slot. Other errors, including
+// [ErrAssignRejected], are returned at once.
+func (h *Hub) WaitAssign(ctx context.Context, req AssignRequest) (*Lease, error) {
+	for {
+		changed := h.Changed(req.EnvironmentID)
+		l, err := h.Assign(ctx, req)
+		if !errors.Is(err, ErrNoExecutor) {
+			return l, err
+		}
+		h.mu.Lock()
+		draining := h.draining
+		h.mu.Unlock()
+		if draining {
+			return nil, err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (waiting: %w)", err, ctx.Err())
+		}
+	}
+}

@@ -185,3 +185,35 @@ func TestHeartbeatsKeepLease(t *testing.T) {
 		f.shutdown(c)
 	})
 }
+
+func TestWaitAssignStartsWhenAnExecutorRegisters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{})
+		got := make(chan *Lease, 1)
+		go func() {
+			l, err := f.hub.WaitAssign(context.Background(), AssignRequest{EnvironmentID: "env_1", SessionID: "s1", Tools: []string{"noop"}})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+		time.Sleep(time.Hour) // no executor: the session waits
+		synctest.Wait()
+		select {
+		case <-got:
+			t.Fatal("assigned without an executor")
+		default:
+		}
+		c := f.client(Options{Sessions: &testSessions{}, Capabilities: testCaps})
+		l := <-got
+		if l == nil || l.SessionID != "s1" {
+			t.Fatalf("lease = %+v", l)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := f.hub.WaitAssign(ctx, AssignRequest{EnvironmentID: "env_other", SessionID: "s2"}); !errors.Is(err, ErrNoExecutor) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitAssign without executor = %v", err)
+		}
+		f.shutdown(c)
+	})
+}
