@@ -384,8 +384,12 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	}
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// The read loop outlives ctx so that stopping closes the connection
+	// with a close frame (1000) rather than dropping it.
+	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServe()
 	served := make(chan error, 1)
-	go func() { served <- conn.serve(cctx) }() // owned: awaited below
+	go func() { served <- conn.serve(sctx) }() // owned: awaited below
 
 	res, err := c.register(cctx, conn)
 	if err != nil {
@@ -403,7 +407,7 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 			}
 		}
 		conn.closeWith(int(websocket.StatusNormalClosure), "registration failed")
-		stop()
+		stopServe()
 		<-served
 		return false, err
 	}
