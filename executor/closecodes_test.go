@@ -40,12 +40,17 @@ func TestRegistrationRefusedCapabilityMissing(t *testing.T) {
 	}
 	// With the process capability the same machine registers.
 	ok := f.client(Options{MachineToken: f.mtok, Sessions: &testSessions{}, Capabilities: append([]string{CapabilityProcess}, testCaps...), Executor: ExecutorInfo{Name: "m2"}})
-	deadline := time.Now().Add(10 * time.Second)
-	for len(f.hub.Executors()) == 0 {
-		if time.Now().After(deadline) || ok.Err() != nil {
-			t.Fatalf("machine executor did not register: %v", ok.Err())
-		}
-		time.Sleep(5 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := f.hub.WaitAssign(ctx, AssignRequest{EnvironmentID: "env_1", MachineID: "machine_1", SessionID: "s1", Tools: []string{"noop"}})
+	if err != nil {
+		t.Fatalf("placement on the machine: %v (client: %v)", err, ok.Err())
+	}
+	if res, err := l.CallTool(ctx, ToolCall{ID: "c1", Name: "noop"}); err != nil || res.IsError {
+		t.Fatalf("CallTool on the machine: %v %+v", err, res)
+	}
+	if ex := f.hub.Executors(); len(ex) != 1 || ex[0].MachineID != "machine_1" {
+		t.Fatalf("executors = %+v", ex)
 	}
 }
 

@@ -99,7 +99,7 @@ type Hub struct {
 
 	mu         sync.Mutex
 	byIdentity map[string]*hubConn          // registered connections
-	byEnv      map[string]map[*hubConn]bool // registered environment-scoped connections
+	byScope    map[string]map[*hubConn]bool // registered connections by scope (environment or machine)
 	leases     map[string]*Lease            // active leases by session id
 	changed    map[string]chan struct{}     // per environment: closed on change
 	conns      map[*hubConn]bool            // every open connection
@@ -144,7 +144,7 @@ func NewHub(opts HubOptions) *Hub {
 		signer:     tokenSigner{secret: secret},
 		logger:     opts.Logger,
 		byIdentity: make(map[string]*hubConn),
-		byEnv:      make(map[string]map[*hubConn]bool),
+		byScope:    make(map[string]map[*hubConn]bool),
 		leases:     make(map[string]*Lease),
 		changed:    make(map[string]chan struct{}),
 		conns:      make(map[*hubConn]bool),
@@ -454,12 +454,11 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 	c.caps = p.Capabilities
 	c.maxSessions = p.MaxSessions
 	h.byIdentity[identity] = c
-	if env := c.principal.EnvironmentID; env != "" {
-		if h.byEnv[env] == nil {
-			h.byEnv[env] = make(map[*hubConn]bool)
-		}
-		h.byEnv[env][c] = true
+	scope := c.principal.scope()
+	if h.byScope[scope] == nil {
+		h.byScope[scope] = make(map[*hubConn]bool)
 	}
+	h.byScope[scope][c] = true
 	listed := make(map[string]bool)
 	now := h.opts.Now()
 	for _, s := range p.Sessions {
@@ -489,7 +488,7 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 		}
 	}
 	res.ExecutorID = c.id
-	h.broadcastLocked(c.principal.EnvironmentID)
+	h.broadcastLocked(c.principal.scope())
 	h.mu.Unlock()
 	if old != nil {
 		h.goClose(old, CloseReplaced, "replaced")
@@ -507,10 +506,10 @@ func (h *Hub) unregisterLocked(c *hubConn) {
 	if h.byIdentity[c.identity] == c {
 		delete(h.byIdentity, c.identity)
 	}
-	if m := h.byEnv[c.principal.EnvironmentID]; m != nil {
+	if m := h.byScope[c.principal.scope()]; m != nil {
 		delete(m, c)
 		if len(m) == 0 {
-			delete(h.byEnv, c.principal.EnvironmentID)
+			delete(h.byScope, c.principal.scope())
 		}
 	}
 	for _, l := range c.leases {
@@ -542,7 +541,7 @@ func (h *Hub) detach(c *hubConn, err error) {
 			h.endLeaseLocked(l, leaseLost, fmt.Errorf("%w: the executor closed", ErrToolOutcomeUnknown), "")
 		}
 	}
-	h.broadcastLocked(c.principal.EnvironmentID)
+	h.broadcastLocked(c.principal.scope())
 	h.mu.Unlock()
 	h.logger.Info("executor disconnected", "executor", c.info.Name, "close_code", code, "err", err)
 }
@@ -607,20 +606,29 @@ func (c *hubConn) toolResult(params json.RawMessage) (any, error) {
 // session slot. A harness whose [Hub.Assign] failed with [ErrNoExecutor]
 // waits on it (taken before the Assign call) and tries again.
 func (h *Hub) Changed(environmentID string) <-chan struct{} {
+	return h.changedFor(principal{EnvironmentID: environmentID}.scope())
+}
+
+// ChangedMachine is [Hub.Changed] for the executors of a machine.
+func (h *Hub) ChangedMachine(machineID string) <-chan struct{} {
+	return h.changedFor(principal{MachineID: machineID}.scope())
+}
+
+func (h *Hub) changedFor(scope string) <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ch := h.changed[environmentID]
+	ch := h.changed[scope]
 	if ch == nil {
 		ch = make(chan struct{})
-		h.changed[environmentID] = ch
+		h.changed[scope] = ch
 	}
 	return ch
 }
 
-func (h *Hub) broadcastLocked(environmentID string) {
-	if ch := h.changed[environmentID]; ch != nil {
+func (h *Hub) broadcastLocked(scope string) {
+	if ch := h.changed[scope]; ch != nil {
 		close(ch)
-		delete(h.changed, environmentID)
+		delete(h.changed, scope)
 	}
 }
 
@@ -664,8 +672,8 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 	for _, l := range h.leases {
 		h.endLeaseLocked(l, leaseLost, fmt.Errorf("%w: the hub shut down", ErrToolOutcomeUnknown), "")
 	}
-	for env := range h.changed {
-		h.broadcastLocked(env)
+	for scope := range h.changed {
+		h.broadcastLocked(scope)
 	}
 	h.mu.Unlock()
 	var wg sync.WaitGroup

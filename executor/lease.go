@@ -18,6 +18,14 @@ type AssignRequest struct {
 	Tools []string
 	// ReadOnly asks for a read-only workspace.
 	ReadOnly bool
+	// MachineID, if set, places the session on an executor of that
+	// machine (a machine-scoped executor) instead of one of the
+	// environment.
+	MachineID string
+}
+
+func (r AssignRequest) scope() string {
+	return principal{EnvironmentID: r.EnvironmentID, MachineID: r.MachineID}.scope()
 }
 
 type leaseState int
@@ -45,6 +53,7 @@ type Lease struct {
 
 	h        *Hub
 	identity string
+	scope    string // where it was placed, for change broadcasts
 	done     chan struct{}
 
 	// guarded by h.mu
@@ -84,7 +93,7 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 		return nil, fmt.Errorf("executor: session %s already has lease %s", req.SessionID, l.LeaseID)
 	}
 	var candidates []*hubConn
-	for c := range h.byEnv[req.EnvironmentID] {
+	for c := range h.byScope[req.scope()] {
 		if len(c.leases) >= c.maxSessions {
 			continue
 		}
@@ -94,7 +103,7 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 	}
 	if len(candidates) == 0 {
 		h.mu.Unlock()
-		return nil, fmt.Errorf("%w: environment %s", ErrNoExecutor, req.EnvironmentID)
+		return nil, fmt.Errorf("%w: %s", ErrNoExecutor, req.scope())
 	}
 	slices.SortFunc(candidates, func(a, b *hubConn) int { return len(a.leases) - len(b.leases) })
 	c := candidates[0]
@@ -106,6 +115,7 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 		ExecutorID:    c.id,
 		h:             h,
 		identity:      c.identity,
+		scope:         req.scope(),
 		done:          make(chan struct{}),
 		conn:          c,
 		state:         leaseAssigning,
@@ -146,7 +156,7 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 		l.err = err
 		close(l.done)
 	}
-	h.broadcastLocked(l.EnvironmentID)
+	h.broadcastLocked(l.scope)
 	return nil, err
 }
 
@@ -210,7 +220,7 @@ func (h *Hub) endLeaseLocked(l *Lease, state leaseState, cause error, releaseRea
 		}
 	}
 	close(l.done)
-	h.broadcastLocked(l.EnvironmentID)
+	h.broadcastLocked(l.scope)
 }
 
 // Done is closed when the lease has ended.
@@ -381,7 +391,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // [ErrAssignRejected], are returned at once.
 func (h *Hub) WaitAssign(ctx context.Context, req AssignRequest) (*Lease, error) {
 	for {
-		changed := h.Changed(req.EnvironmentID)
+		changed := h.changedFor(req.scope())
 		l, err := h.Assign(ctx, req)
 		if !errors.Is(err, ErrNoExecutor) {
 			return l, err
