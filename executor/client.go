@@ -375,6 +375,7 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	}
 	conn := newRPCConn(ws, connConfig{
 		inline:         func(m string) bool { return m == MethodToolCall },
+		syncReply:      true,
 		maxFrame:       c.opts.MaxFrameBytes,
 		requestTimeout: c.opts.RequestTimeout,
 		logger:         c.logger,

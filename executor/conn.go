@@ -41,6 +41,7 @@ type rpcConn struct {
 	ws             *websocket.Conn
 	handler        handlerFunc
 	inline         func(method string) bool
+	syncReply      bool
 	maxFrame       int64
 	requestTimeout time.Duration
 	logger         *slog.Logger
@@ -48,8 +49,8 @@ type rpcConn struct {
 
 	mu      sync.Mutex
 	nextID  int64
-	pending map[int64]chan *message
-	err     error // why the connection ended; set once
+	pending map[int64]func(*message) // response handlers by request id
+	err     error                    // why the connection ended; set once
 
 	done chan struct{} // closed when the connection ended
 	wg   sync.WaitGroup
@@ -60,7 +61,11 @@ type connConfig struct {
 	// inline reports the methods whose handlers never block: they run in
 	// the read loop (saving a goroutine hand-off on the hot path) and only
 	// their response is written from another goroutine.
-	inline         func(method string) bool
+	inline func(method string) bool
+	// syncReply writes the responses of inline methods from the read loop
+	// itself. Only one end of a connection may set it (the executor end):
+	// the other end must always be reading, or both could block writing.
+	syncReply      bool
 	maxFrame       int64
 	requestTimeout time.Duration
 	maxInflight    int
@@ -90,11 +95,12 @@ func newRPCConn(ws *websocket.Conn, cfg connConfig) *rpcConn {
 		ws:             ws,
 		handler:        cfg.handler,
 		inline:         cfg.inline,
+		syncReply:      cfg.syncReply,
 		maxFrame:       cfg.maxFrame,
 		requestTimeout: cfg.requestTimeout,
 		logger:         cfg.logger,
 		sem:            make(chan struct{}, cfg.maxInflight),
-		pending:        make(map[int64]chan *message),
+		pending:        make(map[int64]func(*message)),
 		done:           make(chan struct{}),
 	}
 }
@@ -164,6 +170,10 @@ func (c *rpcConn) readOne(ctx context.Context) error {
 	switch {
 	case m.isRequest() && c.inline != nil && c.inline(m.Method):
 		res, err := c.handler(ctx, m.Method, m.Params)
+		if c.syncReply {
+			c.reply(ctx, m.ID, res, err)
+			break
+		}
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
@@ -192,11 +202,11 @@ func (c *rpcConn) readOne(ctx context.Context) error {
 			return nil // not one of ours
 		}
 		c.mu.Lock()
-		ch := c.pending[id]
+		deliver := c.pending[id]
 		delete(c.pending, id)
 		c.mu.Unlock()
-		if ch != nil {
-			ch <- m
+		if deliver != nil {
+			deliver(m)
 		}
 	}
 	return nil
@@ -340,7 +350,7 @@ func (c *rpcConn) call(ctx context.Context, method string, params, result any) e
 	}
 	c.nextID++
 	id := c.nextID
-	c.pending[id] = ch
+	c.pending[id] = func(m *message) { ch <- m }
 	c.mu.Unlock()
 	forget := func() {
 		c.mu.Lock()
@@ -389,6 +399,44 @@ func (c *rpcConn) call(ctx context.Context, method string, params, result any) e
 		default:
 		}
 		return c.lostErr()
+	}
+}
+
+// callAsync sends a request without waiting: done is called with the
+// response from the read loop (it must not block), or with an error if the
+// request could not be sent. If the connection ends first, done is never
+// called: the caller watches the connection's end itself.
+func (c *rpcConn) callAsync(ctx context.Context, method string, params any, done func(result json.RawMessage, err error)) {
+	p, err := json.Marshal(params)
+	if err != nil {
+		done(nil, fmt.Errorf("executor: encode %s params: %w", method, err))
+		return
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		done(nil, c.lostErr())
+		return
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = func(m *message) {
+		if m.Error != nil {
+			done(nil, &RPCError{Code: m.Error.Code, Message: m.Error.Message, Data: m.Error.Data})
+			return
+		}
+		done(m.Result, nil)
+	}
+	c.mu.Unlock()
+	req := &message{JSONRPC: "2.0", ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: p}
+	if err := c.write(ctx, req); err != nil {
+		c.mu.Lock()
+		_, mine := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if mine {
+			done(nil, err)
+		}
 	}
 }
 

@@ -284,9 +284,7 @@ func (l *Lease) CallTool(ctx context.Context, call ToolCall) (ToolResult, error)
 	}
 	h.mu.Unlock()
 	if conn != nil {
-		if err := l.send(ctx, conn, tc); err != nil {
-			return ToolResult{}, err
-		}
+		l.send(ctx, conn, tc)
 	}
 	select {
 	case <-tc.done:
@@ -304,23 +302,25 @@ func (l *Lease) CallTool(ctx context.Context, call ToolCall) (ToolResult, error)
 	}
 }
 
-// send delivers a tool.call. A protocol error ends the call with that
-// error; a lost connection leaves it pending, to be sent again when the
-// executor resumes the session.
-func (l *Lease) send(ctx context.Context, conn *hubConn, tc *toolCall) error {
-	var ack acceptedResult
-	err := conn.rpc.call(ctx, MethodToolCall, tc.params, &ack)
-	var re *RPCError
-	if err == nil || !errors.As(err, &re) {
-		return nil
-	}
-	h := l.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if l.calls[tc.params.ToolCallID] == tc {
+// send delivers a tool.call without waiting for its acknowledgement. A
+// protocol error ends the call with that error; a lost connection leaves
+// it pending, to be sent again when the executor resumes the session.
+func (l *Lease) send(ctx context.Context, conn *hubConn, tc *toolCall) {
+	conn.rpc.callAsync(ctx, MethodToolCall, tc.params, func(_ json.RawMessage, err error) {
+		var re *RPCError
+		if !errors.As(err, &re) {
+			return
+		}
+		h := l.h
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if l.calls[tc.params.ToolCallID] != tc {
+			return
+		}
 		delete(l.calls, tc.params.ToolCallID)
-	}
-	return re
+		tc.err = re
+		close(tc.done)
+	})
 }
 
 // resendPending sends the calls still waiting for a result to the
@@ -334,24 +334,7 @@ func (l *Lease) resendPending(conn *hubConn) {
 	}
 	h.mu.Unlock()
 	for _, tc := range calls {
-		h.wg.Add(1)
-		go func() { // owned by the hub
-			defer h.wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), h.opts.LeaseTTL)
-			defer cancel()
-			if err := l.send(ctx, conn, tc); err != nil {
-				h.mu.Lock()
-				if tc.err == nil {
-					select {
-					case <-tc.done:
-					default:
-						tc.err = err
-						close(tc.done)
-					}
-				}
-				h.mu.Unlock()
-			}
-		}()
+		l.send(context.Background(), conn, tc)
 	}
 }
 
