@@ -592,7 +592,7 @@ func (c *hubConn) toolResult(params json.RawMessage) (any, error) {
 	if p.Content == nil {
 		p.Content = []ContentBlock{}
 	}
-	l.results[p.ToolCallID] = p.ToolResult
+	l.keepResultLocked(p.ToolCallID, p.ToolResult)
 	if tc := l.calls[p.ToolCallID]; tc != nil {
 		delete(l.calls, p.ToolCallID)
 		tc.result = p.ToolResult

@@ -63,7 +63,21 @@ type Lease struct {
 	expiresAt time.Time
 	timer     *time.Timer
 	calls     map[string]*toolCall
-	results   map[string]ToolResult
+	results   map[string]ToolResult // for deduplication, bounded by maxKeptResults
+	order     []string              // result ids, oldest first
+}
+
+// maxKeptResults bounds the results a lease remembers for deduplication.
+const maxKeptResults = 4096
+
+// keepResultLocked records a result, forgetting the oldest beyond the bound.
+func (l *Lease) keepResultLocked(id string, r ToolResult) {
+	l.results[id] = r
+	l.order = append(l.order, id)
+	if len(l.order) > maxKeptResults {
+		delete(l.results, l.order[0])
+		l.order = l.order[1:]
+	}
 }
 
 type toolCall struct {
