@@ -32,6 +32,7 @@ type shell struct {
 
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
+	pr    *os.File    // read end of the output pipe
 	out   chan []byte // output chunks; closed when the shell's output ends
 	done  chan struct{}
 }
@@ -76,7 +77,7 @@ func startShell(w *Workspace) (*shell, error) {
 		return nil, &Error{Code: CodeSpawnFailed, Msg: "bash could not be started", Err: err}
 	}
 	pw.Close()
-	s.cmd, s.stdin = cmd, stdin
+	s.cmd, s.stdin, s.pr = cmd, stdin, pr
 	go func() { // owned by the shell: ends when the shell's output closes
 		defer close(s.done)
 		defer close(s.out)
@@ -102,6 +103,9 @@ func (s *shell) kill() {
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	}
 	s.stdin.Close()
+	// A program that left the process group may still hold the pipe:
+	// closing the read end ends the reader regardless.
+	s.pr.Close()
 	for range s.out { // drain so the reader can finish
 	}
 	<-s.done

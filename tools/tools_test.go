@@ -197,6 +197,9 @@ func TestBashPersistentRestartTimeout(t *testing.T) {
 		t.Fatalf("syntax error: %q", got)
 	}
 	f.ok("bash", m{"command": "true"})
+	// A program that escapes the process group does not hang the shell's end.
+	f.ok("bash", m{"command": "setsid sleep 3 > /dev/null 2>&1 & setsid sleep 3 & echo started"})
+	f.ok("bash", m{"restart": true})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
 	r = f.s.Call(ctx, "bash", json.RawMessage(`{"command":"sleep 30"}`))
