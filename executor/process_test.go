@@ -36,7 +36,7 @@ func TestExecutorProcessKilledMidTool(t *testing.T) {
 	lease := f.assign("s1", "bash")
 	errc := make(chan error, 1)
 	go func() {
-		_, err := lease.CallTool(context.Background(), ToolCall{ID: "c1", Name: "bash", Input: input(map[string]any{"command": "touch started; sleep 10"})})
+		_, err := lease.CallTool(context.Background(), ToolCall{ID: "c1", Name: "bash", Input: input(map[string]any{"command": "touch started; sleep 5"})})
 		errc <- err
 	}()
 	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(ws, "s1", "started")); return err == nil })
