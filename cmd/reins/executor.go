@@ -131,9 +131,10 @@ func explainExecutorError(err error) string {
 
 // executorStatus prints the connection state and the running tools.
 type executorStatus struct {
-	mu      sync.Mutex
-	w       io.Writer
-	started map[string]time.Time
+	mu        sync.Mutex
+	w         io.Writer
+	connected bool
+	started   map[string]time.Time
 }
 
 func (s *executorStatus) event(e executor.Event) {
@@ -142,15 +143,17 @@ func (s *executorStatus) event(e executor.Event) {
 	now := time.Now().Format("15:04:05")
 	switch e.Type {
 	case executor.EventConnecting:
-		if e.Err != nil {
-			fmt.Fprintf(s.w, "%s reconnecting (attempt %d) after: %v\n", now, e.Attempt, e.Err)
-		} else {
-			fmt.Fprintf(s.w, "%s connecting\n", now)
-		}
+		fmt.Fprintf(s.w, "%s connecting (attempt %d)\n", now, e.Attempt)
 	case executor.EventRegistered:
+		s.connected = true
 		fmt.Fprintf(s.w, "%s connected: serving\n", now)
 	case executor.EventDisconnected:
-		fmt.Fprintf(s.w, "%s disconnected: %v\n", now, e.Err)
+		if s.connected {
+			fmt.Fprintf(s.w, "%s disconnected: %v\n", now, e.Err)
+		} else {
+			fmt.Fprintf(s.w, "%s could not connect: %v\n", now, e.Err)
+		}
+		s.connected = false
 	case executor.EventSessionAssigned:
 		fmt.Fprintf(s.w, "%s session %s assigned\n", now, e.SessionID)
 	case executor.EventSessionReleased:
