@@ -541,6 +541,24 @@ func (c *Client) deliver(ctx context.Context, conn *rpcConn, r toolResultParams)
 	return true
 }
 
+// deliverAsync sends one tool result without waiting; the answer drops it
+// from the outbox. If the connection ends first the result stays there and
+// is sent again after re-registering.
+func (c *Client) deliverAsync(conn *rpcConn, r toolResultParams) {
+	conn.callAsync(context.Background(), MethodToolResult, r, func(_ json.RawMessage, err error) {
+		var re *RPCError
+		if err != nil && !errors.As(err, &re) {
+			return
+		}
+		if re != nil {
+			c.logger.Warn("tool result refused", "tool_call_id", r.ToolCallID, "err", re)
+		}
+		c.mu.Lock()
+		delete(c.outbox, r.ToolCallID)
+		c.mu.Unlock()
+	})
+}
+
 // sendResults sends every unacknowledged tool result over conn after
 // registration (results of calls that finished while disconnected), and
 // again whenever woken, until the connection ends.

@@ -199,7 +199,7 @@ func (c *Client) toolCall(params json.RawMessage) (any, error) {
 		conn := c.conn
 		c.mu.Unlock()
 		if conn != nil {
-			c.deliver(context.Background(), conn, r)
+			c.deliverAsync(conn, r)
 		}
 	})
 	return acceptedResult{Accepted: true}, nil

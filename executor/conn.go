@@ -54,6 +54,9 @@ type rpcConn struct {
 
 	done chan struct{} // closed when the connection ended
 	wg   sync.WaitGroup
+
+	wmu  sync.Mutex  // serializes writes
+	wdog *time.Timer // closes the connection when a write takes too long
 }
 
 type connConfig struct {
@@ -91,7 +94,7 @@ func newRPCConn(ws *websocket.Conn, cfg connConfig) *rpcConn {
 	// Frames up to four times the limit are read and answered -32006;
 	// beyond that the WebSocket library closes with 1009.
 	ws.SetReadLimit(4*cfg.maxFrame + 1024)
-	return &rpcConn{
+	c := &rpcConn{
 		ws:             ws,
 		handler:        cfg.handler,
 		inline:         cfg.inline,
@@ -103,6 +106,12 @@ func newRPCConn(ws *websocket.Conn, cfg connConfig) *rpcConn {
 		pending:        make(map[int64]func(*message)),
 		done:           make(chan struct{}),
 	}
+	c.wdog = time.AfterFunc(time.Hour, func() {
+		c.fail(fmt.Errorf("executor: write blocked for %s", writeTimeout))
+		ws.CloseNow()
+	})
+	c.wdog.Stop()
+	return c
 }
 
 // serve reads and dispatches frames until the connection ends or ctx is
@@ -324,9 +333,15 @@ func (c *rpcConn) write(ctx context.Context, m *message) error {
 	if int64(len(b)) > c.maxFrame {
 		return NewRPCError(CodePayloadTooLarge, "").withDetail(fmt.Sprintf("message of %d bytes exceeds %d", len(b), c.maxFrame))
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-	defer cancel()
-	return c.ws.Write(ctx, websocket.MessageText, b)
+	// One write at a time, watched by one reusable timer: a peer that stops
+	// reading for writeTimeout loses the connection. (A context deadline
+	// per write would cost a timer and several allocations per frame.)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wdog.Reset(writeTimeout)
+	err := c.ws.Write(context.Background(), websocket.MessageText, b)
+	c.wdog.Stop()
+	return err
 }
 
 // call sends a request and decodes its result into result (unless nil).
