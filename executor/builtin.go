@@ -1,0 +1,165 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/reinsdev/reins/tools"
+)
+
+// BuiltinCapabilities are the capabilities of the built-in toolset.
+func BuiltinCapabilities() []string {
+	caps := []string{CapabilityProcess, CapabilityProcessPTY}
+	for _, n := range tools.Names {
+		caps = append(caps, ToolCapability(n))
+	}
+	return caps
+}
+
+// BuiltinSessions is the [SessionOpener] of the built-in toolset (package
+// tools): each session works in its own subdirectory of Dir, named after
+// the session.
+type BuiltinSessions struct {
+	// Dir is the directory that holds the session workspaces.
+	Dir string
+	// NoSandbox disables Landlock confinement of bash and processes.
+	NoSandbox bool
+	// MaxOutputBytes caps one tool result (default tools.DefaultMaxOutputBytes).
+	MaxOutputBytes int
+	// Logger receives diagnostics.
+	Logger *slog.Logger
+}
+
+var safeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// OpenSession creates (or reopens) the session's workspace directory.
+func (b *BuiltinSessions) OpenSession(ctx context.Context, a Assignment) (Session, error) {
+	if !safeID.MatchString(a.SessionID) || a.SessionID == ".." {
+		return nil, WithReason(CodeInvalidParams, ReasonSessionRejected, "session id is not usable as a directory name")
+	}
+	dir := filepath.Join(b.Dir, a.SessionID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, WithReason(CodeResourceUnavailable, ReasonWorkspaceUnavailable, err.Error())
+	}
+	w, err := tools.OpenWorkspace(dir, tools.WorkspaceOptions{
+		ReadOnly: a.Workspace.ReadOnly, NoSandbox: b.NoSandbox,
+		MaxOutputBytes: b.MaxOutputBytes, Logger: b.Logger,
+	})
+	if err != nil {
+		return nil, WithReason(CodeResourceUnavailable, ReasonWorkspaceUnavailable, err.Error())
+	}
+	return &builtinSession{w: w, s: tools.NewSession(w)}, nil
+}
+
+// builtinSession adapts a tools.Session to Session, ProcessHost and
+// TerminalHost.
+type builtinSession struct {
+	w *tools.Workspace
+	s *tools.Session
+}
+
+func (b *builtinSession) CallTool(ctx context.Context, name string, input json.RawMessage) ToolResult {
+	r := b.s.Call(ctx, name, input)
+	out := ToolResult{IsError: r.IsError, ErrorCode: r.ErrorCode, Content: make([]ContentBlock, 0, len(r.Content))}
+	for _, c := range r.Content {
+		out.Content = append(out.Content, ContentBlock{Type: c.Type, Text: c.Text})
+	}
+	return out
+}
+
+func (b *builtinSession) Close() error {
+	err := b.s.Close()
+	return errors.Join(err, b.w.Close())
+}
+
+// toolRPCError turns a tools error into the JSON-RPC error of a process or
+// terminal request.
+func toolRPCError(err error, terminal bool) error {
+	var te *tools.Error
+	if !errors.As(err, &te) {
+		return err
+	}
+	code := CodeInternalError
+	switch te.Code {
+	case tools.CodeNotFound, tools.TerminalNotFound:
+		code = CodeNotFound
+	case tools.CodeSpecMismatch:
+		code = CodeConflict
+	case tools.CodeInvalidInput:
+		code = CodeInvalidParams
+	case tools.CodeWorkspaceBoundary, tools.CodeWorkspaceReadOnly:
+		code = CodeForbidden
+	case tools.TerminalLimit:
+		code = CodeResourceUnavailable
+	}
+	e := NewRPCError(code, "")
+	if e.Data == nil {
+		e.Data = &JSONRPCErrorData{}
+	}
+	e.Data.Detail = te.Error()
+	if terminal {
+		e.Data.TerminalCode = te.Code
+	} else {
+		e.Data.Reason = te.Code
+	}
+	return e
+}
+
+func (b *builtinSession) StartProcess(ctx context.Context, p ProcessStart, onExit func(ProcessExit)) (ProcessInfo, error) {
+	spec := tools.ProcessSpec{Argv: p.Spec.Argv, Cwd: p.Spec.Cwd, Env: p.Spec.Env}
+	if p.Spec.PTY != nil {
+		spec.PTY = &tools.PTYSize{Cols: p.Spec.PTY.Cols, Rows: p.Spec.PTY.Rows}
+	}
+	info, err := b.s.StartProcess(p.ProcessID, spec, func(e tools.ProcessExit) {
+		onExit(ProcessExit{SessionID: p.SessionID, ProcessID: e.ProcessID, State: e.State, ExitCode: e.ExitCode, Reason: e.Reason})
+	})
+	if err != nil {
+		return ProcessInfo{}, toolRPCError(err, false)
+	}
+	return ProcessInfo{ProcessID: info.ProcessID, PID: info.PID, State: info.State}, nil
+}
+
+func (b *builtinSession) SignalProcess(ctx context.Context, p ProcessSignal) (ProcessState, error) {
+	state, err := b.s.SignalProcess(p.ProcessID, p.Signal)
+	if err != nil {
+		return ProcessState{}, toolRPCError(err, false)
+	}
+	return ProcessState{State: state}, nil
+}
+
+func (b *builtinSession) OpenTerminal(ctx context.Context, p TerminalOpen, output func(TerminalOutput), exit func(TerminalExit)) (TerminalRef, error) {
+	if p.TerminalID == "" {
+		p.TerminalID = newID("term_")
+	}
+	id := p.TerminalID
+	_, err := b.s.OpenTerminal(id, p.Argv, p.Cols, p.Rows,
+		func(data []byte) { output(TerminalOutput{SessionID: p.SessionID, TerminalID: id, Data: data}) },
+		func(code int) { exit(TerminalExit{SessionID: p.SessionID, TerminalID: id, ExitCode: code}) })
+	if err != nil {
+		return TerminalRef{}, toolRPCError(err, true)
+	}
+	return TerminalRef{SessionID: p.SessionID, TerminalID: id}, nil
+}
+
+func (b *builtinSession) WriteTerminal(ctx context.Context, p TerminalInput) error {
+	return toolRPCError(b.s.WriteTerminal(p.TerminalID, p.Data), true)
+}
+
+func (b *builtinSession) ResizeTerminal(ctx context.Context, p TerminalResize) error {
+	return toolRPCError(b.s.ResizeTerminal(p.TerminalID, p.Cols, p.Rows), true)
+}
+
+func (b *builtinSession) CloseTerminal(ctx context.Context, p TerminalRef) error {
+	return toolRPCError(b.s.CloseTerminal(p.TerminalID), true)
+}
+
+var _ interface {
+	Session
+	ProcessHost
+	TerminalHost
+} = (*builtinSession)(nil)

@@ -1,0 +1,586 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// DefaultMaxRefusedRegistrations is how many refused registrations in a row
+// end a client with [ErrRegistrationRefused].
+const DefaultMaxRefusedRegistrations = 3
+
+// ConfirmRequest asks a person on the executor's machine to allow a call.
+type ConfirmRequest struct {
+	SessionID  string
+	ToolCallID string
+	Tool       string
+	Input      []byte
+}
+
+// EventType says what an [Event] reports.
+type EventType int
+
+// Client events.
+const (
+	EventConnecting   EventType = iota // dialing (Attempt, Err of the last failure)
+	EventRegistered                    // registered; serving
+	EventDisconnected                  // the connection ended (Err)
+	EventToolStarted                   // a tool call started (SessionID, ToolCallID, Tool)
+	EventToolFinished                  // a tool call finished (… and Result)
+	EventSessionAssigned
+	EventSessionReleased
+)
+
+// Event reports a change of the client's state, for display.
+type Event struct {
+	Type       EventType
+	Attempt    int
+	Err        error
+	SessionID  string
+	ToolCallID string
+	Tool       string
+	Result     *ToolResult
+}
+
+// Options configure a [Client]. URL and a credential (EnvironmentKey,
+// MachineToken or TokenSource) are required; every other zero value is a
+// useful default.
+type Options struct {
+	// URL is the base URL of the reins server ("https://reins.example.com").
+	URL string
+	// EnvironmentKey or MachineToken is the executor's credential.
+	EnvironmentKey string
+	MachineToken   string
+	// TokenSource, if set, replaces the token endpoint.
+	TokenSource TokenSource
+	// HTTPClient is used for the token endpoint and the WebSocket dial.
+	HTTPClient *http.Client
+	// Executor describes the executor; the zero value is filled from the
+	// host (name = hostname).
+	Executor ExecutorInfo
+	// Capabilities declared at registration (default
+	// [BuiltinCapabilities] when Sessions is the built-in toolset).
+	Capabilities []string
+	// MaxSessions is how many sessions the executor runs at once (default 1).
+	MaxSessions int
+	// MaxConcurrentCalls bounds the tool calls running at once (default
+	// 16 per session); beyond it tool.call is answered -32009.
+	MaxConcurrentCalls int
+	// MaxReconnectAttempts ends the client with [ErrReconnectExhausted]
+	// after that many failed reconnects in a row; 0 means unlimited.
+	MaxReconnectAttempts int
+	// MaxRefusedRegistrations (default 3) refusals in a row end the client
+	// with [ErrRegistrationRefused].
+	MaxRefusedRegistrations int
+	// BackoffMin and BackoffMax bound the reconnect backoff (defaults
+	// 0.5 s and 30 s), exponential with full jitter.
+	BackoffMin, BackoffMax time.Duration
+	// Sessions opens assigned sessions (default: the built-in toolset in
+	// subdirectories of Workspace).
+	Sessions SessionOpener
+	// Workspace is the directory of the built-in toolset's sessions.
+	Workspace string
+	// Confirm, if set, is asked before each mutating call of the built-in
+	// tools (bash, write, edit): false is answered
+	// "local_confirmation_denied", no answer within ConfirmTimeout
+	// "local_confirmation_expired".
+	Confirm        func(ctx context.Context, req ConfirmRequest) (bool, error)
+	ConfirmTimeout time.Duration
+	// Mutating reports which tools need confirmation (default: bash,
+	// write, edit).
+	Mutating func(tool string) bool
+	// RequestTimeout bounds requests to the harness (default 30 s).
+	RequestTimeout time.Duration
+	// MaxFrameBytes limits one JSON-RPC frame (default 16 MiB).
+	MaxFrameBytes int64
+	// OnEvent, if set, receives state changes. It must not block.
+	OnEvent func(Event)
+	// Logger receives diagnostics (default: discarded).
+	Logger *slog.Logger
+}
+
+// Client is the executor end of the protocol. Run connects, registers and
+// serves until a terminal error; Call sends requests to the harness.
+type Client struct {
+	opts     Options
+	tokens   TokenSource
+	protocol string // sent in executor.register; a field so tests can vary it
+	logger   *slog.Logger
+
+	mu       sync.Mutex
+	conn     *rpcConn // the registered connection, or nil
+	sessions map[string]*clientSession
+	outbox   map[string]toolResultParams // results not yet acknowledged, by tool_call_id
+	running  int
+	token    *Token
+	stopped  bool
+	err      error
+	cancel   context.CancelFunc
+	kick     chan struct{} // wakes the result sender
+
+	stopCh chan struct{}
+	done   chan struct{}
+	wg     sync.WaitGroup // tool calls and session closes
+}
+
+// NewClient returns a client; call Run to start it.
+func NewClient(opts Options) *Client {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Executor.Name == "" {
+		opts.Executor.Name, _ = os.Hostname()
+	}
+	if opts.Executor.Hostname == "" {
+		opts.Executor.Hostname, _ = os.Hostname()
+	}
+	if opts.Executor.OS == "" {
+		opts.Executor.OS = runtime.GOOS
+	}
+	if opts.Executor.Arch == "" {
+		opts.Executor.Arch = runtime.GOARCH
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 1
+	}
+	if opts.MaxConcurrentCalls <= 0 {
+		opts.MaxConcurrentCalls = 16 * opts.MaxSessions
+	}
+	if opts.MaxRefusedRegistrations <= 0 {
+		opts.MaxRefusedRegistrations = DefaultMaxRefusedRegistrations
+	}
+	if opts.BackoffMin <= 0 {
+		opts.BackoffMin = DefaultBackoffMin
+	}
+	if opts.BackoffMax <= 0 {
+		opts.BackoffMax = DefaultBackoffMax
+	}
+	if opts.ConfirmTimeout <= 0 {
+		opts.ConfirmTimeout = time.Minute
+	}
+	if opts.Sessions == nil {
+		opts.Sessions = &BuiltinSessions{Dir: opts.Workspace, Logger: opts.Logger}
+		if opts.Capabilities == nil {
+			opts.Capabilities = BuiltinCapabilities()
+		}
+	}
+	if opts.Mutating == nil {
+		opts.Mutating = func(t string) bool { return t == "bash" || t == "write" || t == "edit" }
+	}
+	c := &Client{
+		opts:     opts,
+		protocol: Subprotocol,
+		tokens:   opts.TokenSource,
+		logger:   opts.Logger,
+		sessions: make(map[string]*clientSession),
+		outbox:   make(map[string]toolResultParams),
+		kick:     make(chan struct{}, 1),
+		stopCh:   make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if c.tokens == nil {
+		cred := opts.EnvironmentKey
+		if cred == "" {
+			cred = opts.MachineToken
+		}
+		c.tokens = &TokenEndpoint{URL: opts.URL, Credential: cred, Executor: opts.Executor, HTTPClient: opts.HTTPClient}
+	}
+	return c
+}
+
+// Err returns why the client ended, or nil while it runs.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Done is closed when Run has returned.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Stop stops the client: the connection is closed normally (the harness
+// treats the executor's sessions as lost), sessions are closed and Run
+// returns [ErrClientStopped]. Stop does not wait; see Done.
+func (c *Client) Stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopped {
+		c.stopped = true
+		close(c.stopCh)
+	}
+}
+
+// Call sends a request to the harness over the registered connection and
+// decodes its result into result (unless nil). It fails with
+// [ErrNotConnected] when the client is not registered and with
+// [ErrClientStopped] after the client ended.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	c.mu.Lock()
+	conn, stopped := c.conn, c.stopped || c.err != nil
+	c.mu.Unlock()
+	if stopped {
+		return ErrClientStopped
+	}
+	if conn == nil {
+		return ErrNotConnected
+	}
+	return conn.call(ctx, method, params, result)
+}
+
+func (c *Client) emit(e Event) {
+	if c.opts.OnEvent != nil {
+		c.opts.OnEvent(e)
+	}
+}
+
+// Run connects and serves until a terminal error, Stop or the end of ctx,
+// and returns that error (also reported by Err afterwards): [ErrReplaced],
+// [ErrReconnectExhausted], [ErrCredentialRejected],
+// [ErrRegistrationRefused], or [ErrClientStopped] (after Stop, ctx's end or
+// the terminal close code 4003). Run may be called once.
+func (c *Client) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // owned by Run: ends with ctx
+		select {
+		case <-c.stopCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := c.loop(ctx)
+	c.mu.Lock()
+	c.err = err
+	c.stopped = true
+	sessions := c.sessions
+	c.sessions = make(map[string]*clientSession)
+	c.mu.Unlock()
+	for _, s := range sessions {
+		s.close()
+	}
+	c.wg.Wait()
+	close(c.done)
+	return err
+}
+
+func (c *Client) loop(ctx context.Context) error {
+	failures, refusals := 0, 0
+	var last error
+	for {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", ErrClientStopped, context.Cause(ctx))
+		}
+		c.emit(Event{Type: EventConnecting, Attempt: failures + 1, Err: last})
+		registered, err := c.connectOnce(ctx)
+		if registered {
+			failures, refusals = 0, 0
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", ErrClientStopped, context.Cause(ctx))
+		}
+		c.emit(Event{Type: EventDisconnected, Err: err})
+		code := CloseCode(err)
+		var re *RPCError
+		switch {
+		case errors.Is(err, ErrCredentialRejected):
+			return err
+		case code == CloseReplaced:
+			return fmt.Errorf("%w: %w", ErrReplaced, err)
+		case code == CloseUnsupportedProtocol || (errors.As(err, &re) && re.Code == CodeUnsupportedProtocol):
+			return fmt.Errorf("%w: unsupported protocol: %w", ErrClientStopped, err)
+		case code == CloseRegistrationRefused || (errors.As(err, &re) && re.Code == CodeCapabilityUnavailable):
+			refusals++
+			c.logger.Warn("executor registration refused", "refusals", refusals, "err", err)
+			if refusals >= c.opts.MaxRefusedRegistrations {
+				return fmt.Errorf("%w: %w", ErrRegistrationRefused, err)
+			}
+		case code == CloseTokenExpired:
+			c.dropToken()
+			if registered {
+				last = err
+				continue // refresh and reconnect at once
+			}
+		}
+		last = err
+		failures++
+		if c.opts.MaxReconnectAttempts > 0 && failures > c.opts.MaxReconnectAttempts {
+			return fmt.Errorf("%w after %d attempts: %w", ErrReconnectExhausted, failures, err)
+		}
+		d := backoff(failures, c.opts.BackoffMin, c.opts.BackoffMax)
+		c.logger.Info("executor disconnected; reconnecting", "in", d, "attempt", failures, "err", err)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+}
+
+func (c *Client) dropToken() {
+	c.mu.Lock()
+	c.token = nil
+	c.mu.Unlock()
+}
+
+func (c *Client) getToken(ctx context.Context) (Token, error) {
+	c.mu.Lock()
+	tok := c.token
+	c.mu.Unlock()
+	if tok != nil && (tok.ExpiresAt.IsZero() || time.Until(tok.ExpiresAt) > 30*time.Second) {
+		return *tok, nil
+	}
+	t, err := c.tokens.Token(ctx)
+	if err != nil {
+		return Token{}, err
+	}
+	if t.URL == "" {
+		t.URL = connectURL(c.opts.URL)
+	}
+	c.mu.Lock()
+	c.token = &t
+	c.mu.Unlock()
+	return t, nil
+}
+
+// connectOnce gets a token, connects, registers and serves until the
+// connection ends. registered reports whether registration succeeded.
+func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
+	tok, err := c.getToken(ctx)
+	if err != nil {
+		return false, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ws, resp, err := websocket.Dial(dctx, tok.URL, &websocket.DialOptions{
+		HTTPClient:   c.opts.HTTPClient,
+		HTTPHeader:   http.Header{"Authorization": {"Bearer " + tok.Token}},
+		Subprotocols: []string{Subprotocol},
+	})
+	cancel()
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			c.dropToken()
+		}
+		return false, fmt.Errorf("executor: connect: %w", err)
+	}
+	conn := newRPCConn(ws, connConfig{
+		inline:         func(m string) bool { return m == MethodToolCall },
+		syncReply:      true,
+		maxFrame:       c.opts.MaxFrameBytes,
+		requestTimeout: c.opts.RequestTimeout,
+		logger:         c.logger,
+	})
+	conn.handler = func(hctx context.Context, method string, params json.RawMessage) (any, error) {
+		return c.handle(hctx, conn, method, params)
+	}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// The read loop outlives ctx so that stopping closes the connection
+	// with a close frame (1000) rather than dropping it.
+	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServe()
+	served := make(chan error, 1)
+	go func() { served <- conn.serve(sctx) }() // owned: awaited below
+
+	res, err := c.register(cctx, conn)
+	if err != nil {
+		var re *RPCError
+		if errors.As(err, &re) {
+			// A refusal may be followed by its close code: let it arrive.
+			t := time.NewTimer(2 * time.Second)
+			select {
+			case <-conn.done:
+			case <-t.C:
+			}
+			t.Stop()
+			if ce := conn.Err(); CloseCode(ce) != -1 {
+				err = fmt.Errorf("%w (%w)", re, ce)
+			}
+		}
+		conn.closeWith(int(websocket.StatusNormalClosure), "registration failed")
+		stopServe()
+		<-served
+		return false, err
+	}
+	c.emit(Event{Type: EventRegistered})
+	c.logger.Info("executor registered", "executor_id", res.ExecutorID, "resumed", len(res.Resumed), "lost", len(res.Lost))
+	interval := time.Duration(res.HeartbeatIntervalMS) * time.Millisecond
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { c.heartbeats(cctx, conn, interval) })
+	wg.Go(func() { c.sendResults(cctx, conn) })
+	var serveErr error
+	select {
+	case serveErr = <-served:
+	case <-ctx.Done():
+		conn.closeWith(int(websocket.StatusNormalClosure), "executor stopped")
+		serveErr = <-served
+	}
+	c.mu.Lock()
+	if c.conn == conn {
+		c.conn = nil
+	}
+	c.mu.Unlock()
+	stop()
+	wg.Wait()
+	if ce := conn.Err(); ce != nil {
+		serveErr = ce
+	}
+	return true, serveErr
+}
+
+func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, error) {
+	c.mu.Lock()
+	held := make([]SessionLease, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		held = append(held, SessionLease{SessionID: s.a.SessionID, LeaseID: s.a.LeaseID})
+	}
+	c.mu.Unlock()
+	var res registerResult
+	err := conn.call(ctx, MethodRegister, registerParams{
+		Protocol:     c.protocol,
+		Executor:     c.opts.Executor,
+		Capabilities: c.opts.Capabilities,
+		MaxSessions:  c.opts.MaxSessions,
+		Sessions:     held,
+	}, &res)
+	if err != nil {
+		return res, err
+	}
+	c.mu.Lock()
+	for _, l := range res.Lost {
+		if s := c.sessions[l.SessionID]; s != nil {
+			delete(c.sessions, l.SessionID)
+			c.dropResultsLocked(l.SessionID)
+			c.wg.Go(s.close)
+		}
+	}
+	c.conn = conn
+	c.mu.Unlock()
+	c.wake()
+	return res, nil
+}
+
+func (c *Client) dropResultsLocked(sessionID string) {
+	for id, r := range c.outbox {
+		if r.SessionID == sessionID {
+			delete(c.outbox, id)
+		}
+	}
+}
+
+func (c *Client) heartbeats(ctx context.Context, conn *rpcConn, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-conn.done:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		held := make([]SessionLease, 0, len(c.sessions))
+		for _, s := range c.sessions {
+			held = append(held, SessionLease{SessionID: s.a.SessionID, LeaseID: s.a.LeaseID})
+		}
+		c.mu.Unlock()
+		var res heartbeatResult
+		if err := conn.call(ctx, MethodHeartbeat, heartbeatParams{Sessions: held}, &res); err != nil {
+			c.logger.Debug("heartbeat failed", "err", err)
+			continue
+		}
+		c.mu.Lock()
+		for _, l := range res.Lost {
+			if s := c.sessions[l.SessionID]; s != nil {
+				delete(c.sessions, l.SessionID)
+				c.dropResultsLocked(l.SessionID)
+				c.wg.Go(s.close)
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *Client) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// deliver sends one tool result and drops it from the outbox once the
+// harness answered. It reports false when the connection failed (the
+// result stays for a resend).
+func (c *Client) deliver(ctx context.Context, conn *rpcConn, r toolResultParams) bool {
+	var ack toolResultAck
+	err := conn.call(ctx, MethodToolResult, r, &ack)
+	var re *RPCError
+	if err != nil && !errors.As(err, &re) {
+		return false
+	}
+	if re != nil {
+		c.logger.Warn("tool result refused", "tool_call_id", r.ToolCallID, "err", re)
+	}
+	c.mu.Lock()
+	delete(c.outbox, r.ToolCallID)
+	c.mu.Unlock()
+	return true
+}
+
+// deliverAsync sends one tool result without waiting; the answer drops it
+// from the outbox. If the connection ends first the result stays there and
+// is sent again after re-registering.
+func (c *Client) deliverAsync(conn *rpcConn, r toolResultParams) {
+	conn.callAsync(context.Background(), MethodToolResult, r, func(_ json.RawMessage, err error) {
+		var re *RPCError
+		if err != nil && !errors.As(err, &re) {
+			return
+		}
+		if re != nil {
+			c.logger.Warn("tool result refused", "tool_call_id", r.ToolCallID, "err", re)
+		}
+		c.mu.Lock()
+		delete(c.outbox, r.ToolCallID)
+		c.mu.Unlock()
+	})
+}
+
+// sendResults sends every unacknowledged tool result over conn after
+// registration (results of calls that finished while disconnected), and
+// again whenever woken, until the connection ends.
+func (c *Client) sendResults(ctx context.Context, conn *rpcConn) {
+	for {
+		c.mu.Lock()
+		batch := make([]toolResultParams, 0, len(c.outbox))
+		for _, r := range c.outbox {
+			batch = append(batch, r)
+		}
+		c.mu.Unlock()
+		for _, r := range batch {
+			if !c.deliver(ctx, conn, r) {
+				return // the connection is gone: resend after re-registering
+			}
+		}
+		select {
+		case <-c.kick:
+		case <-ctx.Done():
+			return
+		case <-conn.done:
+			return
+		}
+	}
+}

@@ -1,0 +1,327 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+)
+
+// clientSession is an assigned session on the executor.
+type clientSession struct {
+	a    Assignment
+	sess Session
+
+	mu     sync.Mutex
+	calls  map[string]context.CancelFunc // running tool calls
+	seen   map[string]bool               // every tool_call_id accepted
+	closed bool
+}
+
+// close cancels the session's calls and closes its tool host.
+func (s *clientSession) close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	for _, cancel := range s.calls {
+		cancel()
+	}
+	s.mu.Unlock()
+	s.sess.Close()
+}
+
+func (c *Client) handle(ctx context.Context, conn *rpcConn, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case MethodSessionAssign:
+		return c.assign(ctx, params)
+	case MethodSessionRelease:
+		var p releaseParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		s := c.sessions[p.SessionID]
+		if s != nil && (p.LeaseID == "" || s.a.LeaseID == p.LeaseID) {
+			delete(c.sessions, p.SessionID)
+			c.dropResultsLocked(p.SessionID)
+			c.wg.Go(s.close)
+			c.emit(Event{Type: EventSessionReleased, SessionID: p.SessionID})
+		}
+		c.mu.Unlock()
+		return nil, nil
+	case MethodToolCall:
+		return c.toolCall(params)
+	case MethodToolCancel:
+		var p toolCancelParams
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		if s := c.session(p.SessionID); s != nil {
+			s.mu.Lock()
+			if cancel := s.calls[p.ToolCallID]; cancel != nil {
+				cancel()
+			}
+			s.mu.Unlock()
+		}
+		return nil, nil
+	case MethodClose:
+		var p closeParams
+		json.Unmarshal(params, &p)
+		c.logger.Info("harness is closing the connection", "code", p.Code, "reason", p.Reason)
+		return nil, nil
+	case MethodProcessStart, MethodProcessSignal:
+		return c.process(ctx, method, params)
+	case MethodTerminalOpen, MethodTerminalInput, MethodTerminalResize, MethodTerminalClose:
+		return c.terminal(ctx, method, params)
+	}
+	return nil, errMethodNotFound
+}
+
+func (c *Client) session(id string) *clientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[id]
+}
+
+func (c *Client) assign(ctx context.Context, params json.RawMessage) (any, error) {
+	var a Assignment
+	if err := decodeParams(params, &a); err != nil {
+		return nil, err
+	}
+	if a.SessionID == "" || a.LeaseID == "" {
+		return nil, NewRPCError(CodeInvalidParams, "").withDetail("session_id and lease_id are required")
+	}
+	for _, t := range a.Tools {
+		if !slices.Contains(c.opts.Capabilities, ToolCapability(t)) {
+			return assignResult{Accepted: false, Reason: ReasonSessionRejected}, nil
+		}
+	}
+	c.mu.Lock()
+	if s := c.sessions[a.SessionID]; s != nil {
+		s.mu.Lock()
+		s.a = a // a new lease for a session already here
+		s.mu.Unlock()
+		c.mu.Unlock()
+		return assignResult{Accepted: true}, nil
+	}
+	if len(c.sessions) >= c.opts.MaxSessions {
+		c.mu.Unlock()
+		return assignResult{Accepted: false, Reason: "executor_busy"}, nil
+	}
+	c.mu.Unlock()
+	sess, err := c.opts.Sessions.OpenSession(ctx, a)
+	if err != nil {
+		reason := ReasonWorkspaceUnavailable
+		var re *RPCError
+		if errors.As(err, &re) && re.Reason() != "" {
+			reason = re.Reason()
+		}
+		c.logger.Warn("session refused", "session", a.SessionID, "err", err)
+		return assignResult{Accepted: false, Reason: reason}, nil
+	}
+	s := &clientSession{a: a, sess: sess, calls: make(map[string]context.CancelFunc), seen: make(map[string]bool)}
+	c.mu.Lock()
+	if c.stopped || len(c.sessions) >= c.opts.MaxSessions || c.sessions[a.SessionID] != nil {
+		c.mu.Unlock()
+		sess.Close()
+		return assignResult{Accepted: false, Reason: "executor_busy"}, nil
+	}
+	c.sessions[a.SessionID] = s
+	c.mu.Unlock()
+	c.emit(Event{Type: EventSessionAssigned, SessionID: a.SessionID})
+	return assignResult{Accepted: true}, nil
+}
+
+func (c *Client) toolCall(params json.RawMessage) (any, error) {
+	var p toolCallParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if p.ToolCallID == "" || p.Name == "" {
+		return nil, NewRPCError(CodeInvalidParams, "").withDetail("tool_call_id and name are required")
+	}
+	s := c.session(p.SessionID)
+	if s == nil {
+		return nil, NewRPCError(CodeSessionNotActive, "").withDetail("the session is not assigned to this executor")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.a.LeaseID != p.LeaseID {
+		return nil, NewRPCError(CodeLeaseExpired, "").withDetail("the lease is not current")
+	}
+	if !slices.Contains(c.opts.Capabilities, ToolCapability(p.Name)) {
+		e := NewRPCError(CodeCapabilityUnavailable, "")
+		e.Data = &JSONRPCErrorData{Capability: ToolCapability(p.Name), Detail: "tool " + p.Name + " is not declared"}
+		return nil, e
+	}
+	if s.seen[p.ToolCallID] || s.closed {
+		return acceptedResult{Accepted: true}, nil // already running or done: never run twice
+	}
+	c.mu.Lock()
+	if c.running >= c.opts.MaxConcurrentCalls {
+		c.mu.Unlock()
+		return nil, NewRPCError(CodeExecutorBusy, "").withDetail("too many tool calls in flight")
+	}
+	c.running++
+	c.mu.Unlock()
+	s.seen[p.ToolCallID] = true
+	ctx, cancel := context.WithCancel(context.Background())
+	if p.TimeoutMS > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), time.Duration(p.TimeoutMS)*time.Millisecond)
+	}
+	s.calls[p.ToolCallID] = cancel
+	c.wg.Go(func() {
+		defer cancel()
+		c.emit(Event{Type: EventToolStarted, SessionID: p.SessionID, ToolCallID: p.ToolCallID, Tool: p.Name})
+		res := c.runTool(ctx, s, p)
+		if res.Content == nil {
+			res.Content = []ContentBlock{}
+		}
+		c.emit(Event{Type: EventToolFinished, SessionID: p.SessionID, ToolCallID: p.ToolCallID, Tool: p.Name, Result: &res})
+		s.mu.Lock()
+		delete(s.calls, p.ToolCallID)
+		s.mu.Unlock()
+		r := toolResultParams{SessionID: p.SessionID, ToolCallID: p.ToolCallID, ToolResult: res}
+		c.mu.Lock()
+		c.running--
+		if c.sessions[p.SessionID] != s {
+			c.mu.Unlock()
+			return
+		}
+		// The result stays in the outbox until acknowledged, so that it is
+		// sent again after a reconnect.
+		c.outbox[p.ToolCallID] = r
+		conn := c.conn
+		c.mu.Unlock()
+		if conn != nil {
+			c.deliverAsync(conn, r)
+		}
+	})
+	return acceptedResult{Accepted: true}, nil
+}
+
+func (c *Client) runTool(ctx context.Context, s *clientSession, p toolCallParams) ToolResult {
+	if c.opts.Confirm != nil && c.opts.Mutating(p.Name) {
+		cctx, cancel := context.WithTimeout(ctx, c.opts.ConfirmTimeout)
+		ok, err := c.opts.Confirm(cctx, ConfirmRequest{SessionID: p.SessionID, ToolCallID: p.ToolCallID, Tool: p.Name, Input: p.Input})
+		expired := err != nil || cctx.Err() != nil
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return cancelResult(ctx)
+		case expired:
+			return ToolResult{IsError: true, ErrorCode: ReasonLocalConfirmationExpired,
+				Content: []ContentBlock{TextBlock("the person at the executor did not confirm the call in time")}}
+		case !ok:
+			return ToolResult{IsError: true, ErrorCode: ReasonLocalConfirmationDenied,
+				Content: []ContentBlock{TextBlock("the person at the executor denied the call")}}
+		}
+	}
+	res := s.sess.CallTool(ctx, p.Name, p.Input)
+	if ctx.Err() != nil && !res.IsError {
+		return cancelResult(ctx)
+	}
+	return res
+}
+
+func cancelResult(ctx context.Context) ToolResult {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ToolResult{IsError: true, ErrorCode: "timeout", Content: []ContentBlock{TextBlock("the tool call timed out")}}
+	}
+	return ToolResult{IsError: true, ErrorCode: "canceled", Content: []ContentBlock{TextBlock("the tool call was canceled")}}
+}
+
+func (c *Client) process(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	var ref struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := decodeParams(params, &ref); err != nil {
+		return nil, err
+	}
+	s := c.session(ref.SessionID)
+	if s == nil {
+		return nil, NewRPCError(CodeSessionNotActive, "")
+	}
+	ph, ok := s.sess.(ProcessHost)
+	if !ok || !slices.Contains(c.opts.Capabilities, CapabilityProcess) {
+		e := NewRPCError(CodeCapabilityUnavailable, "")
+		e.Data = &JSONRPCErrorData{Capability: CapabilityProcess}
+		return nil, e
+	}
+	if method == MethodProcessSignal {
+		var p ProcessSignal
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		return ph.SignalProcess(ctx, p)
+	}
+	var p ProcessStart
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if p.Spec.PTY != nil && !slices.Contains(c.opts.Capabilities, CapabilityProcessPTY) {
+		e := NewRPCError(CodeCapabilityUnavailable, "")
+		e.Data = &JSONRPCErrorData{Capability: CapabilityProcessPTY}
+		return nil, e
+	}
+	return ph.StartProcess(ctx, p, func(e ProcessExit) { c.notifyCurrent(MethodProcessExit, e) })
+}
+
+func (c *Client) terminal(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	var ref TerminalRef
+	if err := decodeParams(params, &ref); err != nil {
+		return nil, err
+	}
+	s := c.session(ref.SessionID)
+	if s == nil {
+		return nil, NewRPCError(CodeSessionNotActive, "")
+	}
+	th, ok := s.sess.(TerminalHost)
+	if !ok || !slices.Contains(c.opts.Capabilities, CapabilityProcessPTY) {
+		e := NewRPCError(CodeCapabilityUnavailable, "")
+		e.Data = &JSONRPCErrorData{Capability: CapabilityProcessPTY, TerminalCode: "pty_unavailable"}
+		return nil, e
+	}
+	switch method {
+	case MethodTerminalOpen:
+		var p TerminalOpen
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		return th.OpenTerminal(ctx, p,
+			func(o TerminalOutput) { c.notifyCurrent(MethodTerminalOutput, o) },
+			func(e TerminalExit) { c.notifyCurrent(MethodTerminalExit, e) })
+	case MethodTerminalInput:
+		var p TerminalInput
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		return struct{}{}, th.WriteTerminal(ctx, p)
+	case MethodTerminalResize:
+		var p TerminalResize
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		return struct{}{}, th.ResizeTerminal(ctx, p)
+	default:
+		return struct{}{}, th.CloseTerminal(ctx, ref)
+	}
+}
+
+// notifyCurrent sends a notification over the current connection, if any.
+func (c *Client) notifyCurrent(method string, params any) {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	conn.notify(ctx, method, params)
+}

@@ -1,0 +1,506 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Subprotocol is the WebSocket subprotocol of reins.executor.v1.
+const Subprotocol = "reins.executor.v1"
+
+// DefaultMaxFrameBytes is the default limit on one JSON-RPC frame.
+const DefaultMaxFrameBytes = 16 << 20
+
+const (
+	defaultRequestTimeout = 30 * time.Second
+	writeTimeout          = 10 * time.Second
+	defaultMaxInflight    = 256
+)
+
+// handlerFunc answers one request or notification. For a notification the
+// result is discarded.
+type handlerFunc func(ctx context.Context, method string, params json.RawMessage) (any, error)
+
+// errMethodNotFound is returned by handlers for methods they do not serve.
+var errMethodNotFound = NewRPCError(CodeMethodNotFound, "")
+
+// rpcConn is a JSON-RPC 2.0 peer over one WebSocket: it sends requests and
+// notifications and serves the peer's with handler. serve owns the read
+// loop and every handler goroutine.
+type rpcConn struct {
+	ws             *websocket.Conn
+	handler        handlerFunc
+	inline         func(method string) bool
+	syncReply      bool
+	maxFrame       int64
+	requestTimeout time.Duration
+	logger         *slog.Logger
+	sem            chan struct{} // bounds concurrent request handlers
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]func(*message) // response handlers by request id
+	err     error                    // why the connection ended; set once
+
+	done chan struct{} // closed when the connection ended
+	wg   sync.WaitGroup
+
+	wmu  sync.Mutex  // serializes writes
+	wdog *time.Timer // closes the connection when a write takes too long
+}
+
+type connConfig struct {
+	handler handlerFunc
+	// inline reports the methods whose handlers never block: they run in
+	// the read loop (saving a goroutine hand-off on the hot path) and only
+	// their response is written from another goroutine.
+	inline func(method string) bool
+	// syncReply writes the responses of inline methods from the read loop
+	// itself. Only one end of a connection may set it (the executor end):
+	// the other end must always be reading, or both could block writing.
+	syncReply      bool
+	maxFrame       int64
+	requestTimeout time.Duration
+	maxInflight    int
+	logger         *slog.Logger
+}
+
+func newRPCConn(ws *websocket.Conn, cfg connConfig) *rpcConn {
+	if cfg.maxFrame <= 0 {
+		cfg.maxFrame = DefaultMaxFrameBytes
+	}
+	if cfg.requestTimeout <= 0 {
+		cfg.requestTimeout = defaultRequestTimeout
+	}
+	if cfg.maxInflight <= 0 {
+		cfg.maxInflight = defaultMaxInflight
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.handler == nil {
+		cfg.handler = func(context.Context, string, json.RawMessage) (any, error) { return nil, errMethodNotFound }
+	}
+	// Frames up to four times the limit are read and answered -32006;
+	// beyond that the WebSocket library closes with 1009.
+	ws.SetReadLimit(4*cfg.maxFrame + 1024)
+	c := &rpcConn{
+		ws:             ws,
+		handler:        cfg.handler,
+		inline:         cfg.inline,
+		syncReply:      cfg.syncReply,
+		maxFrame:       cfg.maxFrame,
+		requestTimeout: cfg.requestTimeout,
+		logger:         cfg.logger,
+		sem:            make(chan struct{}, cfg.maxInflight),
+		pending:        make(map[int64]func(*message)),
+		done:           make(chan struct{}),
+	}
+	c.wdog = time.AfterFunc(time.Hour, func() {
+		c.fail(fmt.Errorf("executor: write blocked for %s", writeTimeout))
+		ws.CloseNow()
+	})
+	c.wdog.Stop()
+	return c
+}
+
+// serve reads and dispatches frames until the connection ends or ctx is
+// done, waits for its handlers and returns why the connection ended.
+func (c *rpcConn) serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		c.wg.Wait()
+	}()
+	stop := context.AfterFunc(ctx, func() {
+		c.fail(ctx.Err())
+		c.ws.CloseNow()
+	})
+	defer stop()
+	for {
+		err := c.readOne(ctx)
+		if err != nil {
+			c.fail(err)
+			c.ws.CloseNow()
+			return c.Err()
+		}
+	}
+}
+
+// readOne reads and dispatches one frame.
+func (c *rpcConn) readOne(ctx context.Context) error {
+	// The read itself has no deadline (ending ctx closes the socket), which
+	// spares a timer per frame.
+	typ, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return err
+	}
+	buf := framePool.Get().(*bytes.Buffer)
+	defer putFrame(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(io.LimitReader(r, c.maxFrame+1)); err != nil {
+		return err
+	}
+	data := buf.Bytes() // decodeFrame copies what it keeps
+	if int64(len(data)) > c.maxFrame {
+		id := idOf(data[:min(len(data), 64<<10)])
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return err
+		}
+		if string(id) == "null" {
+			c.closeWith(int(websocket.StatusMessageTooBig), "frame too large")
+			return &closeError{code: int(websocket.StatusMessageTooBig), reason: "frame too large"}
+		}
+		c.reply(ctx, id, nil, NewRPCError(CodePayloadTooLarge, "").withDetail(
+			fmt.Sprintf("frame exceeds %d bytes", c.maxFrame)))
+		return nil
+	}
+	if typ != websocket.MessageText {
+		c.reply(ctx, nullID, nil, NewRPCError(CodeInvalidRequest, "").withDetail("binary frames are not used"))
+		return nil
+	}
+	m, replyID, rerr := decodeFrame(data)
+	if rerr != nil {
+		if replyID != nil {
+			c.reply(ctx, replyID, nil, rerr)
+		}
+		return nil
+	}
+	switch {
+	case m.isRequest() && c.inline != nil && c.inline(m.Method):
+		res, err := c.handler(ctx, m.Method, m.Params)
+		if c.syncReply {
+			c.reply(ctx, m.ID, res, err)
+			break
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.reply(ctx, m.ID, res, err)
+		}()
+	case m.isRequest():
+		select {
+		case c.sem <- struct{}{}:
+		default:
+			c.reply(ctx, m.ID, nil, NewRPCError(CodeResourceUnavailable, "").withDetail("too many requests in flight"))
+			return nil
+		}
+		c.wg.Add(1)
+		go func() {
+			defer func() { <-c.sem; c.wg.Done() }()
+			res, err := c.handler(ctx, m.Method, m.Params)
+			c.reply(ctx, m.ID, res, err)
+		}()
+	case m.isNotification():
+		if _, err := c.handler(ctx, m.Method, m.Params); err != nil {
+			c.logger.Debug("notification failed", "method", m.Method, "err", err)
+		}
+	default:
+		id, err := strconv.ParseInt(string(m.ID), 10, 64)
+		if err != nil {
+			return nil // not one of ours
+		}
+		c.mu.Lock()
+		deliver := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if deliver != nil {
+			deliver(m)
+		}
+	}
+	return nil
+}
+
+// reply sends the response to a request.
+func (c *rpcConn) reply(ctx context.Context, id json.RawMessage, result any, err error) {
+	m := &message{JSONRPC: "2.0", ID: id}
+	if err != nil {
+		m.Error = ptr(toRPCError(err).ToWire())
+	} else {
+		b, merr := json.Marshal(result)
+		if merr != nil {
+			m.Error = ptr(NewRPCError(CodeInternalError, "").withDetail(merr.Error()).ToWire())
+		} else {
+			m.Result = b
+		}
+	}
+	if werr := c.write(ctx, m); werr != nil {
+		c.logger.Debug("write response", "err", werr)
+	}
+	var ca *closeAfterReply
+	if errors.As(err, &ca) {
+		c.closeWith(ca.code, ca.reason)
+	}
+}
+
+// closeAfterReply is a handler error that closes the connection with a
+// close code once the error response is written.
+type closeAfterReply struct {
+	err    *RPCError
+	code   int
+	reason string
+}
+
+func (e *closeAfterReply) Error() string { return e.err.Error() }
+func (e *closeAfterReply) Unwrap() error { return e.err }
+
+func ptr[T any](v T) *T { return &v }
+
+// toRPCError turns a handler error into the error sent on the wire.
+func toRPCError(err error) *RPCError {
+	var re *RPCError
+	switch {
+	case errors.As(err, &re):
+		return re
+	case errors.Is(err, context.DeadlineExceeded):
+		return NewRPCError(CodeTimeout, "").withDetail(err.Error())
+	case errors.Is(err, context.Canceled):
+		return NewRPCError(CodeCanceled, "").withDetail(err.Error())
+	case errors.Is(err, ErrSessionEnded):
+		return NewRPCError(CodeSessionNotActive, "").withDetail(err.Error())
+	}
+	return NewRPCError(CodeInternalError, "").withDetail(err.Error())
+}
+
+// framePool holds frame buffers: a frame is read into one, decoded (the
+// decoder copies what it keeps) and the buffer is reused.
+var framePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putFrame(b *bytes.Buffer) {
+	if b.Cap() <= 64<<10 { // do not keep the memory of large frames
+		framePool.Put(b)
+	}
+}
+
+// encodeFrame writes m as one JSON object. Params and Result are already
+// JSON (made by json.Marshal or received and validated), so they are copied
+// as they are rather than re-validated.
+func encodeFrame(buf *bytes.Buffer, m *message) error {
+	buf.WriteString(`{"jsonrpc":"2.0"`)
+	if m.ID != nil {
+		buf.WriteString(`,"id":`)
+		buf.Write(m.ID)
+	}
+	if m.Method != "" {
+		buf.WriteString(`,"method":`)
+		b, err := json.Marshal(m.Method)
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+	}
+	if m.Params != nil {
+		buf.WriteString(`,"params":`)
+		buf.Write(m.Params)
+	}
+	if m.Error != nil {
+		b, err := json.Marshal(m.Error)
+		if err != nil {
+			return err
+		}
+		buf.WriteString(`,"error":`)
+		buf.Write(b)
+	} else if m.ID != nil && m.Method == "" {
+		buf.WriteString(`,"result":`)
+		if m.Result == nil {
+			buf.WriteString("null")
+		} else {
+			buf.Write(m.Result)
+		}
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+func (c *rpcConn) write(ctx context.Context, m *message) error {
+	buf := framePool.Get().(*bytes.Buffer)
+	defer putFrame(buf)
+	buf.Reset()
+	if err := encodeFrame(buf, m); err != nil {
+		return err
+	}
+	b := buf.Bytes()
+	if int64(len(b)) > c.maxFrame {
+		return NewRPCError(CodePayloadTooLarge, "").withDetail(fmt.Sprintf("message of %d bytes exceeds %d", len(b), c.maxFrame))
+	}
+	// One write at a time, watched by one reusable timer: a peer that stops
+	// reading for writeTimeout loses the connection. (A context deadline
+	// per write would cost a timer and several allocations per frame.)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wdog.Reset(writeTimeout)
+	err := c.ws.Write(context.Background(), websocket.MessageText, b)
+	c.wdog.Stop()
+	return err
+}
+
+// call sends a request and decodes its result into result (unless nil).
+// Without a deadline in ctx the request times out after requestTimeout
+// with a *RequestTimeoutError.
+func (c *rpcConn) call(ctx context.Context, method string, params, result any) error {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("executor: encode %s params: %w", method, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.requestTimeout)
+		defer cancel()
+	}
+	ch := make(chan *message, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return c.lostErr()
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = func(m *message) { ch <- m }
+	c.mu.Unlock()
+	forget := func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}
+	req := &message{JSONRPC: "2.0", ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: p}
+	if err := c.write(ctx, req); err != nil {
+		forget()
+		var re *RPCError
+		if errors.As(err, &re) {
+			return re
+		}
+		select {
+		case <-c.done:
+			return c.lostErr()
+		default:
+		}
+		return fmt.Errorf("executor: send %s: %w", method, err)
+	}
+	answer := func(m *message) error {
+		if m.Error != nil {
+			return &RPCError{Code: m.Error.Code, Message: m.Error.Message, Data: m.Error.Data}
+		}
+		if result != nil {
+			if err := json.Unmarshal(m.Result, result); err != nil {
+				return fmt.Errorf("executor: decode %s result: %w", method, err)
+			}
+		}
+		return nil
+	}
+	select {
+	case m := <-ch:
+		return answer(m)
+	case <-ctx.Done():
+		forget()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return &RequestTimeoutError{Method: method}
+		}
+		return ctx.Err()
+	case <-c.done:
+		forget()
+		select {
+		case m := <-ch: // answered just before the connection ended
+			return answer(m)
+		default:
+		}
+		return c.lostErr()
+	}
+}
+
+// callAsync sends a request without waiting: done is called with the
+// response from the read loop (it must not block), or with an error if the
+// request could not be sent. If the connection ends first, done is never
+// called: the caller watches the connection's end itself.
+func (c *rpcConn) callAsync(ctx context.Context, method string, params any, done func(result json.RawMessage, err error)) {
+	p, err := json.Marshal(params)
+	if err != nil {
+		done(nil, fmt.Errorf("executor: encode %s params: %w", method, err))
+		return
+	}
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		done(nil, c.lostErr())
+		return
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = func(m *message) {
+		if m.Error != nil {
+			done(nil, &RPCError{Code: m.Error.Code, Message: m.Error.Message, Data: m.Error.Data})
+			return
+		}
+		done(m.Result, nil)
+	}
+	c.mu.Unlock()
+	req := &message{JSONRPC: "2.0", ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method, Params: p}
+	if err := c.write(ctx, req); err != nil {
+		c.mu.Lock()
+		_, mine := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if mine {
+			done(nil, err)
+		}
+	}
+}
+
+// notify sends a notification.
+func (c *rpcConn) notify(ctx context.Context, method string, params any) error {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("executor: encode %s params: %w", method, err)
+	}
+	if err := c.write(ctx, &message{JSONRPC: "2.0", Method: method, Params: p}); err != nil {
+		select {
+		case <-c.done:
+			return c.lostErr()
+		default:
+		}
+		return err
+	}
+	return nil
+}
+
+func (c *rpcConn) lostErr() error {
+	return fmt.Errorf("%w: %w", ErrNotConnected, c.Err())
+}
+
+// Err returns why the connection ended, or nil while it is open.
+func (c *rpcConn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// fail records why the connection ended (the first reason wins) and
+// releases every waiting call.
+func (c *rpcConn) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	if err == nil {
+		err = io.EOF
+	}
+	c.err = err
+	close(c.done)
+}
+
+// closeWith closes the connection with a close code. The close code is
+// what Err reports.
+func (c *rpcConn) closeWith(code int, reason string) {
+	c.fail(&closeError{code: code, reason: reason})
+	c.ws.Close(websocket.StatusCode(code), reason)
+}

@@ -1,0 +1,314 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// hubConn is the harness side of one executor connection.
+type hubConn struct {
+	h         *Hub
+	rpc       *rpcConn
+	principal principal
+
+	// guarded by h.mu
+	registered  bool
+	id          string
+	identity    string
+	info        ExecutorInfo
+	caps        []string
+	maxSessions int
+	leases      map[string]*Lease
+}
+
+func (c *hubConn) has(capability string) bool { return slices.Contains(c.caps, capability) }
+
+// close tells the executor why and closes the connection with code.
+func (c *hubConn) close(code int, reason string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c.rpc.notify(ctx, MethodClose, closeParams{Code: code, Reason: reason})
+	c.rpc.closeWith(code, reason)
+}
+
+// goClose closes c in a goroutine owned by the hub (Shutdown waits for it).
+// It is called while a connection handler runs, so the wait group is
+// already positive.
+func (h *Hub) goClose(c *hubConn, code int, reason string) {
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		c.close(code, reason)
+	}()
+}
+
+func decodeParams(params json.RawMessage, v any) error {
+	if len(params) == 0 {
+		return NewRPCError(CodeInvalidParams, "").withDetail("params are required")
+	}
+	if err := json.Unmarshal(params, v); err != nil {
+		return NewRPCError(CodeInvalidParams, "").withDetail(err.Error())
+	}
+	return nil
+}
+
+func (c *hubConn) handle(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	if method == MethodRegister {
+		return c.register(ctx, params)
+	}
+	c.h.mu.Lock()
+	registered := c.registered
+	c.h.mu.Unlock()
+	if !registered {
+		switch method {
+		case MethodHeartbeat, MethodToolResult, MethodProcessExit, MethodTerminalOutput, MethodTerminalExit:
+			return nil, NewRPCError(CodeUnauthorized, "").withDetail("executor.register first")
+		}
+		return nil, errMethodNotFound
+	}
+	switch method {
+	case MethodHeartbeat:
+		return c.heartbeat(params)
+	case MethodToolResult:
+		return c.toolResult(params)
+	case MethodProcessExit, MethodTerminalOutput, MethodTerminalExit:
+		var ref struct {
+			SessionID string `json:"session_id"`
+		}
+		if err := decodeParams(params, &ref); err != nil {
+			return nil, err
+		}
+		c.h.mu.Lock()
+		l := c.leases[ref.SessionID]
+		c.h.mu.Unlock()
+		if l != nil && c.h.opts.OnNotification != nil {
+			c.h.opts.OnNotification(Notification{EnvironmentID: l.EnvironmentID, SessionID: ref.SessionID, Method: method, Params: params})
+		}
+		return nil, nil
+	}
+	return nil, errMethodNotFound
+}
+
+func newID(prefix string) string {
+	var b [10]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, error) {
+	h := c.h
+	var p registerParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if p.Protocol != Subprotocol {
+		return nil, &closeAfterReply{
+			err:  NewRPCError(CodeUnsupportedProtocol, "").withDetail(fmt.Sprintf("protocol %q is not spoken; use %q", p.Protocol, Subprotocol)),
+			code: CloseUnsupportedProtocol, reason: "unsupported protocol",
+		}
+	}
+	if p.Executor.Name == "" {
+		return nil, NewRPCError(CodeInvalidParams, "").withDetail("executor.name is required")
+	}
+	if c.principal.MachineID != "" && !slices.Contains(p.Capabilities, CapabilityProcess) && !slices.Contains(p.Capabilities, CapabilityAgent) {
+		e := WithReason(CodeCapabilityUnavailable, ReasonCapabilityMissing, "")
+		e.Data.Capability = CapabilityProcess
+		e.Data.Detail = "a machine-scoped executor must declare the process or agent capability"
+		return nil, &closeAfterReply{err: e, code: CloseRegistrationRefused, reason: "runtime registration refused"}
+	}
+	if h.opts.AllowRegistration != nil {
+		err := h.opts.AllowRegistration(ctx, Registration{
+			EnvironmentID: c.principal.EnvironmentID, MachineID: c.principal.MachineID,
+			Executor: p.Executor, Capabilities: p.Capabilities, MaxSessions: p.MaxSessions,
+		})
+		if err != nil {
+			h.logger.Info("executor registration refused", "executor", p.Executor.Name, "err", err)
+			h.goClose(c, CloseRegistrationRefused, "runtime registration refused")
+			return nil, NewRPCError(CodeForbidden, "").withDetail("runtime registration refused")
+		}
+	}
+	if p.MaxSessions <= 0 {
+		p.MaxSessions = 1
+	}
+	identity := c.principal.scope() + "/" + p.Executor.Name
+	res := registerResult{
+		HeartbeatIntervalMS: h.opts.HeartbeatInterval.Milliseconds(),
+		LeaseTTLMS:          h.opts.LeaseTTL.Milliseconds(),
+		Resumed:             []string{},
+		Lost:                []LostSession{},
+	}
+	var resend []*Lease
+	h.mu.Lock()
+	if h.draining {
+		h.mu.Unlock()
+		h.goClose(c, CloseDrained, "drained")
+		return nil, NewRPCError(CodeResourceUnavailable, "").withDetail("the hub is shutting down")
+	}
+	if c.registered {
+		h.mu.Unlock()
+		return nil, NewRPCError(CodeConflict, "").withDetail("already registered")
+	}
+	old := h.byIdentity[identity]
+	if old != nil {
+		h.unregisterLocked(old)
+	}
+	c.registered = true
+	c.id = newID("exec_")
+	c.identity = identity
+	c.info = p.Executor
+	c.caps = p.Capabilities
+	c.maxSessions = p.MaxSessions
+	h.byIdentity[identity] = c
+	scope := c.principal.scope()
+	if h.byScope[scope] == nil {
+		h.byScope[scope] = make(map[*hubConn]bool)
+	}
+	h.byScope[scope][c] = true
+	listed := make(map[string]bool)
+	now := h.opts.Now()
+	for _, s := range p.Sessions {
+		listed[s.SessionID] = true
+		l := h.leases[s.SessionID]
+		switch {
+		case l == nil || l.LeaseID != s.LeaseID:
+			res.Lost = append(res.Lost, LostSession{SessionID: s.SessionID, Reason: "unknown_lease"})
+		case l.identity != identity || l.state != leaseActive:
+			res.Lost = append(res.Lost, LostSession{SessionID: s.SessionID, Reason: "reassigned"})
+		case !now.Before(l.expiresAt):
+			res.Lost = append(res.Lost, LostSession{SessionID: s.SessionID, Reason: ReleaseLeaseExpired})
+		default:
+			if l.conn != nil && l.conn != c {
+				delete(l.conn.leases, l.SessionID)
+			}
+			l.conn = c
+			c.leases[l.SessionID] = l
+			res.Resumed = append(res.Resumed, l.SessionID)
+			resend = append(resend, l)
+		}
+	}
+	// A restarted executor that no longer reports a session has lost it.
+	for _, l := range h.leases {
+		if l.identity == identity && !listed[l.SessionID] {
+			h.endLeaseLocked(l, leaseLost, fmt.Errorf("%w: the executor restarted without the session", ErrToolOutcomeUnknown), "")
+		}
+	}
+	res.ExecutorID = c.id
+	h.broadcastLocked(c.principal.scope())
+	h.mu.Unlock()
+	if old != nil {
+		h.goClose(old, CloseReplaced, "replaced")
+	}
+	h.logger.Info("executor registered", "executor", p.Executor.Name, "scope", c.principal.scope(), "capabilities", p.Capabilities, "resumed", len(res.Resumed))
+	for _, l := range resend {
+		l.resendPending(c)
+	}
+	return res, nil
+}
+
+// unregisterLocked removes c from the placement indexes; its leases stay
+// until they are resumed or expire.
+func (h *Hub) unregisterLocked(c *hubConn) {
+	if h.byIdentity[c.identity] == c {
+		delete(h.byIdentity, c.identity)
+	}
+	if m := h.byScope[c.principal.scope()]; m != nil {
+		delete(m, c)
+		if len(m) == 0 {
+			delete(h.byScope, c.principal.scope())
+		}
+	}
+	for _, l := range c.leases {
+		if l.conn == c {
+			l.conn = nil
+		}
+	}
+	c.leases = make(map[string]*Lease)
+	c.registered = false
+}
+
+// detach handles the end of a connection.
+func (h *Hub) detach(c *hubConn, err error) {
+	code := CloseCode(err)
+	h.mu.Lock()
+	delete(h.conns, c)
+	wasRegistered := c.registered
+	leases := make([]*Lease, 0, len(c.leases))
+	for _, l := range c.leases {
+		leases = append(leases, l)
+	}
+	if wasRegistered {
+		h.unregisterLocked(c)
+	}
+	// An executor that closed normally stopped for good: its sessions are
+	// lost now rather than at lease expiry.
+	if code == int(websocket.StatusNormalClosure) || code == int(websocket.StatusGoingAway) {
+		for _, l := range leases {
+			h.endLeaseLocked(l, leaseLost, fmt.Errorf("%w: the executor closed", ErrToolOutcomeUnknown), "")
+		}
+	}
+	h.broadcastLocked(c.principal.scope())
+	h.mu.Unlock()
+	h.logger.Info("executor disconnected", "executor", c.info.Name, "close_code", code, "err", err)
+}
+
+func (c *hubConn) heartbeat(params json.RawMessage) (any, error) {
+	var p heartbeatParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	h := c.h
+	res := heartbeatResult{Renewed: []renewedLease{}, Lost: []LostSession{}}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.opts.Now()
+	for _, s := range p.Sessions {
+		l := c.leases[s.SessionID]
+		if l == nil || l.LeaseID != s.LeaseID || l.state != leaseActive || !now.Before(l.expiresAt) {
+			res.Lost = append(res.Lost, LostSession{SessionID: s.SessionID, Reason: ReleaseLeaseExpired})
+			continue
+		}
+		l.renewLocked(now)
+		res.Renewed = append(res.Renewed, renewedLease{SessionID: l.SessionID, LeaseExpiresAt: l.expiresAt})
+	}
+	return res, nil
+}
+
+func (c *hubConn) toolResult(params json.RawMessage) (any, error) {
+	var p toolResultParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if p.ToolCallID == "" || p.SessionID == "" {
+		return nil, NewRPCError(CodeInvalidParams, "").withDetail("session_id and tool_call_id are required")
+	}
+	h := c.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l := h.leases[p.SessionID]
+	if l == nil {
+		return nil, NewRPCError(CodeSessionNotActive, "").withDetail("the session is not active")
+	}
+	if l.identity != c.identity {
+		return nil, NewRPCError(CodeForbidden, "").withDetail("the session is held by another executor")
+	}
+	if _, ok := l.results[p.ToolCallID]; ok {
+		return toolResultAck{Duplicate: true}, nil
+	}
+	if p.Content == nil {
+		p.Content = []ContentBlock{}
+	}
+	l.keepResultLocked(p.ToolCallID, p.ToolResult)
+	if tc := l.calls[p.ToolCallID]; tc != nil {
+		delete(l.calls, p.ToolCallID)
+		tc.result = p.ToolResult
+		close(tc.done)
+	}
+	return toolResultAck{}, nil
+}

@@ -1,0 +1,162 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// ServeHTTP routes POST …/executor/tokens to the token endpoint and
+// GET …/executor/connect to the connect endpoint.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/executor/tokens"):
+		h.serveToken(w, r)
+	case strings.HasSuffix(r.URL.Path, "/executor/connect"):
+		h.serveConnect(w, r)
+	default:
+		httpError(w, http.StatusNotFound, "not_found_error", "no such endpoint")
+	}
+}
+
+// TokenHandler returns the handler of POST /v1/executor/tokens.
+func (h *Hub) TokenHandler() http.Handler { return http.HandlerFunc(h.serveToken) }
+
+// ConnectHandler returns the handler of GET /v1/executor/connect.
+func (h *Hub) ConnectHandler() http.Handler { return http.HandlerFunc(h.serveConnect) }
+
+func httpError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+}
+
+func bearer(r *http.Request) string {
+	v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(v)
+}
+
+// tokenResponse is the body of a successful token request.
+type tokenResponse struct {
+	Type      string    `json:"type"`
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+	URL       string    `json:"url"`
+}
+
+func (h *Hub) serveToken(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		httpError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST")
+		return
+	}
+	secret := bearer(r)
+	var p principal
+	var err error
+	switch {
+	case h.opts.Credentials == nil:
+		err = fmt.Errorf("%w: no credentials configured", ErrCredentialRejected)
+	case strings.HasPrefix(secret, EnvironmentKeyPrefix):
+		p.EnvironmentID, err = h.opts.Credentials.VerifyEnvironmentKey(r.Context(), HashSecret(secret))
+	case strings.HasPrefix(secret, MachineTokenPrefix):
+		p.MachineID, err = h.opts.Credentials.VerifyMachineToken(r.Context(), HashSecret(secret))
+	default:
+		err = ErrCredentialRejected
+	}
+	if err == nil && p.EnvironmentID == "" && p.MachineID == "" {
+		err = ErrCredentialRejected
+	}
+	switch {
+	case errors.Is(err, ErrCredentialRejected):
+		httpError(w, http.StatusUnauthorized, "authentication_error", "invalid, revoked or archived executor credential")
+		return
+	case err != nil:
+		h.logger.Warn("executor credential check failed", "err", err)
+		httpError(w, http.StatusServiceUnavailable, "overloaded_error", "credential check unavailable; retry")
+		return
+	}
+	expires := h.opts.Now().Add(h.opts.TokenTTL)
+	base := h.opts.PublicURL
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(tokenResponse{
+		Type:      "executor_token",
+		Token:     h.signer.issue(p, expires),
+		ExpiresAt: expires.UTC(),
+		URL:       connectURL(base),
+	})
+}
+
+// connectURL turns a base http(s) URL into the WebSocket connect URL.
+func connectURL(base string) string {
+	base = strings.TrimRight(base, "/")
+	base = strings.TrimSuffix(base, "/v1/executor/connect")
+	switch {
+	case strings.HasPrefix(base, "https://"):
+		base = "wss://" + strings.TrimPrefix(base, "https://")
+	case strings.HasPrefix(base, "http://"):
+		base = "ws://" + strings.TrimPrefix(base, "http://")
+	}
+	return base + "/v1/executor/connect"
+}
+
+func (h *Hub) serveConnect(w http.ResponseWriter, r *http.Request) {
+	claims, err := h.signer.verify(bearer(r), h.opts.Now())
+	if err != nil {
+		httpError(w, http.StatusUnauthorized, "authentication_error", err.Error())
+		return
+	}
+	h.mu.Lock()
+	if h.draining {
+		h.mu.Unlock()
+		httpError(w, http.StatusServiceUnavailable, "overloaded_error", "the hub is shutting down")
+		return
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	defer h.wg.Done()
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}, InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	c := &hubConn{h: h, principal: claims.principal, leases: make(map[string]*Lease)}
+	c.rpc = newRPCConn(ws, connConfig{
+		handler:        c.handle,
+		inline:         func(m string) bool { return m == MethodToolResult || m == MethodHeartbeat },
+		maxFrame:       h.opts.MaxFrameBytes,
+		requestTimeout: h.opts.RequestTimeout,
+		logger:         h.logger,
+	})
+	if ws.Subprotocol() != Subprotocol {
+		c.rpc.closeWith(CloseUnsupportedProtocol, "unsupported protocol")
+		return
+	}
+	h.mu.Lock()
+	if h.draining {
+		h.mu.Unlock()
+		c.rpc.closeWith(CloseDrained, "drained")
+		return
+	}
+	h.conns[c] = true
+	h.mu.Unlock()
+	expiry := time.AfterFunc(time.Unix(claims.Expires, 0).Sub(h.opts.Now()), func() {
+		c.close(CloseTokenExpired, "token expired")
+	})
+	err = c.rpc.serve(context.WithoutCancel(r.Context()))
+	expiry.Stop()
+	h.detach(c, err)
+}

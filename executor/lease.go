@@ -1,0 +1,408 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// AssignRequest asks the hub to place a session on an executor.
+type AssignRequest struct {
+	EnvironmentID string
+	SessionID     string
+	// Tools are the tools the session needs; the executor must declare
+	// "tool:<name>" for each.
+	Tools []string
+	// ReadOnly asks for a read-only workspace.
+	ReadOnly bool
+	// MachineID, if set, places the session on an executor of that
+	// machine (a machine-scoped executor) instead of one of the
+	// environment.
+	MachineID string
+}
+
+func (r AssignRequest) scope() string {
+	return principal{EnvironmentID: r.EnvironmentID, MachineID: r.MachineID}.scope()
+}
+
+type leaseState int
+
+const (
+	leaseAssigning leaseState = iota
+	leaseActive
+	leaseEnded // released by the harness
+	leaseLost  // expired, or the executor is gone
+)
+
+// Lease is a session placed on an executor. Its methods are safe for
+// concurrent use. A lease ends when the harness releases it or when it is
+// lost (expiry, executor closed, restarted executor, hub shutdown); Done is
+// then closed and Err says why.
+type Lease struct {
+	// SessionID is the session the lease is for.
+	SessionID string
+	// LeaseID identifies this placement of the session.
+	LeaseID string
+	// EnvironmentID is the session's environment.
+	EnvironmentID string
+	// ExecutorID is the executor the session was placed on.
+	ExecutorID string
+
+	h        *Hub
+	identity string
+	scope    string // where it was placed, for change broadcasts
+	done     chan struct{}
+
+	// guarded by h.mu
+	conn      *hubConn
+	state     leaseState
+	err       error
+	expiresAt time.Time
+	timer     *time.Timer
+	calls     map[string]*toolCall
+	results   map[string]ToolResult // for deduplication, bounded by maxKeptResults
+	order     []string              // result ids, oldest first
+}
+
+// maxKeptResults bounds the results a lease remembers for deduplication.
+const maxKeptResults = 4096
+
+// keepResultLocked records a result, forgetting the oldest beyond the bound.
+func (l *Lease) keepResultLocked(id string, r ToolResult) {
+	l.results[id] = r
+	l.order = append(l.order, id)
+	if len(l.order) > maxKeptResults {
+		delete(l.results, l.order[0])
+		l.order = l.order[1:]
+	}
+}
+
+type toolCall struct {
+	params toolCallParams
+	done   chan struct{}
+	result ToolResult
+	err    error
+}
+
+// Assign places a session on a registered executor of the environment
+// whose capabilities cover the requested tools and who has room, and sends
+// it session.assign. It fails with [ErrNoExecutor] when no executor can
+// take the session now (wait on [Hub.Changed] and try again), and with an
+// error wrapping [ErrAssignRejected] when the executor answered
+// accepted=false.
+func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
+	if req.SessionID == "" || req.EnvironmentID == "" {
+		return nil, errors.New("executor: Assign needs a session and an environment")
+	}
+	h.mu.Lock()
+	if h.draining {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w: the hub is shutting down", ErrNoExecutor)
+	}
+	if l := h.leases[req.SessionID]; l != nil {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("executor: session %s already has lease %s", req.SessionID, l.LeaseID)
+	}
+	var candidates []*hubConn
+	for c := range h.byScope[req.scope()] {
+		if len(c.leases) >= c.maxSessions {
+			continue
+		}
+		if !slices.ContainsFunc(req.Tools, func(t string) bool { return !c.has(ToolCapability(t)) }) {
+			candidates = append(candidates, c)
+		}
+	}
+	if len(candidates) == 0 {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s", ErrNoExecutor, req.scope())
+	}
+	slices.SortFunc(candidates, func(a, b *hubConn) int { return len(a.leases) - len(b.leases) })
+	c := candidates[0]
+	now := h.opts.Now()
+	l := &Lease{
+		SessionID:     req.SessionID,
+		LeaseID:       newID("lease_"),
+		EnvironmentID: req.EnvironmentID,
+		ExecutorID:    c.id,
+		h:             h,
+		identity:      c.identity,
+		scope:         req.scope(),
+		done:          make(chan struct{}),
+		conn:          c,
+		state:         leaseAssigning,
+		expiresAt:     now.Add(h.opts.LeaseTTL),
+		calls:         make(map[string]*toolCall),
+		results:       make(map[string]ToolResult),
+	}
+	h.leases[req.SessionID] = l
+	c.leases[req.SessionID] = l
+	h.mu.Unlock()
+
+	var res assignResult
+	err := c.rpc.call(ctx, MethodSessionAssign, Assignment{
+		SessionID: l.SessionID, LeaseID: l.LeaseID, LeaseExpiresAt: l.expiresAt,
+		EnvironmentID: l.EnvironmentID, Workspace: WorkspaceSpec{ReadOnly: req.ReadOnly}, Tools: req.Tools,
+	}, &res)
+	if err == nil && !res.Accepted {
+		err = fmt.Errorf("%w: %s", ErrAssignRejected, res.Reason)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil && l.state == leaseAssigning {
+		l.state = leaseActive
+		l.timer = time.AfterFunc(h.opts.LeaseTTL, l.checkExpiry)
+		return l, nil
+	}
+	if err == nil {
+		err = l.err
+	}
+	if h.leases[l.SessionID] == l {
+		delete(h.leases, l.SessionID)
+	}
+	if l.conn != nil {
+		delete(l.conn.leases, l.SessionID)
+	}
+	if l.state == leaseAssigning {
+		l.state = leaseLost
+		l.err = err
+		close(l.done)
+	}
+	h.broadcastLocked(l.scope)
+	return nil, err
+}
+
+func (l *Lease) renewLocked(now time.Time) {
+	l.expiresAt = now.Add(l.h.opts.LeaseTTL)
+	if l.timer != nil {
+		l.timer.Reset(l.h.opts.LeaseTTL)
+	}
+}
+
+func (l *Lease) checkExpiry() {
+	h := l.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l.state != leaseActive {
+		return
+	}
+	if wait := l.expiresAt.Sub(h.opts.Now()); wait > 0 {
+		l.timer.Reset(wait)
+		return
+	}
+	h.endLeaseLocked(l, leaseLost, fmt.Errorf("%w: the lease expired", ErrToolOutcomeUnknown), ReleaseLeaseExpired)
+}
+
+// endLeaseLocked ends a lease: pending tool calls end with
+// ErrToolOutcomeUnknown and, when releaseReason is set and the executor is
+// connected, it is told with session.release.
+func (h *Hub) endLeaseLocked(l *Lease, state leaseState, cause error, releaseReason string) {
+	if l.state == leaseEnded || l.state == leaseLost {
+		return
+	}
+	l.state = state
+	l.err = cause
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	if h.leases[l.SessionID] == l {
+		delete(h.leases, l.SessionID)
+	}
+	outcome := cause
+	if !errors.Is(outcome, ErrToolOutcomeUnknown) {
+		outcome = fmt.Errorf("%w: %w", ErrToolOutcomeUnknown, cause)
+	}
+	for id, tc := range l.calls {
+		tc.err = outcome
+		close(tc.done)
+		delete(l.calls, id)
+	}
+	conn := l.conn
+	if conn != nil {
+		delete(conn.leases, l.SessionID)
+		l.conn = nil
+		if releaseReason != "" {
+			h.wg.Add(1)
+			go func() { // owned by the hub: Shutdown waits for it
+				defer h.wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+				defer cancel()
+				conn.rpc.notify(ctx, MethodSessionRelease, releaseParams{SessionID: l.SessionID, LeaseID: l.LeaseID, Reason: releaseReason})
+			}()
+		}
+	}
+	close(l.done)
+	h.broadcastLocked(l.scope)
+}
+
+// Done is closed when the lease has ended.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err returns why the lease ended, or nil while it is active: an error
+// wrapping [ErrSessionEnded] after Release, or [ErrToolOutcomeUnknown]
+// when the executor was lost.
+func (l *Lease) Err() error {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	return l.err
+}
+
+// ToolCall is one call of a tool through a lease.
+type ToolCall struct {
+	// ID identifies the call; results are deduplicated by it, so calling
+	// again with the same ID never runs the tool twice.
+	ID    string
+	Name  string
+	Input json.RawMessage
+	// Timeout is passed to the executor as timeout_ms (0: its default).
+	Timeout time.Duration
+}
+
+// CallTool runs a tool call on the lease's executor and waits for its
+// result. A tool that ran and failed is a ToolResult with IsError set. The
+// error is an *RPCError for a protocol failure (-32012 tool not declared,
+// -32009 executor busy, …), wraps [ErrToolOutcomeUnknown] when the
+// executor was lost before the result arrived, wraps [ErrSessionEnded] on
+// a lease that has ended, or is ctx's error (the call is then canceled
+// with tool.cancel; calling again with the same ID collects its result).
+func (l *Lease) CallTool(ctx context.Context, call ToolCall) (ToolResult, error) {
+	if call.ID == "" || call.Name == "" {
+		return ToolResult{}, errors.New("executor: a tool call needs an ID and a name")
+	}
+	if len(call.Input) == 0 {
+		call.Input = json.RawMessage("{}")
+	}
+	h := l.h
+	h.mu.Lock()
+	if r, ok := l.results[call.ID]; ok {
+		h.mu.Unlock()
+		return r, nil
+	}
+	if l.state != leaseActive {
+		err := l.err
+		h.mu.Unlock()
+		return ToolResult{}, fmt.Errorf("%w: %w", ErrSessionEnded, err)
+	}
+	tc := l.calls[call.ID]
+	var conn *hubConn
+	if tc == nil {
+		tc = &toolCall{
+			params: toolCallParams{SessionID: l.SessionID, LeaseID: l.LeaseID, ToolCallID: call.ID,
+				Name: call.Name, Input: call.Input, TimeoutMS: call.Timeout.Milliseconds()},
+			done: make(chan struct{}),
+		}
+		l.calls[call.ID] = tc
+		conn = l.conn
+	}
+	h.mu.Unlock()
+	if conn != nil {
+		l.send(ctx, conn, tc)
+	}
+	select {
+	case <-tc.done:
+		return tc.result, tc.err
+	case <-ctx.Done():
+		h.mu.Lock()
+		conn := l.conn
+		h.mu.Unlock()
+		if conn != nil {
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+			conn.rpc.notify(nctx, MethodToolCancel, toolCancelParams{SessionID: l.SessionID, ToolCallID: call.ID, Reason: "canceled"})
+			cancel()
+		}
+		return ToolResult{}, ctx.Err()
+	}
+}
+
+// send delivers a tool.call without waiting for its acknowledgement. A
+// protocol error ends the call with that error; a lost connection leaves
+// it pending, to be sent again when the executor resumes the session.
+func (l *Lease) send(ctx context.Context, conn *hubConn, tc *toolCall) {
+	conn.rpc.callAsync(ctx, MethodToolCall, tc.params, func(_ json.RawMessage, err error) {
+		var re *RPCError
+		if !errors.As(err, &re) {
+			return
+		}
+		h := l.h
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if l.calls[tc.params.ToolCallID] != tc {
+			return
+		}
+		delete(l.calls, tc.params.ToolCallID)
+		tc.err = re
+		close(tc.done)
+	})
+}
+
+// resendPending sends the calls still waiting for a result to the
+// connection that resumed the lease; the executor deduplicates them.
+func (l *Lease) resendPending(conn *hubConn) {
+	h := l.h
+	h.mu.Lock()
+	calls := make([]*toolCall, 0, len(l.calls))
+	for _, tc := range l.calls {
+		calls = append(calls, tc)
+	}
+	h.mu.Unlock()
+	for _, tc := range calls {
+		l.send(context.Background(), conn, tc)
+	}
+}
+
+// Call sends a request of the session to its executor, for process.* and
+// terminal.* methods; result is decoded unless nil. It fails with
+// [ErrNotConnected] while the executor is disconnected and with an error
+// wrapping [ErrSessionEnded] after the lease ended.
+func (l *Lease) Call(ctx context.Context, method string, params, result any) error {
+	h := l.h
+	h.mu.Lock()
+	state, conn, err := l.state, l.conn, l.err
+	h.mu.Unlock()
+	if state != leaseActive {
+		return fmt.Errorf("%w: %w", ErrSessionEnded, err)
+	}
+	if conn == nil {
+		return ErrNotConnected
+	}
+	return conn.rpc.call(ctx, method, params, result)
+}
+
+// Release ends the session on its executor (session.release with reason
+// "ended"). Tool calls still waiting end with [ErrToolOutcomeUnknown];
+// later calls fail with [ErrSessionEnded].
+func (l *Lease) Release(ctx context.Context) error {
+	h := l.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.endLeaseLocked(l, leaseEnded, ErrSessionEnded, ReleaseEnded)
+	return nil
+}
+
+// WaitAssign is [Hub.Assign] that waits, until ctx ends, while no executor
+// can take the session: a session of a self-hosted environment without a
+// connected executor (the harness shows it as "rescheduling") starts as
+// soon as one registers or frees a slot. Other errors, including
+// [ErrAssignRejected], are returned at once.
+func (h *Hub) WaitAssign(ctx context.Context, req AssignRequest) (*Lease, error) {
+	for {
+		changed := h.changedFor(req.scope())
+		l, err := h.Assign(ctx, req)
+		if !errors.Is(err, ErrNoExecutor) {
+			return l, err
+		}
+		h.mu.Lock()
+		draining := h.draining
+		h.mu.Unlock()
+		if draining {
+			return nil, err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (waiting: %w)", err, ctx.Err())
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package executor
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memNet is an in-memory network for tests inside a synctest bubble: the
+// hub's HTTP server listens on it and clients dial it, so every goroutine
+// blocks durably and fake time advances. It can drop every connection
+// (a socket lost without a close handshake) and refuse new ones.
+type memNet struct {
+	ln  *memListener
+	srv *http.Server
+
+	mu      sync.Mutex
+	conns   []net.Conn
+	refuse  bool
+	clients []*http.Transport
+}
+
+func newMemNet(h http.Handler) *memNet {
+	n := &memNet{ln: newMemListener(), srv: &http.Server{Handler: h}}
+	go n.srv.Serve(n.ln)
+	return n
+}
+
+func (n *memNet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	refuse := n.refuse
+	n.mu.Unlock()
+	if refuse {
+		return nil, &net.OpError{Op: "dial", Net: "memory", Err: errRefused}
+	}
+	c, err := n.ln.dial(ctx, network, addr)
+	if err == nil {
+		n.mu.Lock()
+		n.conns = append(n.conns, c)
+		n.mu.Unlock()
+	}
+	return c, err
+}
+
+type refusedError struct{}
+
+func (refusedError) Error() string { return "connection refused" }
+
+var errRefused = refusedError{}
+
+func (n *memNet) httpClient() *http.Client {
+	tr := &http.Transport{DialContext: n.dial}
+	n.mu.Lock()
+	n.clients = append(n.clients, tr)
+	n.mu.Unlock()
+	return &http.Client{Transport: tr}
+}
+
+// drop closes every client connection abruptly.
+func (n *memNet) drop() {
+	n.mu.Lock()
+	conns := n.conns
+	n.conns = nil
+	n.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+func (n *memNet) setRefuse(v bool) {
+	n.mu.Lock()
+	n.refuse = v
+	n.mu.Unlock()
+}
+
+func (n *memNet) close() {
+	n.srv.Close()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, tr := range n.clients {
+		tr.CloseIdleConnections()
+	}
+}
+
+// memFixture is a hub on a memNet, for synctest tests.
+type memFixture struct {
+	t      *testing.T
+	hub    *Hub
+	net    *memNet
+	creds  *memCredentials
+	envKey string
+}
+
+func newMemFixture(t *testing.T, opts HubOptions) *memFixture {
+	key, keyHash := NewEnvironmentKey()
+	creds := &memCredentials{envKeys: map[string]string{keyHash: "env_1"}, machines: map[string]string{}}
+	opts.Credentials = creds
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	h := NewHub(opts)
+	return &memFixture{t: t, hub: h, net: newMemNet(h), creds: creds, envKey: key}
+}
+
+func (f *memFixture) client(opts Options) *Client {
+	opts.URL = "http://reins.test"
+	opts.HTTPClient = f.net.httpClient()
+	if opts.EnvironmentKey == "" && opts.TokenSource == nil {
+		opts.EnvironmentKey = f.envKey
+	}
+	if opts.Executor.Name == "" {
+		opts.Executor.Name = "exec-a"
+	}
+	if opts.Logger == nil {
+		opts.Logger = testLogger(f.t)
+	}
+	c := NewClient(opts)
+	go c.Run(context.Background())
+	return c
+}
+
+// shutdown stops clients, drains the hub and closes the network.
+func (f *memFixture) shutdown(clients ...*Client) {
+	for _, c := range clients {
+		c.Stop()
+		<-c.Done()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f.hub.Shutdown(ctx)
+	f.net.close()
+}
+
+func (f *memFixture) assign(sessionID string, tools ...string) *Lease {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		ch := f.hub.Changed("env_1")
+		l, err := f.hub.Assign(ctx, AssignRequest{EnvironmentID: "env_1", SessionID: sessionID, Tools: tools})
+		if err == nil {
+			return l
+		}
+		if !errorsIs(err, ErrNoExecutor) {
+			f.t.Fatalf("Assign: %v", err)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			f.t.Fatalf("Assign: %v", err)
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestTokenExpiryRefreshesAndResumes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{TokenTTL: time.Minute})
+		var registered atomic.Int32
+		ts := &testSessions{}
+		c := f.client(Options{Sessions: ts, Capabilities: testCaps, OnEvent: func(e Event) {
+			if e.Type == EventRegistered {
+				registered.Add(1)
+			}
+		}})
+		defer f.shutdown(c)
+		l := f.assign("s1", "noop")
+		time.Sleep(150 * time.Second) // two token expiries (4001) and many heartbeats
+		synctest.Wait()
+		if n := registered.Load(); n < 3 {
+			t.Fatalf("registered %d times, want at least 3 (initial and after each 4001)", n)
+		}
+		if err := l.Err(); err != nil {
+			t.Fatalf("lease ended across token refreshes: %v", err)
+		}
+		res, err := l.CallTool(context.Background(), ToolCall{ID: "c1", Name: "noop"})
+		if err != nil || res.Content[0].Text != "ok noop" {
+			t.Fatalf("CallTool after resume: %v %+v", err, res)
+		}
+		if ts.opened != 1 {
+			t.Fatalf("session opened %d times, want 1 (resumed, not reassigned)", ts.opened)
+		}
+	})
+}
+
+func TestLeaseExpiryExecutorLostMidTool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{LeaseTTL: 30 * time.Second, HeartbeatInterval: 10 * time.Second})
+		ts := &testSessions{gate: make(chan struct{})}
+		a := f.client(Options{Sessions: ts, Capabilities: testCaps})
+		l := f.assign("s1", "block")
+		start := time.Now()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := l.CallTool(context.Background(), ToolCall{ID: "c1", Name: "block"})
+			errc <- err
+		}()
+		synctest.Wait()
+		// The executor's machine is gone: its socket drops and it never
+		// comes back (like SIGKILL).
+		f.net.setRefuse(true)
+		f.net.drop()
+		err := <-errc
+		if !errors.Is(err, ErrToolOutcomeUnknown) {
+			t.Fatalf("CallTool = %v, want ErrToolOutcomeUnknown", err)
+		}
+		if d := time.Since(start); d > 30*time.Second+time.Second {
+			t.Fatalf("outcome unknown after %s, want within the lease TTL", d)
+		}
+		if !errors.Is(l.Err(), ErrToolOutcomeUnknown) {
+			t.Fatalf("lease Err = %v", l.Err())
+		}
+		// The session continues on another executor.
+		f.net.setRefuse(false)
+		ts2 := &testSessions{}
+		b := f.client(Options{Sessions: ts2, Capabilities: testCaps, Executor: ExecutorInfo{Name: "exec-b"}})
+		l2 := f.assign("s1", "block", "noop")
+		if l2.ExecutorID == l.ExecutorID {
+			t.Fatalf("placed on the lost executor again")
+		}
+		res, err := l2.CallTool(context.Background(), ToolCall{ID: "c2", Name: "noop"})
+		if err != nil || res.IsError {
+			t.Fatalf("CallTool on the new executor: %v %+v", err, res)
+		}
+		close(ts.gate)
+		f.shutdown(a, b)
+	})
+}
+
+func TestSocketDroppedMidToolResultOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{})
+		ts := &testSessions{gate: make(chan struct{})}
+		var registered atomic.Int32
+		c := f.client(Options{Sessions: ts, Capabilities: testCaps, BackoffMin: time.Second, BackoffMax: 2 * time.Second,
+			OnEvent: func(e Event) {
+				if e.Type == EventRegistered {
+					registered.Add(1)
+				}
+			}})
+		defer f.shutdown(c)
+		l := f.assign("s1", "block")
+		type out struct {
+			res ToolResult
+			err error
+		}
+		outc := make(chan out, 1)
+		go func() {
+			res, err := l.CallTool(context.Background(), ToolCall{ID: "c1", Name: "block"})
+			outc <- out{res, err}
+		}()
+		synctest.Wait()
+		f.net.drop() // the socket drops while the tool runs
+		synctest.Wait()
+		close(ts.gate) // the tool finishes while disconnected (or just after)
+		o := <-outc
+		if o.err != nil || o.res.Content[0].Text != "ok block" {
+			t.Fatalf("CallTool = %+v, %v", o.res, o.err)
+		}
+		if n := registered.Load(); n < 2 {
+			t.Fatalf("registered %d times; the client did not reconnect", n)
+		}
+		if n := ts.runs.Load(); n != 1 {
+			t.Fatalf("tool ran %d times, want 1", n)
+		}
+		// A resend of the same result is acknowledged as a duplicate.
+		var ack toolResultAck
+		if err := c.Call(context.Background(), MethodToolResult, toolResultParams{SessionID: "s1", ToolCallID: "c1",
+			ToolResult: ToolResult{Content: []ContentBlock{TextBlock("again")}}}, &ack); err != nil || !ack.Duplicate {
+			t.Fatalf("resend: %v %+v", err, ack)
+		}
+		res, _ := l.CallTool(context.Background(), ToolCall{ID: "c1", Name: "block"})
+		if res.Content[0].Text != "ok block" {
+			t.Fatalf("second collection = %+v", res)
+		}
+	})
+}
+
+func TestMaxReconnectAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{})
+		f.net.setRefuse(true)
+		var attempts atomic.Int32
+		start := time.Now()
+		c := f.client(Options{Sessions: &testSessions{}, Capabilities: testCaps, MaxReconnectAttempts: 4,
+			BackoffMin: time.Second, BackoffMax: 4 * time.Second,
+			OnEvent: func(e Event) {
+				if e.Type == EventConnecting {
+					attempts.Add(1)
+				}
+			}})
+		<-c.Done()
+		err := c.Err()
+		if !errors.Is(err, ErrReconnectExhausted) || !errors.Is(err, errRefused) {
+			t.Fatalf("Err = %v, want ErrReconnectExhausted wrapping the last failure", err)
+		}
+		if n := attempts.Load(); n != 5 {
+			t.Fatalf("%d attempts, want 1 + 4 reconnects", n)
+		}
+		// Full jitter: each wait is in [0, min(4s, 1s·2^(n-1))].
+		if d := time.Since(start); d > (1+2+4+4)*time.Second {
+			t.Fatalf("backoff took %s, over its bound", d)
+		}
+		if err := c.Call(context.Background(), MethodHeartbeat, heartbeatParams{}, nil); !errors.Is(err, ErrClientStopped) {
+			t.Fatalf("Call after the end = %v, want ErrClientStopped", err)
+		}
+		f.shutdown()
+	})
+}
+
+func TestHeartbeatsKeepLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{LeaseTTL: 30 * time.Second, HeartbeatInterval: 10 * time.Second})
+		c := f.client(Options{Sessions: &testSessions{}, Capabilities: testCaps})
+		l := f.assign("s1", "noop")
+		time.Sleep(10 * time.Minute)
+		if err := l.Err(); err != nil {
+			t.Fatalf("lease ended despite heartbeats: %v", err)
+		}
+		// Without heartbeats (executor unreachable) it expires within TTL.
+		f.net.setRefuse(true)
+		f.net.drop()
+		start := time.Now()
+		<-l.Done()
+		if d := time.Since(start); d > 30*time.Second {
+			t.Fatalf("lease expired after %s", d)
+		}
+		f.net.setRefuse(false)
+		f.shutdown(c)
+	})
+}
+
+func TestWaitAssignStartsWhenAnExecutorRegisters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{})
+		got := make(chan *Lease, 1)
+		go func() {
+			l, err := f.hub.WaitAssign(context.Background(), AssignRequest{EnvironmentID: "env_1", SessionID: "s1", Tools: []string{"noop"}})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+		time.Sleep(time.Hour) // no executor: the session waits
+		synctest.Wait()
+		select {
+		case <-got:
+			t.Fatal("assigned without an executor")
+		default:
+		}
+		c := f.client(Options{Sessions: &testSessions{}, Capabilities: testCaps})
+		l := <-got
+		if l == nil || l.SessionID != "s1" {
+			t.Fatalf("lease = %+v", l)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := f.hub.WaitAssign(ctx, AssignRequest{EnvironmentID: "env_other", SessionID: "s2"}); !errors.Is(err, ErrNoExecutor) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitAssign without executor = %v", err)
+		}
+		f.shutdown(c)
+	})
+}
