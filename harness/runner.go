@@ -73,11 +73,13 @@ func (r *runner) run() {
 	for {
 		more, err := r.step(ctx)
 		if ctx.Err() != nil {
+			r.release()
 			r.h.exit(r)
 			return
 		}
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
+				r.release()
 				r.h.exit(r) // deleted
 				return
 			}
@@ -85,6 +87,7 @@ func (r *runner) run() {
 			r.h.log.Error("session runner step failed", "session", r.id, "attempt", failures, "err", err)
 			r.log = nil // retry from the log
 			if !r.internalFailure(ctx, failures, err) {
+				r.release()
 				r.h.exit(r)
 				return
 			}
@@ -101,9 +104,18 @@ func (r *runner) run() {
 		if r.linger(ctx) {
 			continue
 		}
+		r.release()
 		if r.h.exit(r) {
 			return
 		}
+	}
+}
+
+// release frees the session's placement before the runner leaves (a new
+// runner places the session again when it needs its tools).
+func (r *runner) release() {
+	if p, ok := r.h.cfg.Tools.(Placer); ok {
+		p.Release(r.id)
 	}
 }
 
@@ -291,7 +303,7 @@ func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
 			return err
 		}
 	}
-	if tx.Session().Status != ma.StatusRunning && !(tx.Session().Status == ma.StatusIdle && v.turnActive) {
+	if st := tx.Session().Status; st != ma.StatusRunning && !((st == ma.StatusIdle || st == ma.StatusRescheduling) && v.turnActive) {
 		return nil
 	}
 	if v.openSpan != "" {
@@ -486,9 +498,59 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 	return nil
 }
 
+// reschedule waits in "rescheduling" until the tools may be placed, or an
+// interrupt or shutdown comes.
+func (r *runner) reschedule(ctx context.Context, gen uint64, wait <-chan struct{}) error {
+	err := r.update(ctx, func(tx store.Tx) error {
+		if tx.Session().Status != ma.StatusRunning {
+			return nil
+		}
+		return r.setStatus(tx, ma.StatusRescheduling, &ma.Event{Type: ma.EventStatusRescheduled})
+	})
+	if err != nil {
+		return err
+	}
+	tctx, done := r.turnContext(ctx, gen)
+	defer done()
+	select {
+	case <-wait:
+	case <-tctx.Done():
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil // the next step sets the session running again, or reads the interrupt
+}
+
 // runTools runs the tool uses that may run, one at a time, recording each
 // result as soon as it is known.
 func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, uses []*toolUse) error {
+	if p, ok := r.h.cfg.Tools.(Placer); ok {
+		tctx, done := r.turnContext(ctx, gen)
+		wait, err := p.Place(tctx, sess)
+		interrupted := tctx.Err() != nil && ctx.Err() == nil
+		done()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case interrupted:
+			return nil
+		case err != nil:
+			return r.update(ctx, func(tx store.Tx) error {
+				now := r.h.now()
+				isErr := true
+				for _, u := range uses {
+					if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, IsError: &isErr, ProcessedAt: &now,
+						Content: []ma.ContentBlock{{Type: "text", Text: fmt.Sprintf("The tool %s could not run: %v", u.ev.Name, err)}}}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		case wait != nil:
+			return r.reschedule(ctx, gen, wait)
+		}
+	}
 	for _, u := range uses {
 		tctx, done := r.turnContext(ctx, gen)
 		res := r.h.cfg.Tools.RunTool(tctx, sess, ToolCall{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})

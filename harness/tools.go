@@ -30,6 +30,31 @@ type ToolRunner interface {
 	RunTool(ctx context.Context, sess *ma.Session, call ToolCall) ToolResult
 }
 
+// Placer is implemented by a ToolRunner that must place a session on a
+// machine before its tools can run (the executor hub).
+type Placer interface {
+	// Place readies the session's tools. It returns a nil channel when they
+	// can run now; otherwise a channel that is closed when placement may
+	// have become possible (the session waits in "rescheduling"). An error
+	// means the tools cannot run: each call then gets an error result.
+	Place(ctx context.Context, sess *ma.Session) (wait <-chan struct{}, err error)
+	// Release frees what Place took for the session; the runner calls it
+	// when it leaves.
+	Release(sessionID string)
+}
+
+// BuiltinTools returns the built-in tools the agent has enabled.
+func BuiltinTools(agent *ma.SessionAgent) []string {
+	p := planTools(agent)
+	var out []string
+	for _, name := range BuiltinToolNames {
+		if p.builtin[name] != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // noTools answers every call with an error result: the server has no way to
 // run built-in tools for this session.
 type noTools struct{}
@@ -72,8 +97,6 @@ func planTools(agent *ma.SessionAgent) *toolPlan {
 	for _, t := range agent.Tools {
 		switch t.Type {
 		case ma.ToolTypeAgentToolset:
-			def := ResolveToolConfig(t, "")
-			_ = def
 			for _, name := range BuiltinToolNames {
 				c := ResolveToolConfig(t, name)
 				if !c.Enabled {

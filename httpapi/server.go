@@ -41,6 +41,10 @@ type Config struct {
 	// PollInterval is how often streams re-check the log without a wake-up
 	// (default 2 s).
 	PollInterval time.Duration
+	// Executors serves /v1/executor/ (the executor hub: token endpoint and
+	// WebSocket connect). Those paths authenticate with environment keys
+	// and executor tokens, not API keys.
+	Executors http.Handler
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -108,6 +112,9 @@ func (s *Server) routes() {
 	s.handle("POST /v1/environments/{id}", smallBody, s.updateEnvironment)
 	s.handle("POST /v1/environments/{id}/archive", smallBody, s.archiveEnvironment)
 	s.handle("DELETE /v1/environments/{id}", smallBody, s.deleteEnvironment)
+	s.handle("POST /v1/environments/{id}/keys", smallBody, s.createEnvironmentKey)
+	s.handle("GET /v1/environments/{id}/keys", smallBody, s.listEnvironmentKeys)
+	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, s.revokeEnvironmentKey)
 
 	s.handle("POST /v1/sessions", big, s.createSession)
 	s.handle("GET /v1/sessions", smallBody, s.listSessions)
@@ -148,6 +155,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, errf(http.StatusInternalServerError, ma.ErrAPI, "internal server error"))
 		}
 	}()
+	if strings.HasPrefix(r.URL.Path, "/v1/executor/") && s.cfg.Executors != nil {
+		s.cfg.Executors.ServeHTTP(w, r)
+		return
+	}
 	if r.URL.Path != "/healthz" {
 		if err := s.cfg.Auth.Check(r.Context(), r); err != nil {
 			s.writeError(w, r, err)

@@ -28,6 +28,7 @@ var (
 // Store is the persistence interface every backend implements.
 type Store interface {
 	Keys
+	EnvironmentKeys
 	Agents
 	Environments
 	Sessions
@@ -54,6 +55,27 @@ type APIKey struct {
 	Hint      string // the last characters of the key, to recognise it
 	CreatedAt time.Time
 	RevokedAt *time.Time
+}
+
+// EnvironmentKeys stores the hashed keys of environments.
+type EnvironmentKeys interface {
+	CreateEnvironmentKey(ctx context.Context, k EnvironmentKey) error
+	// EnvironmentKeyByHash returns the key with that hash, revoked or not.
+	EnvironmentKeyByHash(ctx context.Context, hash string) (EnvironmentKey, error)
+	// ListEnvironmentKeys lists an environment's keys, oldest first.
+	ListEnvironmentKeys(ctx context.Context, environmentID string) ([]EnvironmentKey, error)
+	// RevokeEnvironmentKey marks a key of the environment revoked.
+	RevokeEnvironmentKey(ctx context.Context, environmentID, id string, at time.Time) (EnvironmentKey, error)
+}
+
+// EnvironmentKey is a stored environment key (its hash only).
+type EnvironmentKey struct {
+	ID            string
+	EnvironmentID string
+	Hash          string
+	Hint          string
+	CreatedAt     time.Time
+	RevokedAt     *time.Time
 }
 
 // Agents stores agents as immutable versions.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/bus"
+	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/model"
@@ -35,7 +36,12 @@ type Config struct {
 	Retry  harness.RetryPolicy
 	// IdleLinger: see harness.Config.
 	IdleLinger time.Duration
-	Tools      harness.ToolRunner
+	// Tools replaces the executor hub as the runner of built-in tools
+	// (tests).
+	Tools harness.ToolRunner
+	// Hub tunes the executor hub (lease TTL, heartbeats); Credentials is
+	// set by New.
+	Hub executor.HubOptions
 	Logger     *slog.Logger
 	// HTTP tunes the API (ping and poll intervals, body limit).
 	HTTP httpapi.Config
@@ -47,6 +53,8 @@ type App struct {
 	Bus     *bus.Bus
 	Harness *harness.Harness
 	API     *httpapi.Server
+	Hub     *executor.Hub
+	tools   *hubTools
 	log     *slog.Logger
 	srv     *http.Server
 }
@@ -75,12 +83,23 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		models["scripted"] = &scripted.Provider{Dir: filepath.Join(cfg.DataDir, "scripts")}
 	}
 	b := bus.New()
-	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: cfg.Tools, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, Logger: cfg.Logger})
+	hubOpts := cfg.Hub
+	hubOpts.Credentials = credentials{st}
+	if hubOpts.Logger == nil {
+		hubOpts.Logger = cfg.Logger
+	}
+	hub := executor.NewHub(hubOpts)
+	ht := newHubTools(hub, st, filepath.Join(cfg.DataDir, "workspaces"), cfg.Logger)
+	tools := cfg.Tools
+	if tools == nil {
+		tools = ht
+	}
+	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, Logger: cfg.Logger})
 	hc := cfg.HTTP
-	hc.Store, hc.Bus, hc.Harness, hc.Logger = st, b, h, cfg.Logger
+	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors = st, b, h, cfg.Logger, hub
 	hc.Auth = &httpapi.Authenticator{Keys: st, Bootstrap: cfg.BootstrapKey}
 	api := httpapi.New(hc)
-	return &App{Store: st, Bus: b, Harness: h, API: api, log: cfg.Logger}, nil
+	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, tools: ht, log: cfg.Logger}, nil
 }
 
 // Start resumes interrupted sessions and serves the API on ln until
@@ -98,18 +117,23 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Shutdown ends streams cleanly, stops accepting requests, stops session
-// runners at a safe point and closes the store.
+// Shutdown ends streams cleanly, stops session runners at a safe point,
+// drains executors (close code 4005: they reconnect to the next server),
+// stops accepting requests and closes the store.
 func (a *App) Shutdown(ctx context.Context) error {
 	a.API.Shutdown()
 	var errs []error
+	if err := a.Harness.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("harness: %w", err))
+	}
+	a.tools.stop()
+	if err := a.Hub.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("executor hub: %w", err))
+	}
 	if a.srv != nil {
 		if err := a.srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
-	}
-	if err := a.Harness.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("harness: %w", err))
 	}
 	errs = append(errs, a.Store.Close())
 	return errors.Join(errs...)

@@ -287,3 +287,21 @@ func stopChild(t *testing.T, c *child) {
 		t.Error("reins serve did not stop within 15 s of SIGTERM")
 	}
 }
+
+func httpNewRequest(method, url, bearer string) (*http.Request, error) {
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	return req, nil
+}
+
+func httpDo(req *http.Request) (int, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

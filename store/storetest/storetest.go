@@ -24,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		fn   func(*testing.T, store.Store)
 	}{
 		{"APIKeys", testAPIKeys},
+		{"EnvironmentKeys", testEnvironmentKeys},
 		{"AgentVersions", testAgentVersions},
 		{"AgentListPaging", testAgentListPaging},
 		{"Environments", testEnvironments},
@@ -455,5 +456,34 @@ func testEventFilters(t *testing.T, s store.Store) {
 	l, _ = s.ListEvents(ctx, sess.ID, store.EventQuery{After: 2, Limit: 2})
 	if len(l) != 2 || l[0].Seq != 3 || l[1].Seq != 4 {
 		t.Fatalf("after: %+v", l)
+	}
+}
+
+func testEnvironmentKeys(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	k := store.EnvironmentKey{ID: "ekey_1", EnvironmentID: "env_a", Hash: "eh1", Hint: "wxyz", CreatedAt: time.Now()}
+	if err := s.CreateEnvironmentKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateEnvironmentKey(ctx, store.EnvironmentKey{ID: "ekey_2", EnvironmentID: "env_b", Hash: "eh1", CreatedAt: time.Now()}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("duplicate hash: %v", err)
+	}
+	got, err := s.EnvironmentKeyByHash(ctx, "eh1")
+	if err != nil || got.EnvironmentID != "env_a" || got.RevokedAt != nil {
+		t.Fatalf("by hash: %+v %v", got, err)
+	}
+	if _, err := s.RevokeEnvironmentKey(ctx, "env_b", "ekey_1", time.Now()); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("revoke through another environment: %v", err)
+	}
+	rk, err := s.RevokeEnvironmentKey(ctx, "env_a", "ekey_1", time.Now())
+	if err != nil || rk.RevokedAt == nil {
+		t.Fatalf("revoke: %+v %v", rk, err)
+	}
+	list, err := s.ListEnvironmentKeys(ctx, "env_a")
+	if err != nil || len(list) != 1 || list[0].RevokedAt == nil {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	if l, _ := s.ListEnvironmentKeys(ctx, "env_b"); len(l) != 0 {
+		t.Fatalf("keys of another environment listed: %+v", l)
 	}
 }

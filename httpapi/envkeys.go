@@ -1,0 +1,76 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/ids"
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/store"
+)
+
+// environmentKey is an environment key as listed (never the secret).
+type environmentKey struct {
+	Type          string  `json:"type"`
+	ID            string  `json:"id"`
+	EnvironmentID string  `json:"environment_id"`
+	Hint          string  `json:"hint"`
+	CreatedAt     string  `json:"created_at"`
+	RevokedAt     *string `json:"revoked_at"`
+}
+
+func keyView(k store.EnvironmentKey) environmentKey {
+	return environmentKey{Type: "environment_key", ID: k.ID, EnvironmentID: k.EnvironmentID, Hint: k.Hint,
+		CreatedAt: ma.Time(k.CreatedAt), RevokedAt: ma.TimePtr(k.RevokedAt)}
+}
+
+// createEnvironmentKey mints a key for an environment's executors and
+// workers; the key is in this response only.
+func (s *Server) createEnvironmentKey(w http.ResponseWriter, r *http.Request) error {
+	env, err := s.cfg.Store.GetEnvironment(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if env.ArchivedAt != nil {
+		return conflict("environment %s is archived; it takes no new keys", env.ID)
+	}
+	key, hash := executor.NewEnvironmentKey()
+	k := store.EnvironmentKey{ID: ids.New("ekey_"), EnvironmentID: env.ID, Hash: hash, Hint: key[len(key)-4:], CreatedAt: time.Now().UTC()}
+	if err := s.cfg.Store.CreateEnvironmentKey(r.Context(), k); err != nil {
+		return err
+	}
+	writeJSON(w, struct {
+		Type      string `json:"type"`
+		ID        string `json:"id"`
+		Key       string `json:"key"`
+		CreatedAt string `json:"created_at"`
+	}{"environment_key", k.ID, key, ma.Time(k.CreatedAt)})
+	return nil
+}
+
+func (s *Server) listEnvironmentKeys(w http.ResponseWriter, r *http.Request) error {
+	env, err := s.cfg.Store.GetEnvironment(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	keys, err := s.cfg.Store.ListEnvironmentKeys(r.Context(), env.ID)
+	if err != nil {
+		return err
+	}
+	page := ma.Page[environmentKey]{Data: make([]environmentKey, len(keys))}
+	for i, k := range keys {
+		page.Data[i] = keyView(k)
+	}
+	writeJSON(w, page)
+	return nil
+}
+
+func (s *Server) revokeEnvironmentKey(w http.ResponseWriter, r *http.Request) error {
+	k, err := s.cfg.Store.RevokeEnvironmentKey(r.Context(), r.PathValue("id"), r.PathValue("key_id"), time.Now())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, keyView(k))
+	return nil
+}

@@ -1,0 +1,213 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/harness"
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/store"
+)
+
+// credentials lets the executor hub check environment keys against the
+// store.
+type credentials struct{ st store.Store }
+
+func (c credentials) VerifyEnvironmentKey(ctx context.Context, keyHash string) (string, error) {
+	k, err := c.st.EnvironmentKeyByHash(ctx, keyHash)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: unknown environment key", executor.ErrCredentialRejected)
+	}
+	if err != nil {
+		return "", err
+	}
+	if k.RevokedAt != nil {
+		return "", fmt.Errorf("%w: environment key %s was revoked", executor.ErrCredentialRejected, k.ID)
+	}
+	env, err := c.st.GetEnvironment(ctx, k.EnvironmentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: environment %s was deleted", executor.ErrCredentialRejected, k.EnvironmentID)
+	}
+	if err != nil {
+		return "", err
+	}
+	if env.ArchivedAt != nil {
+		return "", fmt.Errorf("%w: environment %s is archived", executor.ErrCredentialRejected, env.ID)
+	}
+	return env.ID, nil
+}
+
+func (credentials) VerifyMachineToken(context.Context, string) (string, error) {
+	return "", fmt.Errorf("%w: this server does not issue machine tokens yet", executor.ErrCredentialRejected)
+}
+
+// hubTools runs built-in tools through the executor hub: sessions of
+// self-hosted environments on remote executors, sessions of cloud
+// environments on an in-process executor per environment. It implements
+// harness.ToolRunner and harness.Placer.
+type hubTools struct {
+	hub       *executor.Hub
+	st        store.Store
+	workspace string // root of the local executors' workspaces
+	log       *slog.Logger
+
+	ctx    context.Context // lifetime of the local executors
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	leases map[string]*executor.Lease
+	locals map[string]*executor.Client
+}
+
+func newHubTools(hub *executor.Hub, st store.Store, workspace string, log *slog.Logger) *hubTools {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &hubTools{hub: hub, st: st, workspace: workspace, log: log, ctx: ctx, cancel: cancel,
+		leases: map[string]*executor.Lease{}, locals: map[string]*executor.Client{}}
+}
+
+// localRegistrationWait bounds how long a cloud session waits for its
+// in-process executor to register.
+const localRegistrationWait = 10 * time.Second
+
+// Place implements harness.Placer.
+func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (<-chan struct{}, error) {
+	t.mu.Lock()
+	l := t.leases[sess.ID]
+	t.mu.Unlock()
+	if l != nil {
+		select {
+		case <-l.Done():
+			t.drop(sess.ID, l)
+		default:
+			return nil, nil
+		}
+	}
+	env, err := t.st.GetEnvironment(ctx, sess.EnvironmentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("environment %s no longer exists", sess.EnvironmentID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	req := executor.AssignRequest{EnvironmentID: env.ID, SessionID: sess.ID, Tools: harness.BuiltinTools(&sess.Agent)}
+	if env.Config.Type != ma.EnvSelfHosted {
+		if err := t.ensureLocal(env.ID); err != nil {
+			return nil, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, localRegistrationWait)
+		defer cancel()
+		l, err = t.hub.WaitAssign(wctx, req)
+	} else {
+		changed := t.hub.Changed(env.ID)
+		l, err = t.hub.Assign(ctx, req)
+		if errors.Is(err, executor.ErrNoExecutor) {
+			return changed, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.leases[sess.ID] = l
+	t.mu.Unlock()
+	return nil, nil
+}
+
+func (t *hubTools) drop(sessionID string, l *executor.Lease) {
+	t.mu.Lock()
+	if t.leases[sessionID] == l {
+		delete(t.leases, sessionID)
+	}
+	t.mu.Unlock()
+}
+
+// ensureLocal starts the in-process executor of a cloud environment.
+func (t *hubTools) ensureLocal(envID string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c := t.locals[envID]; c != nil {
+		select {
+		case <-c.Done():
+		default:
+			return nil
+		}
+	}
+	if t.ctx.Err() != nil {
+		return errors.New("the server is shutting down")
+	}
+	dir := filepath.Join(t.workspace, envID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	c := executor.NewLocal(t.hub, executor.LocalOptions{EnvironmentID: envID, Workspace: dir, Logger: t.log})
+	t.locals[envID] = c
+	t.wg.Go(func() {
+		if err := c.Run(t.ctx); err != nil && t.ctx.Err() == nil {
+			t.log.Error("local executor stopped", "environment", envID, "err", err)
+		}
+	})
+	return nil
+}
+
+// outcomeUnknown is what the model reads when the executor was lost
+// before it reported a result.
+const outcomeUnknown = "The executor running this tool was lost before it reported a result: the tool may or may not have run. Check its effects before running it again."
+
+// RunTool implements harness.ToolRunner.
+func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
+	t.mu.Lock()
+	l := t.leases[sess.ID]
+	t.mu.Unlock()
+	if l == nil {
+		return harness.ErrorResult(fmt.Sprintf("The tool %s could not run: the session has no executor.", call.Name))
+	}
+	res, err := l.CallTool(ctx, executor.ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
+	switch {
+	case err == nil:
+	case errors.Is(err, executor.ErrToolOutcomeUnknown), errors.Is(err, executor.ErrSessionEnded):
+		t.drop(sess.ID, l)
+		return harness.ErrorResult(outcomeUnknown)
+	case ctx.Err() != nil:
+		return harness.ErrorResult("The tool call was interrupted.")
+	default:
+		return harness.ErrorResult(fmt.Sprintf("The tool %s could not run: %v", call.Name, err))
+	}
+	out := harness.ToolResult{IsError: res.IsError}
+	for _, b := range res.Content {
+		out.Content = append(out.Content, ma.ContentBlock{Type: b.Type, Text: b.Text})
+	}
+	if len(out.Content) == 0 {
+		out.Content = []ma.ContentBlock{{Type: "text", Text: "(no output)"}}
+	}
+	return out
+}
+
+// Release implements harness.Placer.
+func (t *hubTools) Release(sessionID string) {
+	t.mu.Lock()
+	l := t.leases[sessionID]
+	delete(t.leases, sessionID)
+	t.mu.Unlock()
+	if l == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.Release(ctx); err != nil {
+		t.log.Debug("release lease", "session", sessionID, "err", err)
+	}
+}
+
+// stop stops the local executors.
+func (t *hubTools) stop() {
+	t.cancel()
+	t.wg.Wait()
+}
