@@ -55,6 +55,8 @@ type rpcConn struct {
 	done chan struct{} // closed when the connection ended
 	wg   sync.WaitGroup
 
+	lr io.LimitedReader // the read loop's frame reader, reused
+
 	wmu  sync.Mutex  // serializes writes
 	wdog *time.Timer // closes the connection when a write takes too long
 }
@@ -148,7 +150,8 @@ func (c *rpcConn) readOne(ctx context.Context) error {
 	buf := framePool.Get().(*bytes.Buffer)
 	defer putFrame(buf)
 	buf.Reset()
-	if _, err := buf.ReadFrom(io.LimitReader(r, c.maxFrame+1)); err != nil {
+	c.lr = io.LimitedReader{R: r, N: c.maxFrame + 1}
+	if _, err := buf.ReadFrom(&c.lr); err != nil {
 		return err
 	}
 	data := buf.Bytes() // decodeFrame copies what it keeps

@@ -37,12 +37,12 @@ func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 		return nil, nullID, NewRPCError(CodeInvalidRequest, "").withDetail(detail)
 	}
 	var raw struct {
-		JSONRPC *string          `json:"jsonrpc"`
-		ID      json.RawMessage  `json:"id"`
-		Method  *string          `json:"method"`
-		Params  json.RawMessage  `json:"params"`
-		Result  json.RawMessage  `json:"result"`
-		Error   *json.RawMessage `json:"error"`
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"` // "" is absent or empty: invalid either way
+		Params  json.RawMessage `json:"params"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		var se *json.SyntaxError
@@ -50,6 +50,9 @@ func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 			return nil, nullID, NewRPCError(CodeParseError, "")
 		}
 		return nil, idOf(data), NewRPCError(CodeInvalidRequest, "").withDetail(err.Error())
+	}
+	if bytes.Equal(raw.Error, nullID) {
+		raw.Error = nil
 	}
 	id := raw.ID
 	if id != nil && !validID(id) {
@@ -59,15 +62,12 @@ func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 	if replyID == nil {
 		replyID = nullID
 	}
-	if raw.JSONRPC == nil || *raw.JSONRPC != "2.0" {
+	if raw.JSONRPC != "2.0" {
 		return nil, replyID, NewRPCError(CodeInvalidRequest, "").withDetail(`jsonrpc must be "2.0"`)
 	}
 	m := &message{JSONRPC: "2.0", ID: id}
 	switch {
-	case raw.Method != nil:
-		if *raw.Method == "" {
-			return nil, replyID, NewRPCError(CodeInvalidRequest, "").withDetail("empty method")
-		}
+	case raw.Method != "":
 		if raw.Result != nil || raw.Error != nil {
 			return nil, replyID, NewRPCError(CodeInvalidRequest, "").withDetail("a request has no result or error")
 		}
@@ -77,13 +77,13 @@ func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 		if bytes.Equal(id, nullID) {
 			return nil, nullID, NewRPCError(CodeInvalidRequest, "").withDetail("a request id must not be null")
 		}
-		m.Method = *raw.Method
+		m.Method = raw.Method
 		m.Params = raw.Params
 	case id != nil && (raw.Result != nil) != (raw.Error != nil):
 		m.Result = raw.Result
 		if raw.Error != nil {
 			var e JSONRPCError
-			if err := json.Unmarshal(*raw.Error, &e); err != nil {
+			if err := json.Unmarshal(raw.Error, &e); err != nil {
 				return nil, nil, NewRPCError(CodeInvalidRequest, "").withDetail("malformed error object")
 			}
 			m.Error = &e

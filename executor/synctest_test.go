@@ -217,3 +217,44 @@ func TestWaitAssignStartsWhenAnExecutorRegisters(t *testing.T) {
 		f.shutdown(c)
 	})
 }
+
+func TestRunToolPlacesAndReplaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{})
+		ts := &testSessions{gate: make(chan struct{})}
+		a := f.client(Options{Sessions: ts, Capabilities: testCaps})
+		req := AssignRequest{EnvironmentID: "env_1", SessionID: "s1", Tools: []string{"noop", "block"}}
+		ctx := context.Background()
+		res, err := f.hub.RunTool(ctx, req, ToolCall{ID: "c1", Name: "noop"})
+		if err != nil || res.Content[0].Text != "ok noop" {
+			t.Fatalf("first call: %v %+v", err, res)
+		}
+		// The executor is lost mid-call: the model gets the outcome-unknown result.
+		done := make(chan ToolResult, 1)
+		go func() {
+			res, err := f.hub.RunTool(ctx, req, ToolCall{ID: "c2", Name: "block"})
+			if !errors.Is(err, ErrToolOutcomeUnknown) {
+				t.Errorf("lost call: %v", err)
+			}
+			done <- res
+		}()
+		synctest.Wait()
+		f.net.setRefuse(true)
+		f.net.drop()
+		if res := <-done; res.ErrorCode != "tool_outcome_unknown" || res.Content[0].Text != OutcomeUnknownText {
+			t.Fatalf("lost call result: %+v", res)
+		}
+		// The next call waits for an executor and runs there.
+		f.net.setRefuse(false)
+		b := f.client(Options{Sessions: &testSessions{}, Capabilities: testCaps, Executor: ExecutorInfo{Name: "exec-b"}})
+		res, err = f.hub.RunTool(ctx, req, ToolCall{ID: "c3", Name: "noop"})
+		if err != nil || res.IsError {
+			t.Fatalf("after the loss: %v %+v", err, res)
+		}
+		if err := f.hub.EndSession(ctx, "s1"); err != nil {
+			t.Fatal(err)
+		}
+		close(ts.gate)
+		f.shutdown(a, b)
+	})
+}

@@ -37,13 +37,17 @@ type shell struct {
 	done  chan struct{}
 }
 
-// shellEnv is the environment of the shell and of processes.
-func shellEnv(dir string) []string {
+// env is the environment of the shell, processes and terminals.
+func (w *Workspace) env() []string {
 	path := os.Getenv("PATH")
 	if path == "" {
 		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	}
-	return []string{"PATH=" + path, "HOME=" + dir, "PWD=" + dir, "TERM=dumb", "LANG=C.UTF-8", "PAGER=cat", "GIT_PAGER=cat"}
+	env := []string{"PATH=" + path, "HOME=" + w.dir, "PWD=" + w.dir, "TERM=dumb", "LANG=C.UTF-8", "PAGER=cat", "GIT_PAGER=cat"}
+	if w.tmp != "" {
+		env = append(env, "TMPDIR="+w.tmp)
+	}
+	return env
 }
 
 func startShell(w *Workspace) (*shell, error) {
@@ -61,7 +65,7 @@ func startShell(w *Workspace) (*shell, error) {
 	}
 	cmd := exec.Command("bash", "--noprofile", "--norc")
 	cmd.Dir = w.dir
-	cmd.Env = shellEnv(w.dir)
+	cmd.Env = w.env()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()

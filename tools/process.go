@@ -117,7 +117,7 @@ func (p *processes) start(id string, spec ProcessSpec, onExit func(ProcessExit))
 	}
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Dir = p.w.dir + "/" + cwd
-	cmd.Env = shellEnv(p.w.dir)
+	cmd.Env = p.w.env()
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+spec.Env[k])
 	}

@@ -19,8 +19,9 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 var deviceDirs = []string{"/dev"}
 
 // sandbox confines the processes a workspace starts with Landlock: the
-// workspace is writable (readable only when read-only), system directories
-// are readable and executable, nothing else is reachable.
+// workspace is writable (readable only when read-only), so is the
+// workspace's private temporary directory, system directories are readable
+// and executable, nothing else is reachable.
 type sandbox struct {
 	mu     sync.Mutex
 	fd     int // the Landlock ruleset; -1 when Landlock is unavailable
@@ -43,7 +44,7 @@ func fsRights(abi int) uint64 {
 
 const fileRights = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
 
-func newSandbox(dir string, readOnly bool, logger *slog.Logger) *sandbox {
+func newSandbox(dir string, readOnly bool, tmp string, logger *slog.Logger) *sandbox {
 	s := &sandbox{fd: -1}
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
@@ -66,6 +67,9 @@ func newSandbox(dir string, readOnly bool, logger *slog.Logger) *sandbox {
 	}
 	for _, p := range deviceDirs {
 		addRule(fd, p, all, all)
+	}
+	if tmp != "" {
+		addRule(fd, tmp, all, all)
 	}
 	if err := addRule(fd, dir, ws, all); err != nil {
 		unix.Close(fd)

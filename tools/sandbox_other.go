@@ -6,7 +6,7 @@ import "log/slog"
 
 type sandbox struct{}
 
-func newSandbox(dir string, readOnly bool, logger *slog.Logger) *sandbox {
+func newSandbox(dir string, readOnly bool, tmp string, logger *slog.Logger) *sandbox {
 	logger.Warn("landlock is only available on Linux: bash and processes run without file system confinement", "workspace", dir)
 	return &sandbox{}
 }

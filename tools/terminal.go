@@ -68,7 +68,7 @@ func (s *Session) OpenTerminal(id string, argv []string, cols, rows uint16, outp
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = s.w.dir
-	cmd.Env = append(shellEnv(s.w.dir), "TERM=xterm-256color")
+	cmd.Env = append(s.w.env(), "TERM=xterm-256color")
 	var tty *os.File
 	err := s.w.sandbox.start(func() error {
 		var err error

@@ -221,7 +221,7 @@ func TestBashConfinedByLandlock(t *testing.T) {
 			t.Fatalf("bash read outside the workspace under Landlock: %q", got.Text())
 		}
 		// Inside the workspace it still works, and system tools run.
-		if out := f.ok("bash", m{"command": "cd " + f.dir + " && echo ok > in.txt && cat in.txt && ls /usr/bin >/dev/null && echo sys"}); out != "ok\nsys" {
+		if out := f.ok("bash", m{"command": "cd " + f.dir + " && echo ok > in.txt && cat in.txt && ls /usr/bin >/dev/null && echo sys && mktemp >/dev/null && echo tmp"}); out != "ok\nsys\ntmp" {
 			t.Fatalf("inside the workspace: %q", out)
 		}
 		t.Logf("landlock in force: %q", got.Text())

@@ -32,6 +32,7 @@ type WorkspaceOptions struct {
 // resolved through an [os.Root] so that nothing escapes it.
 type Workspace struct {
 	dir     string
+	tmp     string // private TMPDIR of bash and processes, outside the workspace
 	root    *os.Root
 	opts    WorkspaceOptions
 	sandbox *sandbox
@@ -57,8 +58,13 @@ func OpenWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 		return nil, fmt.Errorf("tools: open workspace: %w", err)
 	}
 	w := &Workspace{dir: abs, root: root, opts: opts}
+	// Programs need a writable temporary directory, and under Landlock /tmp
+	// is out of reach: each workspace gets a private one.
+	if tmp, err := os.MkdirTemp("", "reins-tmp-"); err == nil {
+		w.tmp = tmp
+	}
 	if !opts.NoSandbox {
-		w.sandbox = newSandbox(abs, opts.ReadOnly, opts.Logger)
+		w.sandbox = newSandbox(abs, opts.ReadOnly, w.tmp, opts.Logger)
 	}
 	return w, nil
 }
@@ -76,6 +82,9 @@ func (w *Workspace) Sandboxed() bool { return w.sandbox != nil && w.sandbox.enab
 func (w *Workspace) Close() error {
 	if w.sandbox != nil {
 		w.sandbox.close()
+	}
+	if w.tmp != "" {
+		os.RemoveAll(w.tmp)
 	}
 	return w.root.Close()
 }
