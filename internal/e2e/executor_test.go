@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/app"
 )
 
 // toolScript asks the scripted model for one call of each built-in tool.
@@ -162,4 +165,82 @@ func TestSelfHostedEnvironmentWithExecutorChild(t *testing.T) {
 	if resp != 401 {
 		t.Fatalf("token endpoint with a revoked key: %d, want 401", resp)
 	}
+}
+
+// startExecutor runs a reins executor child process.
+func startExecutor(t *testing.T, bin, url, key, name string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "executor", "--url", url, "--environment-key", key, "--workspace", t.TempDir(), "--name", name)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, out.String())
+		}
+	})
+	return cmd
+}
+
+func TestExecutorKilledMidToolThenAnotherTakesOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs reins executor")
+	}
+	bin, err := buildReins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startWith(t, options{}, func(c *app.Config) {
+		c.Hub = executor.HubOptions{LeaseTTL: 2 * time.Second, HeartbeatInterval: 300 * time.Millisecond}
+	})
+	ctx := context.Background()
+	env, err := s.client.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "hands",
+		Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfSelfHosted: &anthropic.BetaSelfHostedConfigParams{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key struct{ Key string }
+	if _, err := call(s.url, s.key, "POST", "/v1/environments/"+env.ID+"/keys", nil, &key); err != nil {
+		t.Fatal(err)
+	}
+	a := s.newAgent(t, "scripted", toolset(false))
+	sess := s.newSession(t, a.ID, env.ID)
+	st := s.openStream(t, sess.ID)
+
+	first := startExecutor(t, bin, s.url, key.Key, "first")
+	s.send(t, sess.ID, userMessage(`@tool bash {"command":"echo started; sleep 60"}`))
+	st.until(func(f frame) bool { return f.Type == "agent.tool_use" })
+	time.Sleep(500 * time.Millisecond) // the tool is running on the first executor
+	startExecutor(t, bin, s.url, key.Key, "second")
+	killed := time.Now()
+	first.Process.Signal(syscall.SIGKILL)
+	got := st.until(isIdle)
+	var result frame
+	for _, f := range got {
+		if f.Type == "agent.tool_result" {
+			result = f
+		}
+	}
+	if result.IsError == nil || !*result.IsError || !strings.Contains(result.Content[0].Text, "may or may not have run") {
+		t.Fatalf("result after the kill: %+v (%v)", result, types(got))
+	}
+	if d := time.Since(killed); d > 2*time.Second+3*time.Second {
+		t.Fatalf("outcome-unknown result after %s; lease TTL is 2s", d)
+	}
+	// The session continues on the second executor.
+	s.send(t, sess.ID, userMessage(`@tool bash {"command":"echo on the second"}`))
+	got = st.until(isIdle)
+	for _, f := range got {
+		if f.Type == "agent.tool_result" {
+			if (f.IsError != nil && *f.IsError) || !strings.Contains(f.Content[0].Text, "on the second") {
+				t.Fatalf("second executor result: %+v", f)
+			}
+			return
+		}
+	}
+	t.Fatalf("no tool result on the second executor: %v", types(got))
 }

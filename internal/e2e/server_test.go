@@ -42,6 +42,12 @@ type options struct {
 
 func start(t *testing.T, o options) *server {
 	t.Helper()
+	return startWith(t, o, nil)
+}
+
+// startWith is start with a hook to adjust the app configuration.
+func startWith(t *testing.T, o options, adjust func(*app.Config)) *server {
+	t.Helper()
 	ctx := context.Background()
 	if o.dir == "" {
 		o.dir = t.TempDir()
@@ -49,8 +55,12 @@ func start(t *testing.T, o options) *server {
 	if o.retry.BaseDelay == 0 {
 		o.retry = harness.RetryPolicy{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond}
 	}
-	a, err := app.New(ctx, app.Config{DataDir: o.dir, Models: o.models, Retry: o.retry, Tools: o.tools,
-		HTTP: httpapi.Config{PingInterval: 200 * time.Millisecond, PollInterval: 100 * time.Millisecond}})
+	cfg := app.Config{DataDir: o.dir, Models: o.models, Retry: o.retry, Tools: o.tools,
+		HTTP: httpapi.Config{PingInterval: 200 * time.Millisecond, PollInterval: 100 * time.Millisecond}}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	a, err := app.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
