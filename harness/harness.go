@@ -29,6 +29,10 @@ type Config struct {
 	Retry RetryPolicy
 	// MaxTokens bounds each model response (0 = the provider's default).
 	MaxTokens int
+	// ContextWindow returns a model's context window in tokens (0: the
+	// default, 200,000; 128,000 for openai/*). When a request approaches
+	// it, older turns are compacted into a summary.
+	ContextWindow func(modelID string) int
 	// IdleLinger is how long a runner stays after its session went idle,
 	// keeping its in-memory view of the log warm for the next message
 	// (default 30 s; negative = exit at once). After it, an idle session

@@ -3,8 +3,10 @@ package harness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -359,6 +361,66 @@ func TestInternalFailurePolicy(t *testing.T) {
 		}
 		if f.status() != ma.StatusTerminated || last(evs, ma.EventStatusTerminated).ID == "" {
 			t.Fatalf("status %s", f.status())
+		}
+	})
+}
+
+// requestModel records the requests it gets and echoes.
+type requestModel struct {
+	mu   sync.Mutex
+	reqs []*model.Request
+}
+
+func (m *requestModel) Stream(_ context.Context, req *model.Request, _ model.Sink) (*model.Response, error) {
+	m.mu.Lock()
+	m.reqs = append(m.reqs, req)
+	m.mu.Unlock()
+	return &model.Response{Content: []model.Block{{Type: model.BlockText, Text: strings.Repeat("answer ", 30)}}, StopReason: model.StopEndTurn}, nil
+}
+
+func TestLongConversationsAreCompacted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t, nil)
+		rm := &requestModel{}
+		f.h.Shutdown(context.Background())
+		const window = 600 // tokens: about 2,400 bytes
+		f.h = New(Config{Store: f.st, Bus: bus.New(), Model: rm, ContextWindow: func(string) int { return window }})
+		t.Cleanup(func() { f.h.Shutdown(context.Background()) })
+		for i := range 12 {
+			f.message(fmt.Sprintf("message %d: %s", i, strings.Repeat("words ", 40)))
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		evs := f.events()
+		compactions := 0
+		for _, e := range evs {
+			if e.Type == ma.EventAgentContextCompacted {
+				compactions++
+				if e.CompactedThrough == "" || !strings.Contains(e.Content[0].Text, "reins compacted") {
+					t.Fatalf("compaction event %+v", e)
+				}
+			}
+		}
+		if compactions == 0 {
+			t.Fatal("no compaction in a conversation far beyond the window")
+		}
+		if last(evs, ma.EventStatusIdle).StopReason.Type != ma.StopEndTurn {
+			t.Fatal("the last turn did not end normally")
+		}
+		rm.mu.Lock()
+		defer rm.mu.Unlock()
+		for i, req := range rm.reqs {
+			if est := estimateTokens(req.System, req.Messages, req.Tools); est > window {
+				t.Fatalf("request %d estimated at %d tokens, over the %d window", i, est, window)
+			}
+		}
+		lastReq := rm.reqs[len(rm.reqs)-1]
+		first := lastReq.Messages[0].Content[0].Text
+		if !strings.HasPrefix(first, "[reins compacted") || !strings.Contains(first, "message") {
+			t.Fatalf("the compacted transcript starts with %q", first)
+		}
+		if got := lastReq.Messages[len(lastReq.Messages)-1].Content; !strings.Contains(got[len(got)-1].Text, "message 11") {
+			t.Fatalf("the latest message is not kept verbatim: %+v", got)
 		}
 	})
 }

@@ -72,6 +72,19 @@ func (b *transcriptBuilder) add(role model.Role, blocks ...model.Block) {
 // project folds a session's live events (in log order) into a view.
 func project(events []ma.Event) *view {
 	v := &view{byID: make(map[string]*toolUse)}
+	// The latest compaction hides the transcript up to its cut point and
+	// starts the transcript with its summary.
+	hideThrough, summary := "", ""
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == ma.EventAgentContextCompacted && events[i].CompactedThrough != "" {
+			hideThrough = events[i].CompactedThrough
+			for _, c := range events[i].Content {
+				summary += c.Text
+			}
+			break
+		}
+	}
+	hiding := hideThrough != ""
 	var tb transcriptBuilder
 	var open []*toolUse // tool uses of the current model response(s) without a transcript result yet
 	closeOpen := func(reason string) {
@@ -86,6 +99,12 @@ func project(events []ma.Event) *view {
 		open = nil
 	}
 	for _, ev := range events {
+		if hiding && ev.ID == hideThrough {
+			// Everything so far is folded into the summary.
+			hiding = false
+			tb.msgs = []model.Message{{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: summary}}}}
+			open = nil
+		}
 		switch ev.Type {
 		case ma.EventUserMessage, ma.EventSystemMessage:
 			if ev.ProcessedAt == nil {

@@ -361,6 +361,19 @@ func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v 
 	if sess.Agent.Model.Effort != nil {
 		req.Effort = sess.Agent.Model.Effort.Type
 	}
+	window := r.h.contextWindow(req.Model)
+	if estimateTokens(req.System, req.Messages, req.Tools) > int(float64(window)*compactAt) {
+		if through, summary, ok := compaction(r.log.events, window); ok {
+			err := r.update(ctx, func(tx store.Tx) error {
+				now := r.h.now()
+				return tx.Append(&ma.Event{Type: ma.EventAgentContextCompacted, ProcessedAt: &now, CompactedThrough: through,
+					Content: []ma.ContentBlock{{Type: "text", Text: summary}}})
+			})
+			// The next step projects the compacted log and calls the model.
+			return err
+		}
+		r.h.log.Warn("transcript near the context window and no turn boundary to compact at", "session", sess.ID, "window", window)
+	}
 	policy := r.h.cfg.Retry
 	for attempt := 1; ; attempt++ {
 		startID := ids.New(ids.Event)

@@ -51,6 +51,11 @@ type Event struct {
 	// Flushed marks a queued client event that was discarded, not
 	// processed, because the turn ahead of it failed (a reins extension).
 	Flushed bool `json:"flushed,omitempty"`
+
+	// CompactedThrough is, on agent.thread_context_compacted, the id of
+	// the last event whose content the model no longer sees verbatim; the
+	// event's content is the summary that replaces it (a reins extension).
+	CompactedThrough string `json:"compacted_through,omitempty"`
 }
 
 // StopReason says why a session went idle.
