@@ -26,7 +26,9 @@ type Config struct {
 	// Tools runs built-in tools; nil answers every call with an error
 	// result.
 	Tools ToolRunner
-	Retry RetryPolicy
+	// Workers, if set, tells which sessions pull workers serve.
+	Workers WorkerHost
+	Retry   RetryPolicy
 	// MaxTokens bounds each model response (0 = the provider's default).
 	MaxTokens int
 	// ContextWindow returns a model's context window in tokens (0: the

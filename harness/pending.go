@@ -10,6 +10,9 @@ type Actions struct {
 	// CustomResults holds the ids of agent.custom_tool_use events awaiting
 	// a user.custom_tool_result.
 	CustomResults map[string]bool
+	// ToolResults holds the ids of agent.tool_use events awaiting a pull
+	// worker's user.tool_result.
+	ToolResults map[string]bool
 	// TurnActive reports a turn in progress (running, or idle waiting on
 	// requires_action).
 	TurnActive bool
@@ -17,16 +20,18 @@ type Actions struct {
 
 // PendingActions folds a session's live events into what the session waits
 // for. The HTTP API uses it to validate tool confirmations and results.
-func PendingActions(events []ma.Event) Actions {
-	v := project(events)
-	a := Actions{Confirm: map[string]bool{}, CustomResults: map[string]bool{}, TurnActive: v.turnActive}
+// client says whether pull workers run the session's built-in tools.
+func PendingActions(events []ma.Event, client bool) Actions {
+	v := project(events, client)
+	a := Actions{Confirm: map[string]bool{}, CustomResults: map[string]bool{}, ToolResults: map[string]bool{}, TurnActive: v.turnActive}
 	for _, u := range v.uses {
-		if !u.awaiting() {
-			continue
-		}
-		if u.ev.Type == ma.EventAgentCustomToolUse {
+		switch {
+		case !u.awaiting():
+		case u.ev.Type == ma.EventAgentCustomToolUse:
 			a.CustomResults[u.ev.ID] = true
-		} else {
+		case u.awaitsClient():
+			a.ToolResults[u.ev.ID] = true
+		default:
 			a.Confirm[u.ev.ID] = true
 		}
 	}

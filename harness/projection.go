@@ -10,11 +10,14 @@ import (
 
 // toolUse is a tool use the model asked for, as the log records it.
 type toolUse struct {
-	ev        ma.Event
-	decision  string // "", "allow" or "deny" (from user.tool_confirmation)
-	denyMsg   string
-	resolved  bool // a result exists
-	abandoned bool // the turn ended before it resolved
+	ev ma.Event
+	// clientRuns: a pull worker runs this built-in tool and answers with
+	// user.tool_result.
+	clientRuns bool
+	decision   string // "", "allow" or "deny" (from user.tool_confirmation)
+	denyMsg    string
+	resolved   bool // a result exists
+	abandoned  bool // the turn ended before it resolved
 }
 
 // awaiting reports whether the tool use waits for the client: a custom tool
@@ -23,17 +26,25 @@ func (u *toolUse) awaiting() bool {
 	if u.resolved || u.abandoned {
 		return false
 	}
-	switch u.ev.Type {
-	case ma.EventAgentCustomToolUse:
+	switch {
+	case u.ev.Type == ma.EventAgentCustomToolUse:
+		return true
+	case u.ev.EvaluatedPermission == "ask" && u.decision == "":
 		return true
 	default:
-		return u.ev.EvaluatedPermission == "ask" && u.decision == ""
+		return u.clientRuns && (u.ev.EvaluatedPermission == "allow" || u.decision == "allow")
 	}
+}
+
+// awaitsClient reports whether the tool use waits for a pull worker's
+// result.
+func (u *toolUse) awaitsClient() bool {
+	return u.awaiting() && u.clientRuns && (u.ev.EvaluatedPermission == "allow" || u.decision == "allow")
 }
 
 // runnable reports whether the harness should run the tool now.
 func (u *toolUse) runnable() bool {
-	if u.resolved || u.abandoned || u.ev.Type == ma.EventAgentCustomToolUse {
+	if u.resolved || u.abandoned || u.clientRuns || u.ev.Type == ma.EventAgentCustomToolUse {
 		return false
 	}
 	return u.ev.EvaluatedPermission == "allow" || u.decision == "allow"
@@ -70,7 +81,8 @@ func (b *transcriptBuilder) add(role model.Role, blocks ...model.Block) {
 }
 
 // project folds a session's live events (in log order) into a view.
-func project(events []ma.Event) *view {
+// client says whether pull workers run the session's built-in tools.
+func project(events []ma.Event, client bool) *view {
 	v := &view{byID: make(map[string]*toolUse)}
 	// The latest compaction hides the transcript up to its cut point and
 	// starts the transcript with its summary.
@@ -123,7 +135,7 @@ func project(events []ma.Event) *view {
 		case ma.EventAgentMessage:
 			tb.add(model.RoleAssistant, contentToBlocks(ev.Content)...)
 		case ma.EventAgentToolUse, ma.EventAgentCustomToolUse, ma.EventAgentMCPToolUse:
-			u := &toolUse{ev: ev}
+			u := &toolUse{ev: ev, clientRuns: client && ev.Type == ma.EventAgentToolUse && ev.EvaluatedPermission != "deny"}
 			v.uses = append(v.uses, u)
 			v.byID[ev.ID] = u
 			open = append(open, u)
@@ -196,6 +208,16 @@ func (v *view) awaitingIDs() []string {
 		}
 	}
 	return ids
+}
+
+// awaitsClient reports whether some tool use waits for a pull worker.
+func (v *view) awaitsClient() bool {
+	for _, u := range v.uses {
+		if u.awaitsClient() {
+			return true
+		}
+	}
+	return false
 }
 
 // runnable returns the tool uses the harness should run now.

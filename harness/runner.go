@@ -209,11 +209,20 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 			}
 		}
 	}
-	v := project(evs)
+	client, present := false, true
+	if w := r.h.cfg.Workers; w != nil {
+		if client, present, err = w.Serving(ctx, &sess); err != nil {
+			return false, err
+		}
+	}
+	v := project(evs, client)
 
 	if hasInterrupt {
 		return true, r.update(ctx, func(tx store.Tx) error { return r.applyInterrupts(tx, v) })
 	}
+	// A turn that waits for a pull worker that is not there waits in
+	// rescheduling, and asks for one.
+	needWorker := client && !present && v.awaitsClient()
 
 	switch sess.Status {
 	case ma.StatusIdle, ma.StatusRescheduling:
@@ -224,7 +233,13 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 					return r.setStatus(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning})
 				})
 			}
-			if !slices.Equal(aw, v.lastIdleIDs) {
+			if needWorker {
+				if sess.Status == ma.StatusRescheduling {
+					return false, nil
+				}
+				return true, r.waitForWorker(ctx, &sess)
+			}
+			if sess.Status == ma.StatusRescheduling || !slices.Equal(aw, v.lastIdleIDs) {
 				return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
 			}
 			return false, nil
@@ -238,11 +253,24 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 			return true, r.runTools(ctx, gen, &sess, rn)
 		}
 		if aw := v.awaitingIDs(); len(aw) > 0 {
+			if needWorker {
+				return true, r.waitForWorker(ctx, &sess)
+			}
 			return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
 		}
 		return true, r.callModel(ctx, gen, &sess, v)
 	}
 	return false, nil
+}
+
+// waitForWorker sets the session rescheduling and asks for a pull worker.
+func (r *runner) waitForWorker(ctx context.Context, sess *ma.Session) error {
+	if err := r.h.cfg.Workers.NeedWorker(ctx, sess); err != nil {
+		return err
+	}
+	return r.update(ctx, func(tx store.Tx) error {
+		return r.setStatus(tx, ma.StatusRescheduling, &ma.Event{Type: ma.EventStatusRescheduled})
+	})
 }
 
 func (r *runner) setStatus(tx store.Tx, status string, ev *ma.Event) error {
@@ -527,6 +555,7 @@ func (r *runner) reschedule(ctx context.Context, gen uint64, wait <-chan struct{
 	defer done()
 	select {
 	case <-wait:
+	case <-r.wake: // something changed (for example a pull worker arrived)
 	case <-tctx.Done():
 	}
 	if ctx.Err() != nil {

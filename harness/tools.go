@@ -43,6 +43,17 @@ type Placer interface {
 	Release(sessionID string)
 }
 
+// WorkerHost is the link to pull workers (the work queue of self-hosted
+// environments): sessions they serve get their built-in tools run by the
+// worker, which answers each agent.tool_use with a user.tool_result.
+type WorkerHost interface {
+	// Serving reports whether pull workers serve the session (client) and
+	// whether one holds it now (present).
+	Serving(ctx context.Context, sess *ma.Session) (client, present bool, err error)
+	// NeedWorker asks for a worker for the session (enqueues work).
+	NeedWorker(ctx context.Context, sess *ma.Session) error
+}
+
 // BuiltinTools returns the built-in tools the agent has enabled.
 func BuiltinTools(agent *ma.SessionAgent) []string {
 	p := planTools(agent)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/ids"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
@@ -41,12 +42,22 @@ func CreateKey(ctx context.Context, st store.Keys, name string) (string, store.A
 // Authenticator checks API keys: x-api-key or Authorization: Bearer.
 type Authenticator struct {
 	Keys store.Keys
+	// EnvironmentKeys, if set, accepts environment keys (reins_ek_…) with
+	// a scope limited to their environment.
+	EnvironmentKeys store.EnvironmentKeys
 	// Bootstrap, if set, is accepted as a key (REINS_API_KEY).
 	Bootstrap string
 }
 
+// Principal is who a request acts for: an API key (full access) or an
+// environment key (that environment's work queue and sessions only).
+type Principal struct {
+	// EnvironmentID is set for an environment key.
+	EnvironmentID string
+}
+
 // Check authenticates r.
-func (a *Authenticator) Check(ctx context.Context, r *http.Request) error {
+func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, error) {
 	key := r.Header.Get("x-api-key")
 	if key == "" {
 		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
@@ -54,14 +65,24 @@ func (a *Authenticator) Check(ctx context.Context, r *http.Request) error {
 		}
 	}
 	if key == "" {
-		return errf(http.StatusUnauthorized, ma.ErrAuthentication, "missing API key: send it as the x-api-key header or as Authorization: Bearer")
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "missing API key: send it as the x-api-key header or as Authorization: Bearer")
+	}
+	if strings.HasPrefix(key, executor.EnvironmentKeyPrefix) && a.EnvironmentKeys != nil {
+		k, err := a.EnvironmentKeys.EnvironmentKeyByHash(ctx, executor.HashSecret(key))
+		if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
+			return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked environment key")
+		}
+		if err != nil {
+			return Principal{}, err
+		}
+		return Principal{EnvironmentID: k.EnvironmentID}, nil
 	}
 	if a.Bootstrap != "" && subtle.ConstantTimeCompare([]byte(key), []byte(a.Bootstrap)) == 1 {
-		return nil
+		return Principal{}, nil
 	}
 	k, err := a.Keys.APIKeyByHash(ctx, HashKey(key))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
-		return errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid API key")
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid API key")
 	}
-	return err
+	return Principal{}, err
 }

@@ -19,6 +19,8 @@ type apiError struct {
 	// noRetry adds x-should-retry: false (deterministic 409s).
 	noRetry    bool
 	retryAfter int
+	// details, if set, is sent as error.details.
+	details map[string]any
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -65,7 +67,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		h.Set("retry-after", strconv.Itoa(ae.retryAfter))
 	}
 	w.WriteHeader(ae.status)
-	json.NewEncoder(w).Encode(ma.ErrorEnvelope{Type: "error", Error: ma.ErrorBody{Type: ae.typ, Message: ae.message}, RequestID: requestID(r)})
+	json.NewEncoder(w).Encode(ma.ErrorEnvelope{Type: "error", Error: ma.ErrorBody{Type: ae.typ, Message: ae.message, Details: ae.details}, RequestID: requestID(r)})
 }
 
 // trimStore removes the "store: " prefix of a sentinel from a message.

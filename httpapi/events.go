@@ -80,7 +80,15 @@ func decodeEventParam(field string, raw json.RawMessage) (ma.Event, error) {
 		f := p.IsError != nil && *p.IsError
 		ev.IsError = &f
 	case ma.EventUserToolResult:
-		return ev, badRequest("%s.type: user.tool_result is accepted only for sessions served by a self-hosted worker", field)
+		if p.ToolUseID == "" {
+			return ev, badRequest("%s.tool_use_id: required", field)
+		}
+		if err := validateContent(field+".content", p.Content, "text", "image", "document", "search_result"); err != nil {
+			return ev, err
+		}
+		ev.ToolUseID, ev.Content = p.ToolUseID, p.Content
+		f := p.IsError != nil && *p.IsError
+		ev.IsError = &f
 	case ma.EventUserDefineOutcome:
 		return ev, badRequest("%s.type: outcomes (user.define_outcome) are not supported by this server yet", field)
 	case "":
@@ -132,7 +140,7 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 	// (read only when the request needs them: plain messages skip it).
 	var actions harness.Actions
 	for _, ev := range evs {
-		if ev.Type == ma.EventUserToolConfirmation || ev.Type == ma.EventUserCustomToolResult || ev.Type == ma.EventUserInterrupt {
+		if ev.Type == ma.EventUserToolConfirmation || ev.Type == ma.EventUserCustomToolResult || ev.Type == ma.EventUserInterrupt || ev.Type == ma.EventUserToolResult {
 			entries, err := s.cfg.Store.ListEvents(r.Context(), id, store.EventQuery{Limit: 1 << 30})
 			if err != nil {
 				return err
@@ -141,12 +149,16 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 			for i, e := range entries {
 				live[i] = e.Event
 			}
-			actions = harness.PendingActions(live)
+			client, err := s.cfg.Store.SessionWorkAcked(r.Context(), id)
+			if err != nil {
+				return err
+			}
+			actions = harness.PendingActions(live, client)
 			break
 		}
 	}
 	interrupt := false
-	_, err := s.cfg.Store.UpdateSession(r.Context(), id, func(tx store.Tx) error {
+	sess, err := s.cfg.Store.UpdateSession(r.Context(), id, func(tx store.Tx) error {
 		sess := tx.Session()
 		if sess.ArchivedAt != nil {
 			return conflict("session %s is archived; it accepts no events", sess.ID)
@@ -164,6 +176,12 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 					return badRequest("%s.tool_use_id: %s is not a tool use awaiting confirmation", f, ev.ToolUseID)
 				}
 				delete(actions.Confirm, ev.ToolUseID)
+				ev.ProcessedAt = &now
+			case ma.EventUserToolResult:
+				if !actions.ToolResults[ev.ToolUseID] {
+					return badRequest("%s.tool_use_id: %s is not a tool use awaiting a result from a self-hosted worker", f, ev.ToolUseID)
+				}
+				delete(actions.ToolResults, ev.ToolUseID)
 				ev.ProcessedAt = &now
 			case ma.EventUserCustomToolResult:
 				if !actions.CustomResults[ev.CustomToolUseID] {
@@ -192,6 +210,15 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 		s.cfg.Harness.Interrupt(id)
 	} else {
 		s.cfg.Harness.Wake(id)
+	}
+	for _, ev := range evs {
+		if ev.Type == ma.EventUserMessage || ev.Type == ma.EventSystemMessage {
+			// New input for a dormant self-hosted session wakes a worker.
+			if err := s.enqueueWork(r.Context(), &sess); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	writeJSON(w, struct {
 		Data []ma.Event `json:"data"`

@@ -14,6 +14,7 @@ import (
 	"github.com/reinsdev/reins/bus"
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/workqueue"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 )
@@ -41,6 +42,9 @@ type Config struct {
 	// PollInterval is how often streams re-check the log without a wake-up
 	// (default 2 s).
 	PollInterval time.Duration
+	// Work runs the work queues of self-hosted environments (nil: no work
+	// endpoints).
+	Work *workqueue.Service
 	// Executors serves /v1/executor/ (the executor hub: token endpoint and
 	// WebSocket connect). Those paths authenticate with environment keys
 	// and executor tokens, not API keys.
@@ -112,6 +116,14 @@ func (s *Server) routes() {
 	s.handle("POST /v1/environments/{id}", smallBody, s.updateEnvironment)
 	s.handle("POST /v1/environments/{id}/archive", smallBody, s.archiveEnvironment)
 	s.handle("DELETE /v1/environments/{id}", smallBody, s.deleteEnvironment)
+	s.handle("GET /v1/environments/{id}/work/poll", smallBody, s.pollWork)
+	s.handle("GET /v1/environments/{id}/work/stats", smallBody, s.workStats)
+	s.handle("GET /v1/environments/{id}/work", smallBody, s.listWork)
+	s.handle("GET /v1/environments/{id}/work/{work_id}", smallBody, s.getWork)
+	s.handle("POST /v1/environments/{id}/work/{work_id}", smallBody, s.updateWork)
+	s.handle("POST /v1/environments/{id}/work/{work_id}/ack", smallBody, s.ackWork)
+	s.handle("POST /v1/environments/{id}/work/{work_id}/heartbeat", smallBody, s.heartbeatWork)
+	s.handle("POST /v1/environments/{id}/work/{work_id}/stop", smallBody, s.stopWork)
 	s.handle("POST /v1/environments/{id}/keys", smallBody, s.createEnvironmentKey)
 	s.handle("GET /v1/environments/{id}/keys", smallBody, s.listEnvironmentKeys)
 	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, s.revokeEnvironmentKey)
@@ -160,7 +172,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path != "/healthz" {
-		if err := s.cfg.Auth.Check(r.Context(), r); err != nil {
+		p, err := s.cfg.Auth.Check(r.Context(), r)
+		if err == nil && p.EnvironmentID != "" {
+			err = s.scope(r, p.EnvironmentID)
+		}
+		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -189,4 +205,35 @@ func (s *Server) knownPath(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// scope limits an environment key to its environment's work queue and to
+// the session calls a worker makes (get, events list/send/stream) on that
+// environment's sessions. Another environment's session is "not found".
+func (s *Server) scope(r *http.Request, envID string) error {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	denied := errf(http.StatusForbidden, ma.ErrPermission, "an environment key can only use its environment's work queue and sessions")
+	switch {
+	case len(parts) >= 4 && parts[0] == "v1" && parts[1] == "environments" && parts[3] == "work":
+		if parts[2] != envID {
+			return denied
+		}
+		return nil
+	case len(parts) >= 3 && parts[0] == "v1" && parts[1] == "sessions":
+		tail := strings.Join(parts[3:], "/")
+		ok := (tail == "" && r.Method == http.MethodGet) || (tail == "events" && (r.Method == http.MethodGet || r.Method == http.MethodPost)) ||
+			(tail == "events/stream" && r.Method == http.MethodGet)
+		if !ok {
+			return denied
+		}
+		sess, err := s.cfg.Store.GetSession(r.Context(), parts[2])
+		if err != nil {
+			return err
+		}
+		if sess.EnvironmentID != envID {
+			return notFound("session %s not found", parts[2])
+		}
+		return nil
+	}
+	return denied
 }

@@ -194,6 +194,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if len(initial) > 0 {
 		s.cfg.Harness.Wake(sess.ID)
 	}
+	if err := s.enqueueWork(r.Context(), &sess); err != nil {
+		return err
+	}
 	writeJSON(w, withStats(sess))
 	return nil
 }

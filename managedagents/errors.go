@@ -4,6 +4,9 @@ package managedagents
 type ErrorBody struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
+	// Details carries structured context of some errors (the lease state
+	// of a failed work heartbeat).
+	Details map[string]any `json:"details,omitempty"`
 }
 
 // ErrorEnvelope is the body of every error response:

@@ -29,6 +29,7 @@ var (
 type Store interface {
 	Keys
 	EnvironmentKeys
+	Work
 	Agents
 	Environments
 	Sessions

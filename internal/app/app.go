@@ -17,6 +17,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/httpapi"
+	"github.com/reinsdev/reins/internal/workqueue"
 	"github.com/reinsdev/reins/model"
 	"github.com/reinsdev/reins/model/scripted"
 	"github.com/reinsdev/reins/store"
@@ -34,15 +35,16 @@ type Config struct {
 	// "scripted"). "scripted" is added when missing.
 	Models model.Router
 	Retry  harness.RetryPolicy
-	// IdleLinger: see harness.Config.
-	IdleLinger time.Duration
+	// IdleLinger and ContextWindow: see harness.Config.
+	IdleLinger    time.Duration
+	ContextWindow func(modelID string) int
 	// Tools replaces the executor hub as the runner of built-in tools
 	// (tests).
 	Tools harness.ToolRunner
 	// Hub tunes the executor hub (lease TTL, heartbeats); Credentials is
 	// set by New.
-	Hub executor.HubOptions
-	Logger     *slog.Logger
+	Hub    executor.HubOptions
+	Logger *slog.Logger
 	// HTTP tunes the API (ping and poll intervals, body limit).
 	HTTP httpapi.Config
 }
@@ -54,6 +56,7 @@ type App struct {
 	Harness *harness.Harness
 	API     *httpapi.Server
 	Hub     *executor.Hub
+	Work    *workqueue.Service
 	tools   *hubTools
 	log     *slog.Logger
 	srv     *http.Server
@@ -94,12 +97,15 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if tools == nil {
 		tools = ht
 	}
-	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, Logger: cfg.Logger})
+	wk := &workers{st: st}
+	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Workers: wk, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger})
+	wk.h = h
+	wk.q = workqueue.New(st, b, wk, cfg.Logger)
 	hc := cfg.HTTP
-	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors = st, b, h, cfg.Logger, hub
-	hc.Auth = &httpapi.Authenticator{Keys: st, Bootstrap: cfg.BootstrapKey}
+	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
+	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
 	api := httpapi.New(hc)
-	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, tools: ht, log: cfg.Logger}, nil
+	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, log: cfg.Logger}, nil
 }
 
 // Start resumes interrupted sessions and serves the API on ln until
@@ -108,6 +114,7 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	if err := a.Harness.Start(ctx); err != nil {
 		return fmt.Errorf("resume sessions: %w", err)
 	}
+	a.Work.Start(time.Second)
 	a.srv = &http.Server{Handler: a.API, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -122,6 +129,7 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 // stops accepting requests and closes the store.
 func (a *App) Shutdown(ctx context.Context) error {
 	a.API.Shutdown()
+	a.Work.Shutdown()
 	var errs []error
 	if err := a.Harness.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("harness: %w", err))

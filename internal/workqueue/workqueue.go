@@ -1,0 +1,320 @@
+// Package workqueue runs the work queues of self-hosted environments: the
+// pull-based protocol of the official environment workers (poll, ack,
+// heartbeat, stop), lease expiry, and the link to the sessions they serve.
+package workqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/bus"
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/store"
+)
+
+// NoHeartbeat is the expected_last_heartbeat of a lease's first heartbeat.
+const NoHeartbeat = "NO_HEARTBEAT"
+
+// Defaults.
+const (
+	DefaultTTL = 30 * time.Second
+	MaxTTL     = 5 * time.Minute
+	// DefaultReclaim is how long a claimed, unacknowledged item stays with
+	// its worker before another poll may hand it out again.
+	DefaultReclaim = 5 * time.Second
+	// pollingWindow: workers seen polling within it count in the stats.
+	pollingWindow = 30 * time.Second
+)
+
+// Errors the service returns; the HTTP layer maps them to statuses.
+var (
+	// ErrConflict: the item is not in a state that allows the call (409).
+	ErrConflict = errors.New("workqueue: conflict")
+	// ErrHeartbeatMismatch: expected_last_heartbeat is not the current
+	// one (412).
+	ErrHeartbeatMismatch = errors.New("workqueue: heartbeat precondition failed")
+)
+
+// HeartbeatMismatch carries the server's lease state with a 412.
+type HeartbeatMismatch struct {
+	State         string
+	TTLSeconds    int64
+	LastHeartbeat string
+}
+
+func (h *HeartbeatMismatch) Error() string {
+	return fmt.Sprintf("expected_last_heartbeat does not match the lease's last heartbeat (state %s)", h.State)
+}
+
+func (h *HeartbeatMismatch) Unwrap() error { return ErrHeartbeatMismatch }
+
+// Sessions is what the queue tells the harness about the sessions it
+// serves.
+type Sessions interface {
+	// WorkerArrived: a worker acknowledged the session's item.
+	WorkerArrived(sessionID string)
+	// WorkerLeft: the session's lease lapsed or its item was stopped.
+	WorkerLeft(sessionID string)
+}
+
+// Service is the work queue of every self-hosted environment.
+type Service struct {
+	st       store.Store
+	bus      *bus.Bus
+	sessions Sessions
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	polling map[string]map[string]time.Time // environment -> worker -> last poll
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a Service; call Start to run lease expiry.
+func New(st store.Store, b *bus.Bus, sessions Sessions, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{st: st, bus: b, sessions: sessions, log: log, polling: map[string]map[string]time.Time{}}
+}
+
+func queueKey(envID string) string { return "work:" + envID }
+
+// Enqueue makes sure the session has an open work item, creating one when
+// it is dormant (none open).
+func (s *Service) Enqueue(ctx context.Context, envID, sessionID string, meta map[string]string) (store.WorkItem, error) {
+	if w, err := s.st.OpenWorkForSession(ctx, sessionID); err == nil {
+		return w, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return w, err
+	}
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	w := store.WorkItem{ID: ids.New("work_"), EnvironmentID: envID, SessionID: sessionID, State: store.WorkQueued, Metadata: meta, CreatedAt: time.Now().UTC()}
+	if err := s.st.CreateWork(ctx, w); err != nil {
+		return w, err
+	}
+	s.bus.Publish(queueKey(envID))
+	return w, nil
+}
+
+// Poll hands out the oldest available item, waiting up to block for one;
+// nil when there is none.
+func (s *Service) Poll(ctx context.Context, envID, worker string, block, reclaim time.Duration) (*store.WorkItem, error) {
+	s.seen(envID, worker)
+	var sub *bus.Sub
+	var deadline <-chan time.Time
+	if block > 0 {
+		sub = s.bus.Subscribe(queueKey(envID))
+		defer sub.Close()
+		t := time.NewTimer(block)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		now := time.Now().UTC()
+		w, err := s.st.ClaimWork(ctx, envID, worker, now, now.Add(-reclaim))
+		if err == nil {
+			return &w, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		if sub == nil {
+			return nil, nil
+		}
+		select {
+		case <-sub.C:
+		case <-deadline:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (s *Service) seen(envID, worker string) {
+	if worker == "" {
+		worker = "(anonymous)"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.polling[envID]
+	if m == nil {
+		m = map[string]time.Time{}
+		s.polling[envID] = m
+	}
+	now := time.Now()
+	m[worker] = now
+	for w, t := range m {
+		if now.Sub(t) > pollingWindow {
+			delete(m, w)
+		}
+	}
+}
+
+// Ack moves a queued item to starting and starts its lease.
+func (s *Service) Ack(ctx context.Context, envID, id string) (store.WorkItem, error) {
+	w, err := s.st.UpdateWork(ctx, envID, id, func(w *store.WorkItem) error {
+		if w.State != store.WorkQueued {
+			return fmt.Errorf("%w: work %s is %s; only queued work can be acknowledged", ErrConflict, w.ID, w.State)
+		}
+		now := time.Now().UTC()
+		exp := now.Add(DefaultTTL)
+		w.State, w.AcknowledgedAt, w.LeaseExpiresAt, w.TTLSeconds = store.WorkStarting, &now, &exp, int64(DefaultTTL/time.Second)
+		w.LastHeartbeat, w.LatestHeartbeatAt, w.StartedAt = "", nil, nil
+		return nil
+	})
+	if err == nil {
+		s.sessions.WorkerArrived(w.SessionID)
+	}
+	return w, err
+}
+
+// HeartbeatResult is the answer to a heartbeat.
+type HeartbeatResult struct {
+	LastHeartbeat string
+	LeaseExtended bool
+	State         string
+	TTLSeconds    int64
+}
+
+// Heartbeat extends an item's lease. expected must be the previous
+// heartbeat's token (NoHeartbeat for the first).
+func (s *Service) Heartbeat(ctx context.Context, envID, id, expected string, desiredTTL time.Duration) (HeartbeatResult, error) {
+	var res HeartbeatResult
+	_, err := s.st.UpdateWork(ctx, envID, id, func(w *store.WorkItem) error {
+		if w.State == store.WorkQueued {
+			return fmt.Errorf("%w: work %s is queued; acknowledge it before heartbeating", ErrConflict, w.ID)
+		}
+		cur := w.LastHeartbeat
+		if cur == "" {
+			cur = NoHeartbeat
+		}
+		if expected != cur {
+			return &HeartbeatMismatch{State: w.State, TTLSeconds: w.TTLSeconds, LastHeartbeat: cur}
+		}
+		now := time.Now().UTC()
+		if w.State == store.WorkStopped {
+			res = HeartbeatResult{LastHeartbeat: cur, State: w.State, TTLSeconds: w.TTLSeconds}
+			return nil
+		}
+		ttl := DefaultTTL
+		if desiredTTL > 0 {
+			ttl = min(max(desiredTTL, time.Second), MaxTTL)
+		}
+		if w.State == store.WorkStarting {
+			w.State, w.StartedAt = store.WorkActive, &now
+		}
+		exp := now.Add(ttl)
+		w.LastHeartbeat = strconv.FormatInt(now.UnixNano(), 10)
+		w.LatestHeartbeatAt, w.LeaseExpiresAt, w.TTLSeconds = &now, &exp, int64(ttl/time.Second)
+		res = HeartbeatResult{LastHeartbeat: w.LastHeartbeat, LeaseExtended: w.State == store.WorkActive, State: w.State, TTLSeconds: w.TTLSeconds}
+		return nil
+	})
+	return res, err
+}
+
+// Stop stops an item: gracefully (stopping: the worker finishes and stops
+// it) or by force (stopped at once).
+func (s *Service) Stop(ctx context.Context, envID, id string, force bool) (store.WorkItem, error) {
+	w, err := s.st.UpdateWork(ctx, envID, id, func(w *store.WorkItem) error {
+		if w.State == store.WorkStopped {
+			return fmt.Errorf("%w: work %s is already stopped", ErrConflict, w.ID)
+		}
+		now := time.Now().UTC()
+		if w.StopRequestedAt == nil {
+			w.StopRequestedAt = &now
+		}
+		if force || w.State == store.WorkQueued {
+			w.State, w.StoppedAt, w.LeaseExpiresAt = store.WorkStopped, &now, nil
+		} else {
+			w.State = store.WorkStopping
+		}
+		return nil
+	})
+	if err == nil && w.State == store.WorkStopped {
+		s.sessions.WorkerLeft(w.SessionID)
+	}
+	return w, err
+}
+
+// Stats returns an environment's queue figures and the number of workers
+// that polled in the last 30 s.
+func (s *Service) Stats(ctx context.Context, envID string) (store.WorkStats, int, error) {
+	st, err := s.st.WorkStats(ctx, envID)
+	s.mu.Lock()
+	n := 0
+	for _, t := range s.polling[envID] {
+		if time.Since(t) <= pollingWindow {
+			n++
+		}
+	}
+	s.mu.Unlock()
+	return st, n, err
+}
+
+// Start runs lease expiry every interval until Stop.
+func (s *Service) Start(interval time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				s.Expire(ctx)
+			}
+		}
+	}()
+}
+
+// Shutdown stops lease expiry.
+func (s *Service) Shutdown() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+	}
+}
+
+// Expire puts the items whose lease lapsed back in the queue.
+func (s *Service) Expire(ctx context.Context) {
+	now := time.Now().UTC()
+	items, err := s.st.ExpiredWork(ctx, now)
+	if err != nil {
+		s.log.Error("work lease expiry", "err", err)
+		return
+	}
+	for _, it := range items {
+		w, err := s.st.UpdateWork(ctx, it.EnvironmentID, it.ID, func(w *store.WorkItem) error {
+			if w.LeaseExpiresAt == nil || !w.LeaseExpiresAt.Before(now) {
+				return ErrConflict // renewed meanwhile
+			}
+			if w.State == store.WorkStopping {
+				w.State, w.StoppedAt, w.LeaseExpiresAt = store.WorkStopped, &now, nil
+				return nil
+			}
+			w.State, w.ClaimedAt, w.ClaimedBy = store.WorkQueued, nil, ""
+			w.AcknowledgedAt, w.StartedAt, w.LeaseExpiresAt = nil, nil, nil
+			w.LastHeartbeat, w.LatestHeartbeatAt = "", nil
+			return nil
+		})
+		if err != nil {
+			continue
+		}
+		s.log.Warn("work lease lapsed", "work", w.ID, "session", w.SessionID, "state", w.State)
+		s.bus.Publish(queueKey(w.EnvironmentID))
+		s.sessions.WorkerLeft(w.SessionID)
+	}
+}
