@@ -117,9 +117,11 @@ type tb struct {
 	errs     []string
 }
 
-func (t *tb) Helper()                           {}
-func (t *tb) Cleanup(f func())                  { t.cleanups = append(t.cleanups, f) }
-func (t *tb) Errorf(format string, args ...any) { t.errs = append(t.errs, fmt.Sprintf(format, args...)) }
+func (t *tb) Helper()          {}
+func (t *tb) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
+func (t *tb) Errorf(format string, args ...any) {
+	t.errs = append(t.errs, fmt.Sprintf(format, args...))
+}
 
 func TestUnscriptedCallFailsTheTest(t *testing.T) {
 	fake := &tb{}
