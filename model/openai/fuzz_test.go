@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/reinsdev/reins/model"
+	"github.com/reinsdev/reins/model/internal/idle"
 	"github.com/reinsdev/reins/model/internal/sinktest"
 )
 
@@ -42,7 +43,9 @@ func FuzzStream(f *testing.F) {
 		}
 		var me *model.Error
 		if err := stream.Err(); err != nil {
-			if cerr := p.classify(context.Background(), err); !errors.As(cerr, &me) {
+			wd := idle.Start(context.Background(), 0)
+			defer wd.Stop()
+			if cerr := p.classify(context.Background(), wd, err); !errors.As(cerr, &me) {
 				t.Fatalf("classify(%v) = %v, want a *model.Error", err, cerr)
 			}
 			return
