@@ -46,6 +46,11 @@ func (p *Provider) params(req *model.Request) (anthropic.MessageNewParams, []opt
 		if err != nil {
 			return params, nil, at(err, "messages[%d]", i)
 		}
+		if len(messageContent(msg)) == 0 {
+			// The API rejects empty messages; leaving one out merges its
+			// neighbours, which the API does with consecutive turns anyway.
+			continue
+		}
 		params.Messages = append(params.Messages, msg)
 	}
 	if n := len(params.Messages); n > 0 {

@@ -176,3 +176,20 @@ func TestBadToolSchema(t *testing.T) {
 		t.Fatalf("err = %v, want invalid", err)
 	}
 }
+
+func TestEmptyMessagesLeftOut(t *testing.T) {
+	p, srv := newProvider(t)
+	srv.Push(fakeanthropic.Text("ok"))
+	req := userText("hi")
+	req.Messages = append(req.Messages,
+		model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: model.BlockText}}},
+		model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: "still there?"}}},
+	)
+	if _, err := p.Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, "messages", srv.Requests()[0].Body["messages"], `[
+		{"role":"user","content":[{"type":"text","text":"hi"}]},
+		{"role":"user","content":[{"type":"text","text":"still there?","cache_control":{"type":"ephemeral"}}]}
+	]`)
+}
