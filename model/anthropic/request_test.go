@@ -95,7 +95,7 @@ func TestTranscriptMapping(t *testing.T) {
 			{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0x"},"title":"Spec","context":"v2"},
 			{"type":"document","source":{"type":"text","media_type":"text/plain","data":"plain words"}},
 			{"type":"document","source":{"type":"text","media_type":"text/plain","data":"hello"}},
-			{"type":"document","source":{"type":"url","url":"https://example.com/a.pdf"}}
+			{"type":"document","source":{"type":"url","url":"https://example.com/a.pdf"},"cache_control":{"type":"ephemeral"}}
 		]},
 		{"role":"assistant","content":[
 			{"type":"text","text":"Reading."},
@@ -189,7 +189,30 @@ func TestEmptyMessagesLeftOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonEqual(t, "messages", srv.Requests()[0].Body["messages"], `[
-		{"role":"user","content":[{"type":"text","text":"hi"}]},
+		{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]},
 		{"role":"user","content":[{"type":"text","text":"still there?","cache_control":{"type":"ephemeral"}}]}
+	]`)
+}
+
+func TestCacheBreakpointsAcrossTurns(t *testing.T) {
+	p, srv := newProvider(t)
+	srv.Push(fakeanthropic.Text("ok"))
+	text := func(role model.Role, s string) model.Message {
+		return model.Message{Role: role, Content: []model.Block{{Type: model.BlockText, Text: s}}}
+	}
+	req := userText("one")
+	req.Messages = append(req.Messages, text(model.RoleAssistant, "two"), text(model.RoleUser, "three"),
+		text(model.RoleAssistant, "four"), text(model.RoleUser, "five"))
+	if _, err := p.Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Breakpoints: the end of the transcript and the end of the previous
+	// user message ("three"); earlier ones are left alone (at most 4).
+	jsonEqual(t, "messages", srv.Requests()[0].Body["messages"], `[
+		{"role":"user","content":[{"type":"text","text":"one"}]},
+		{"role":"assistant","content":[{"type":"text","text":"two"}]},
+		{"role":"user","content":[{"type":"text","text":"three","cache_control":{"type":"ephemeral"}}]},
+		{"role":"assistant","content":[{"type":"text","text":"four"}]},
+		{"role":"user","content":[{"type":"text","text":"five","cache_control":{"type":"ephemeral"}}]}
 	]`)
 }
