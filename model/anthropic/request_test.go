@@ -216,3 +216,28 @@ func TestCacheBreakpointsAcrossTurns(t *testing.T) {
 		{"role":"user","content":[{"type":"text","text":"five","cache_control":{"type":"ephemeral"}}]}
 	]`)
 }
+
+func TestToolResultWithDocument(t *testing.T) {
+	p, srv := newProvider(t)
+	srv.Push(fakeanthropic.Text("ok"))
+	req := userText("hi")
+	req.Messages = append(req.Messages,
+		model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: model.BlockToolUse, ID: "toolu_1", Name: "fetch"}}},
+		model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockToolResult, ToolUseID: "toolu_1", Content: []model.Block{
+			{Type: model.BlockText, Text: ""},
+			{Type: model.BlockDocument, Source: raw(`{"type":"text","data":"page"}`), Title: "Page"},
+		}}}},
+	)
+	if _, err := p.Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	msgs := srv.Requests()[0].Body["messages"].([]any)
+	jsonEqual(t, "assistant", msgs[1], `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"fetch","input":{}}]}`)
+	jsonEqual(t, "tool result", msgs[2], `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","cache_control":{"type":"ephemeral"},
+		"content":[{"type":"document","title":"Page","source":{"type":"text","media_type":"text/plain","data":"page"}}]}]}`)
+
+	req.Messages[2].Content[0].Content = []model.Block{{Type: model.BlockToolUse}}
+	if _, err := p.Stream(context.Background(), req, nil); model.AsError(err).Kind != model.KindInvalid {
+		t.Errorf("tool_use inside a tool result: err = %v, want invalid", err)
+	}
+}
