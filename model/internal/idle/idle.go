@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,7 @@ type Watchdog struct {
 	timer   *time.Timer
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
+	stopped atomic.Bool
 }
 
 // Start returns a watchdog whose Context is a child of ctx that is cancelled
@@ -40,15 +42,16 @@ func Start(ctx context.Context, timeout time.Duration) *Watchdog {
 // Context returns the context the call must use.
 func (w *Watchdog) Context() context.Context { return w.ctx }
 
-// Feed restarts the countdown.
+// Feed restarts the countdown; it does nothing after Stop.
 func (w *Watchdog) Feed() {
-	if w.timer != nil {
+	if w.timer != nil && !w.stopped.Load() {
 		w.timer.Reset(w.timeout)
 	}
 }
 
 // Stop ends the watchdog and releases its context.
 func (w *Watchdog) Stop() {
+	w.stopped.Store(true)
 	if w.timer != nil {
 		w.timer.Stop()
 	}
