@@ -122,12 +122,19 @@ type Response struct {
 	Thinking bool
 }
 
-// Usage counts the tokens of one model call.
+// Usage counts the tokens of one model call. The three input counts are
+// disjoint, as in the Messages API: their sum is the whole prompt.
 type Usage struct {
-	InputTokens              int64
-	OutputTokens             int64
+	// InputTokens counts the prompt tokens neither read from nor written
+	// to the prompt cache.
+	InputTokens int64
+	// OutputTokens counts the generated tokens, reasoning included.
+	OutputTokens int64
+	// CacheCreationInputTokens counts the prompt tokens written to the
+	// cache (0 for providers that cache implicitly).
 	CacheCreationInputTokens int64
-	CacheReadInputTokens     int64
+	// CacheReadInputTokens counts the prompt tokens read from the cache.
+	CacheReadInputTokens int64
 }
 
 // Sink receives a response while it streams. Implementations must be cheap

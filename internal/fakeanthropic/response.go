@@ -86,7 +86,8 @@ func (r Response) WithUsage(u Usage) Response { r.usage = u; return r }
 // WithStopReason sets the stop reason of message_delta.
 func (r Response) WithStopReason(reason string) Response { r.stopReason = reason; return r }
 
-// WithDelay pauses d before every event of the stream.
+// WithDelay pauses d before every event of the stream, or before the
+// response of a Failure.
 func (r Response) WithDelay(d time.Duration) Response { r.delay = d; return r }
 
 // WithHeader adds a response header (retry-after, retry-after-ms, ...).

@@ -2,7 +2,8 @@
 // HTTP server on loopback that speaks the streaming wire format (message_start,
 // content_block_start/delta/stop, message_delta, message_stop, ping and error
 // events), answers each call with the next scripted Response and records the
-// requests it received.
+// requests it received. It always streams, whatever the request's "stream"
+// says, and does not validate requests: tests assert on Requests instead.
 //
 //	srv := fakeanthropic.New(t)
 //	srv.Push(fakeanthropic.Failure(529, "overloaded_error", "Overloaded"))

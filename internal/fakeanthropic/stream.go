@@ -13,6 +13,9 @@ func serve(w http.ResponseWriter, r *http.Request, body map[string]any, resp Res
 		fakeserver.Hang(r, done)
 		panic(http.ErrAbortHandler)
 	case resp.status != 0:
+		if !fakeserver.Sleep(r, done, resp.delay) {
+			panic(http.ErrAbortHandler)
+		}
 		writeError(w, resp.status, resp.header, resp.errType, resp.errMsg)
 		return
 	}

@@ -94,7 +94,8 @@ func (r Response) WithUsage(u Usage) Response { r.usage = u; return r }
 // WithFinishReason sets the finish reason of the last choice chunk.
 func (r Response) WithFinishReason(reason string) Response { r.finishReason = reason; return r }
 
-// WithDelay pauses d before every chunk of the stream.
+// WithDelay pauses d before every chunk of the stream, or before the
+// response of a Failure.
 func (r Response) WithDelay(d time.Duration) Response { r.delay = d; return r }
 
 // WithHeader adds a response header (retry-after, retry-after-ms, ...).

@@ -87,6 +87,13 @@ func (s *SSE) wait(d time.Duration) bool {
 	}
 }
 
+// Sleep pauses d, giving up early (and returning false) when the client
+// gives up or the server closes.
+func Sleep(r *http.Request, done <-chan struct{}, d time.Duration) bool {
+	s := SSE{r: r, done: done}
+	return s.wait(d)
+}
+
 // Hang blocks until the client gives up or the server closes.
 func Hang(r *http.Request, done <-chan struct{}) {
 	select {

@@ -16,7 +16,13 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/reinsdev/reins/model"
+	"github.com/reinsdev/reins/model/internal/idle"
 )
+
+// DefaultIdleTimeout is how long a call may receive nothing before it fails.
+// The API sends ping events while a response is slow, so a healthy stream
+// is never silent this long.
+const DefaultIdleTimeout = 5 * time.Minute
 
 // DefaultMaxTokens bounds a response when neither the request nor Options
 // set a limit.
@@ -35,6 +41,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// MaxTokens is the default response bound; 0 means DefaultMaxTokens.
 	MaxTokens int
+	// IdleTimeout fails a call (KindRequestFailed) when the API sends
+	// nothing, neither response headers nor stream data, for this long;
+	// 0 means DefaultIdleTimeout and a negative value disables it.
+	IdleTimeout time.Duration
 	// Logger receives debug records of each call; nil discards them.
 	Logger *slog.Logger
 }
@@ -45,6 +55,7 @@ type Provider struct {
 	maxTokens int
 	log       *slog.Logger
 	now       func() time.Time
+	idle      time.Duration
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -77,6 +88,7 @@ func New(opts Options) *Provider {
 		maxTokens: cmp.Or(opts.MaxTokens, DefaultMaxTokens),
 		log:       log,
 		now:       time.Now,
+		idle:      cmp.Or(opts.IdleTimeout, DefaultIdleTimeout),
 	}
 }
 
@@ -93,7 +105,10 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 		return nil, err
 	}
 	start := p.now()
-	stream := p.client.Messages.NewStreaming(ctx, params, ropts...)
+	wd := idle.Start(ctx, p.idle)
+	defer wd.Stop()
+	ropts = append(ropts, option.WithMiddleware(wd.Middleware))
+	stream := p.client.Messages.NewStreaming(wd.Context(), params, ropts...)
 	defer stream.Close()
 
 	acc := newAccumulator(sink, p.log)
@@ -101,7 +116,7 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 		acc.add(stream.Current())
 	}
 	if err := stream.Err(); err != nil {
-		cerr := p.classify(ctx, err)
+		cerr := p.classify(ctx, wd, err)
 		p.log.DebugContext(ctx, "anthropic call failed", "model", req.Model, "session", req.SessionID, "err", cerr, "elapsed", p.now().Sub(start))
 		return nil, cerr
 	}

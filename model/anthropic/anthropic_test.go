@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,3 +197,30 @@ type cancelAfterFirstDelta struct{ cancel context.CancelFunc }
 
 func (cancelAfterFirstDelta) Thinking()               {}
 func (s cancelAfterFirstDelta) TextDelta(int, string) { s.cancel() }
+
+func TestIdleTimeout(t *testing.T) {
+	srv := fakeanthropic.New(t)
+	p := anthropic.New(anthropic.Options{BaseURL: srv.URL, HTTPClient: srv.Client(), IdleTimeout: 300 * time.Millisecond})
+	for name, resp := range map[string]fakeanthropic.Response{
+		"no headers":    fakeanthropic.Hang(),
+		"stalled body":  fakeanthropic.Text("one two").WithDelay(10 * time.Second),
+		"stalled error": fakeanthropic.Failure(529, "overloaded_error", "x").WithDelay(10 * time.Second),
+	} {
+		srv.Push(resp)
+		start := time.Now()
+		_, err := p.Stream(context.Background(), userText("hi"), nil)
+		var me *model.Error
+		if !errors.As(err, &me) || me.Kind != model.KindRequestFailed || !strings.Contains(me.Message, "timed out") {
+			t.Errorf("%s: err = %v, want a request_failed timeout", name, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: failed after %v", name, d)
+		}
+	}
+	// A slow but steady stream is not idle: each event feeds the watchdog.
+	srv.Push(fakeanthropic.Text("a b c d e f").WithDelay(30 * time.Millisecond))
+	resp, err := p.Stream(context.Background(), userText("hi"), nil)
+	if err != nil || resp.Content[0].Text != "a b c d e f" {
+		t.Fatalf("steady stream: %v %+v", err, resp)
+	}
+}

@@ -14,9 +14,10 @@ import (
 const fastModeBeta = "fast-mode-2026-02-01"
 
 // params maps req onto Messages API parameters. Prompt caching marks the
-// stable prefix with three ephemeral breakpoints: the system prompt, the
-// last tool, and the last block of the last message, so that the next turn
-// of the same session reads everything before its new input from the cache.
+// stable prefix with the four ephemeral breakpoints the API allows: the last
+// tool, the system prompt, the last block of the last message (written for
+// the next turn) and the last block of the user message before it (read
+// back from the previous turn).
 func (p *Provider) params(req *model.Request) (anthropic.MessageNewParams, []option.RequestOption, error) {
 	params := anthropic.MessageNewParams{
 		Model:     anthropic.Model(req.Model),
@@ -46,12 +47,23 @@ func (p *Provider) params(req *model.Request) (anthropic.MessageNewParams, []opt
 		if err != nil {
 			return params, nil, at(err, "messages[%d]", i)
 		}
+		if len(messageContent(msg)) == 0 {
+			// The API rejects empty messages; leaving one out merges its
+			// neighbours, which the API does with consecutive turns anyway.
+			continue
+		}
 		params.Messages = append(params.Messages, msg)
 	}
 	if n := len(params.Messages); n > 0 {
-		if blocks := messageContent(params.Messages[n-1]); len(blocks) > 0 {
-			if cc := blocks[len(blocks)-1].GetCacheControl(); cc != nil {
-				*cc = anthropic.NewCacheControlEphemeralParam()
+		markLastBlock(params.Messages[n-1])
+		// The previous turn wrote the cache up to the end of the user
+		// message before the last one; a breakpoint there reads it back
+		// exactly, however many blocks the turn added since (the API looks
+		// back only about 20 blocks from a breakpoint).
+		for i := n - 2; i >= 0; i-- {
+			if params.Messages[i].OfUser != nil {
+				markLastBlock(params.Messages[i])
+				break
 			}
 		}
 	}
@@ -119,6 +131,17 @@ func messageParam(m model.Message) (anthropic.MessageParam, error) {
 		return anthropic.NewAssistantMessage(blocks...), nil
 	}
 	return anthropic.MessageParam{}, invalidf("unknown role %q", m.Role)
+}
+
+// markLastBlock puts a cache breakpoint on the last block of m.
+func markLastBlock(m anthropic.MessageParam) {
+	blocks := messageContent(m)
+	if len(blocks) == 0 {
+		return
+	}
+	if cc := blocks[len(blocks)-1].GetCacheControl(); cc != nil {
+		*cc = anthropic.NewCacheControlEphemeralParam()
+	}
 }
 
 func messageContent(m anthropic.MessageParam) []anthropic.ContentBlockParamUnion {

@@ -95,7 +95,7 @@ func TestTranscriptMapping(t *testing.T) {
 			{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0x"},"title":"Spec","context":"v2"},
 			{"type":"document","source":{"type":"text","media_type":"text/plain","data":"plain words"}},
 			{"type":"document","source":{"type":"text","media_type":"text/plain","data":"hello"}},
-			{"type":"document","source":{"type":"url","url":"https://example.com/a.pdf"}}
+			{"type":"document","source":{"type":"url","url":"https://example.com/a.pdf"},"cache_control":{"type":"ephemeral"}}
 		]},
 		{"role":"assistant","content":[
 			{"type":"text","text":"Reading."},
@@ -174,5 +174,70 @@ func TestBadToolSchema(t *testing.T) {
 	_, err := p.Stream(context.Background(), req, nil)
 	if me := model.AsError(err); me.Kind != model.KindInvalid {
 		t.Fatalf("err = %v, want invalid", err)
+	}
+}
+
+func TestEmptyMessagesLeftOut(t *testing.T) {
+	p, srv := newProvider(t)
+	srv.Push(fakeanthropic.Text("ok"))
+	req := userText("hi")
+	req.Messages = append(req.Messages,
+		model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: model.BlockText}}},
+		model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: "still there?"}}},
+	)
+	if _, err := p.Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, "messages", srv.Requests()[0].Body["messages"], `[
+		{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]},
+		{"role":"user","content":[{"type":"text","text":"still there?","cache_control":{"type":"ephemeral"}}]}
+	]`)
+}
+
+func TestCacheBreakpointsAcrossTurns(t *testing.T) {
+	p, srv := newProvider(t)
+	srv.Push(fakeanthropic.Text("ok"))
+	text := func(role model.Role, s string) model.Message {
+		return model.Message{Role: role, Content: []model.Block{{Type: model.BlockText, Text: s}}}
+	}
+	req := userText("one")
+	req.Messages = append(req.Messages, text(model.RoleAssistant, "two"), text(model.RoleUser, "three"),
+		text(model.RoleAssistant, "four"), text(model.RoleUser, "five"))
+	if _, err := p.Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Breakpoints: the end of the transcript and the end of the previous
+	// user message ("three"); earlier ones are left alone (at most 4).
+	jsonEqual(t, "messages", srv.Requests()[0].Body["messages"], `[
+		{"role":"user","content":[{"type":"text","text":"one"}]},
+		{"role":"assistant","content":[{"type":"text","text":"two"}]},
+		{"role":"user","content":[{"type":"text","text":"three","cache_control":{"type":"ephemeral"}}]},
+		{"role":"assistant","content":[{"type":"text","text":"four"}]},
+		{"role":"user","content":[{"type":"text","text":"five","cache_control":{"type":"ephemeral"}}]}
+	]`)
+}
+
+func TestToolResultWithDocument(t *testing.T) {
+	p, srv := newProvider(t)
+	srv.Push(fakeanthropic.Text("ok"))
+	req := userText("hi")
+	req.Messages = append(req.Messages,
+		model.Message{Role: model.RoleAssistant, Content: []model.Block{{Type: model.BlockToolUse, ID: "toolu_1", Name: "fetch"}}},
+		model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockToolResult, ToolUseID: "toolu_1", Content: []model.Block{
+			{Type: model.BlockText, Text: ""},
+			{Type: model.BlockDocument, Source: raw(`{"type":"text","data":"page"}`), Title: "Page"},
+		}}}},
+	)
+	if _, err := p.Stream(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	msgs := srv.Requests()[0].Body["messages"].([]any)
+	jsonEqual(t, "assistant", msgs[1], `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"fetch","input":{}}]}`)
+	jsonEqual(t, "tool result", msgs[2], `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","cache_control":{"type":"ephemeral"},
+		"content":[{"type":"document","title":"Page","source":{"type":"text","media_type":"text/plain","data":"page"}}]}]}`)
+
+	req.Messages[2].Content[0].Content = []model.Block{{Type: model.BlockToolUse}}
+	if _, err := p.Stream(context.Background(), req, nil); model.AsError(err).Kind != model.KindInvalid {
+		t.Errorf("tool_use inside a tool result: err = %v, want invalid", err)
 	}
 }

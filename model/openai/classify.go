@@ -11,13 +11,18 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/reinsdev/reins/model/internal/classify"
+	"github.com/reinsdev/reins/model/internal/idle"
 )
 
 // classify turns an error of the SDK into a *model.Error, or into a wrapped
-// ctx.Err() when the caller abandoned the call.
-func (p *Provider) classify(ctx context.Context, err error) error {
+// ctx.Err() when the caller abandoned the call. wd tells whether the call
+// was cancelled for silence.
+func (p *Provider) classify(ctx context.Context, wd *idle.Watchdog, err error) error {
 	if ctx.Err() != nil {
 		return classify.Transport(ctx, err)
+	}
+	if stalled := wd.Stalled(); stalled != nil {
+		return classify.Stalled(stalled)
 	}
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {

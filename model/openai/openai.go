@@ -7,6 +7,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -17,7 +18,13 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/reinsdev/reins/model"
+	"github.com/reinsdev/reins/model/internal/idle"
 )
+
+// DefaultIdleTimeout is how long a call may receive nothing before it fails.
+// It is generous because a local server may process a long prompt for
+// minutes before its first chunk.
+const DefaultIdleTimeout = 10 * time.Minute
 
 // Prefix starts the model ids this provider serves.
 const Prefix = "openai/"
@@ -32,6 +39,10 @@ type Options struct {
 	// HTTPClient performs the requests; nil means a client with no overall
 	// timeout (bound a call with its context instead).
 	HTTPClient *http.Client
+	// IdleTimeout fails a call (KindRequestFailed) when the API sends
+	// nothing, neither response headers nor stream data, for this long;
+	// 0 means DefaultIdleTimeout and a negative value disables it.
+	IdleTimeout time.Duration
 	// Logger receives debug records of each call; nil discards them.
 	Logger *slog.Logger
 }
@@ -41,6 +52,7 @@ type Provider struct {
 	completions openai.ChatCompletionService
 	log         *slog.Logger
 	now         func() time.Time
+	idle        time.Duration
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -70,7 +82,12 @@ func New(opts Options) *Provider {
 	}
 	// The service is built directly rather than through openai.NewClient,
 	// which would read OPENAI_* variables from the environment.
-	return &Provider{completions: openai.NewChatCompletionService(ropts...), log: log, now: time.Now}
+	return &Provider{
+		completions: openai.NewChatCompletionService(ropts...),
+		log:         log,
+		now:         time.Now,
+		idle:        cmp.Or(opts.IdleTimeout, DefaultIdleTimeout),
+	}
 }
 
 // Stream implements model.Provider. It sends req as one streamed chat
@@ -87,7 +104,9 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 		return nil, err
 	}
 	start := p.now()
-	stream := p.completions.NewStreaming(ctx, params)
+	wd := idle.Start(ctx, p.idle)
+	defer wd.Stop()
+	stream := p.completions.NewStreaming(wd.Context(), params, option.WithMiddleware(wd.Middleware))
 	defer stream.Close()
 
 	acc := newAccumulator(sink, p.log)
@@ -95,7 +114,7 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 		acc.add(stream.Current())
 	}
 	if err := stream.Err(); err != nil {
-		cerr := p.classify(ctx, err)
+		cerr := p.classify(ctx, wd, err)
 		p.log.DebugContext(ctx, "openai call failed", "model", req.Model, "session", req.SessionID, "err", cerr, "elapsed", p.now().Sub(start))
 		return nil, cerr
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,5 +231,30 @@ func TestConnectionRefused(t *testing.T) {
 	var me *model.Error
 	if !errors.As(err, &me) || me.Kind != model.KindRequestFailed {
 		t.Fatalf("err = %v, want request_failed", err)
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	srv := fakeopenai.New(t)
+	p := openai.New(openai.Options{BaseURL: srv.URL, HTTPClient: srv.Client(), IdleTimeout: 300 * time.Millisecond})
+	for name, resp := range map[string]fakeopenai.Response{
+		"no headers":   fakeopenai.Hang(),
+		"stalled body": fakeopenai.Text("one two").WithDelay(10 * time.Second),
+	} {
+		srv.Push(resp)
+		start := time.Now()
+		_, err := p.Stream(context.Background(), userText("hi"), nil)
+		var me *model.Error
+		if !errors.As(err, &me) || me.Kind != model.KindRequestFailed || !strings.Contains(me.Message, "timed out") {
+			t.Errorf("%s: err = %v, want a request_failed timeout", name, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: failed after %v", name, d)
+		}
+	}
+	srv.Push(fakeopenai.Text("a b c d e f").WithDelay(30 * time.Millisecond))
+	resp, err := p.Stream(context.Background(), userText("hi"), nil)
+	if err != nil || resp.Content[0].Text != "a b c d e f" {
+		t.Fatalf("steady stream: %v %+v", err, resp)
 	}
 }

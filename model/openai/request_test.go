@@ -30,6 +30,7 @@ func TestTranscriptMapping(t *testing.T) {
 				{Type: model.BlockImage, Source: raw(`{"type":"url","url":"https://example.com/cat.jpg"}`)},
 				{Type: model.BlockDocument, Source: raw(`{"type":"base64","media_type":"application/pdf","data":"JVBERi0x"}`), Title: "spec.pdf"},
 				{Type: model.BlockDocument, Source: raw(`{"type":"text","media_type":"text/plain","data":"plain words"}`), Title: "Notes", Context: "draft"},
+				{Type: model.BlockDocument, Source: raw(`{"type":"base64","media_type":"text/plain","data":"aGVsbG8="}`)},
 			}},
 			{Role: model.RoleAssistant, Content: []model.Block{
 				{Type: model.BlockText, Text: "Reading."},
@@ -70,7 +71,8 @@ func TestTranscriptMapping(t *testing.T) {
 			{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},
 			{"type":"image_url","image_url":{"url":"https://example.com/cat.jpg"}},
 			{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0x","filename":"spec.pdf"}},
-			{"type":"text","text":"Document: Notes\nContext: draft\n\nplain words"}
+			{"type":"text","text":"Document: Notes\nContext: draft\n\nplain words"},
+			{"type":"text","text":"hello"}
 		]},
 		{"role":"assistant","content":"Reading.","tool_calls":[
 			{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"a.txt\"}"}},
@@ -99,6 +101,9 @@ func TestUnsupportedSources(t *testing.T) {
 		{"docx", model.Block{Type: model.BlockDocument, Source: raw(`{"type":"base64","media_type":"application/msword","data":"AA=="}`)}, "application/msword"},
 		{"missing source", model.Block{Type: model.BlockImage}, "missing source"},
 		{"unknown block", model.Block{Type: "video"}, `"video"`},
+		{"bad text base64", model.Block{Type: model.BlockDocument, Source: raw(`{"type":"base64","media_type":"text/plain","data":"%%%"}`)}, "not base64"},
+		{"unknown document source", model.Block{Type: model.BlockDocument, Source: raw(`{"type":"content"}`)}, `"content"`},
+		{"file document", model.Block{Type: model.BlockDocument, Source: raw(`{"type":"file","file_id":"file_7"}`)}, `file "file_7"`},
 		{"tool_use in user message", model.Block{Type: model.BlockToolUse, ID: "x", Name: "y"}, "tool_use"},
 		{"file in tool result", model.Block{Type: model.BlockToolResult, ToolUseID: "t", Content: []model.Block{{Type: model.BlockImage, Source: raw(`{"type":"file","file_id":"f"}`)}}}, "tool_result content[0]"},
 	}

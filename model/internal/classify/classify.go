@@ -126,3 +126,13 @@ func BrokenStream(ctx context.Context, what string) error {
 		Message: "model API stream ended early: " + what,
 	}
 }
+
+// Stalled returns the error for a call that the idle watchdog cancelled: a
+// timeout, which a retry may overcome.
+func Stalled(err error) *model.Error {
+	return &model.Error{
+		Kind:    model.KindRequestFailed,
+		Message: "model API request timed out: " + err.Error(),
+		Err:     err,
+	}
+}
