@@ -33,7 +33,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCommand(), newKeysCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newKeysCommand(), newVersionCommand(), newAgentsCommand(), newEnvironmentsCommand(), newSessionsCommand())
 	return root
 }
 
