@@ -135,9 +135,9 @@ func TestRenderRetryStatuses(t *testing.T) {
 				"the session was terminated and accepts no more input\n",
 		},
 		{
-			name: "mcp server named",
+			name:   "mcp server named",
 			frames: []string{running, `{"type":"session.error","processed_at":"t","error":{"type":"mcp_connection_failed_error","message":"dial tcp: refused","mcp_server_name":"github","retry_status":{"type":"retrying"}}}`},
-			want: "cannot reach MCP server github — retrying… (dial tcp: refused)\n",
+			want:   "cannot reach MCP server github — retrying… (dial tcp: refused)\n",
 		},
 		{
 			name:   "exhausted idle without an error seen",
