@@ -256,7 +256,7 @@ func TestRenderLinesAfterStreamedTextStartFresh(t *testing.T) {
 
 func TestConsoleWithoutTerminal(t *testing.T) {
 	var b strings.Builder
-	c := newConsole(&b, false)
+	c := newConsole(&b, false, false)
 	c.Write("a", true)
 	c.Write("b\n", false)
 	c.Close()
@@ -267,7 +267,7 @@ func TestConsoleWithoutTerminal(t *testing.T) {
 
 func TestConsoleSpinner(t *testing.T) {
 	var b syncBuilder
-	c := newConsole(&b, true)
+	c := newConsole(&b, true, false)
 	c.Write("", true)
 	for start := time.Now(); !strings.Contains(b.String(), "working…"); time.Sleep(10 * time.Millisecond) {
 		if time.Since(start) > 5*time.Second {

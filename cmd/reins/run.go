@@ -291,9 +291,9 @@ func runSession(cmd *cobra.Command, cf *clientFlags, rf *runFlags, args []string
 		answers: &answers{autoApprove: rf.autoApprove, autoDeny: rf.autoDeny, toolResponses: responses}}
 	if c.output == outputJSON {
 		f.raw = out
-		f.con = newConsole(io.Discard, false)
+		f.con = newConsole(io.Discard, false, false)
 	} else {
-		f.con = newConsole(out, tty)
+		f.con = newConsole(out, tty, useColor(out))
 		fmt.Fprintf(cmd.ErrOrStderr(), "session %s\n", sess.ID)
 	}
 	defer f.con.Close()
@@ -363,9 +363,9 @@ session waits for.`,
 			f := &follower{c: c, sessionID: args[0], r: newRenderer(useColor(out), true), untilIdle: untilIdle}
 			if c.output == outputJSON {
 				f.raw = out
-				f.con = newConsole(io.Discard, false)
+				f.con = newConsole(io.Discard, false, false)
 			} else {
-				f.con = newConsole(out, isTerminal(out))
+				f.con = newConsole(out, isTerminal(out), useColor(out))
 			}
 			defer f.con.Close()
 			stream, closeStream, err := openStream(ctx, c, args[0], true)

@@ -31,6 +31,7 @@ func useColor(w io.Writer) bool {
 type console struct {
 	mu      sync.Mutex
 	w       io.Writer
+	color   bool
 	spin    bool // spinning wanted
 	shown   bool // a spinner frame is on screen
 	frame   int
@@ -41,9 +42,9 @@ type console struct {
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 // newConsole returns a console on w; animated starts the spinner's
-// ticker (terminals only). Close stops it.
-func newConsole(w io.Writer, animated bool) *console {
-	c := &console{w: w}
+// ticker (terminals only), drawn dim when color is set. Close stops it.
+func newConsole(w io.Writer, animated, color bool) *console {
+	c := &console{w: w, color: color}
 	if animated {
 		c.stop = make(chan struct{})
 		c.stopped = make(chan struct{})
@@ -64,7 +65,11 @@ func (c *console) run() {
 			c.mu.Lock()
 			if c.spin {
 				c.frame = (c.frame + 1) % len(spinnerFrames)
-				fmt.Fprintf(c.w, "\r\x1b[2m%s working…\x1b[0m\x1b[K", spinnerFrames[c.frame])
+				frame := spinnerFrames[c.frame] + " working…"
+				if c.color {
+					frame = "\x1b[2m" + frame + "\x1b[0m"
+				}
+				fmt.Fprintf(c.w, "\r%s\x1b[K", frame)
 				c.shown = true
 			}
 			c.mu.Unlock()
