@@ -478,3 +478,18 @@ func TestBadOutputFlag(t *testing.T) {
 		t.Errorf("err = %v", r.err)
 	}
 }
+
+func TestSessionsRunContinuesASession(t *testing.T) {
+	s := startServer(t)
+	r := s.run(t, "sessions", "create", "--agent", s.agentID, "-o", "json").must(t)
+	id, _ := jsonField(t, r.stdout, "id").(string)
+	// A turn is running when run joins: its idle must not end the run.
+	s.run(t, "sessions", "send", id, "@sleep 500ms\n@text first").must(t)
+	r = s.run(t, "sessions", "run", "--session", id, "@text second").must(t)
+	assertContains(t, r.stdout, "second")
+	assertContains(t, r.stderr, "session "+id)
+
+	if r := s.run(t, "sessions", "run", "--session", id, "--agent", s.agentID, "x"); r.err == nil {
+		t.Error("--session with --agent accepted")
+	}
+}

@@ -57,6 +57,10 @@ type follower struct {
 	answers *answers
 	// untilIdle ends the follow when a turn ends (run; tail --until-idle).
 	untilIdle bool
+	// await, when set, is the id of the message sent: idles before it was
+	// taken up belong to an earlier turn and do not end the follow.
+	await   string
+	awaited bool
 }
 
 // follow consumes the stream until the turn ends (untilIdle), the session
@@ -70,6 +74,9 @@ func (f *follower) follow(ctx context.Context, stream eventStream) error {
 		}
 		if err := f.show(raw, it); err != nil {
 			return err
+		}
+		if it.ID != "" && it.ID == f.await && (it.ProcessedAt != nil || it.Flushed) {
+			f.awaited = true
 		}
 		done, err := f.react(ctx, it)
 		if done || err != nil {
@@ -106,6 +113,9 @@ func (f *follower) react(ctx context.Context, it streamItem) (done bool, err err
 	case ma.EventSessionDeleted:
 		return true, &exitError{code: 1, err: errors.New("the session was deleted")}
 	case ma.EventStatusIdle:
+		if f.await != "" && !f.awaited {
+			return false, nil // the end of a turn before ours
+		}
 		if it.StopReason == nil {
 			return f.untilIdle, nil
 		}
@@ -213,6 +223,7 @@ func openStream(ctx context.Context, c *apiClient, sessionID string, previews bo
 // runFlags are the flags of `sessions run`.
 type runFlags struct {
 	session       sessionFields
+	sessionID     string
 	autoApprove   bool
 	autoDeny      bool
 	toolResponses []string
@@ -221,9 +232,9 @@ type runFlags struct {
 func sessionsRun(cf *clientFlags) *cobra.Command {
 	var rf runFlags
 	cmd := &cobra.Command{
-		Use:   "run --agent AGENT_ID [--environment ENV_ID] PROMPT...",
+		Use:   "run (--agent AGENT_ID [--environment ENV_ID] | --session SESSION_ID) PROMPT...",
 		Short: "Start a session, send a prompt and show the agent's work until it is done",
-		Long: `Create a session, send the prompt and render the session's events until the
+		Long: `Create a session (or continue one with --session), send the prompt and render the session's events until the
 turn ends: streamed text, tool calls and their results, retries and errors.
 
 Tool calls that need approval are asked on a terminal (y/N); without one, use
@@ -242,6 +253,7 @@ session first).`,
 	}
 	rf.session.register(cmd, false)
 	fl := cmd.Flags()
+	fl.StringVar(&rf.sessionID, "session", "", "continue this session instead of creating one")
 	fl.BoolVar(&rf.autoApprove, "auto-approve", false, "allow every tool call that needs approval")
 	fl.BoolVar(&rf.autoDeny, "auto-deny", false, "deny every tool call that needs approval")
 	fl.StringArrayVar(&rf.toolResponses, "tool-response", nil, "answer custom tool NAME with TEXT: NAME=TEXT (repeatable)")
@@ -251,6 +263,9 @@ session first).`,
 func runSession(cmd *cobra.Command, cf *clientFlags, rf *runFlags, args []string) error {
 	if rf.autoApprove && rf.autoDeny {
 		return errors.New("--auto-approve and --auto-deny exclude each other")
+	}
+	if rf.sessionID != "" && (rf.session.agent != "" || rf.session.environment != "") {
+		return errors.New("--session continues an existing session: drop --agent and --environment")
 	}
 	responses := map[string]string{}
 	for _, p := range rf.toolResponses {
@@ -281,45 +296,52 @@ func runSession(cmd *cobra.Command, cf *clientFlags, rf *runFlags, args []string
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	sess, err := createSession(ctx, cmd, c, &rf.session)
-	if err != nil {
-		return err
+	sessionID := rf.sessionID
+	if sessionID == "" {
+		sess, err := createSession(ctx, cmd, c, &rf.session)
+		if err != nil {
+			return err
+		}
+		sessionID = sess.ID
 	}
 	out := cmd.OutOrStdout()
 	tty := isTerminal(out)
-	f := &follower{c: c, sessionID: sess.ID, r: newRenderer(useColor(out), false), untilIdle: true,
+	f := &follower{c: c, sessionID: sessionID, r: newRenderer(useColor(out), false), untilIdle: true,
 		answers: &answers{autoApprove: rf.autoApprove, autoDeny: rf.autoDeny, toolResponses: responses}}
 	if c.output == outputJSON {
 		f.raw = out
 		f.con = newConsole(io.Discard, false, false)
 	} else {
 		f.con = newConsole(out, tty, useColor(out))
-		fmt.Fprintf(cmd.ErrOrStderr(), "session %s\n", sess.ID)
 	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "session %s\n", sessionID)
 	defer f.con.Close()
 	if tty && stdinTTY {
 		f.answers.ask = &asker{in: bufio.NewReader(cmd.InOrStdin()), out: f.con}
 	}
 
 	// The stream first, then the message: nothing of the turn is missed.
-	stream, closeStream, err := openStream(ctx, c, sess.ID, true)
+	stream, closeStream, err := openStream(ctx, c, sessionID, true)
 	if err != nil {
 		return err
 	}
 	defer closeStream()
 	f.con.Write("", true)
-	_, err = c.Beta.Sessions.Events.Send(ctx, sess.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{{
+	sent, err := c.Beta.Sessions.Events.Send(ctx, sessionID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{{
 		OfUserMessage: &anthropic.BetaManagedAgentsUserMessageEventParams{Content: []anthropic.BetaManagedAgentsUserMessageEventParamsContentUnion{
 			{OfText: &anthropic.BetaManagedAgentsTextBlockParam{Text: prompt}},
 		}},
 	}}})
 	if err == nil {
+		if len(sent.Data) == 1 && sent.Data[0].ProcessedAt.IsZero() {
+			f.await = sent.Data[0].ID
+		}
 		err = f.follow(ctx, stream)
 	}
 	if ctx.Err() != nil {
 		stop() // a second Ctrl-C ends the process at once
 		f.con.Close()
-		return interrupt(context.WithoutCancel(ctx), c, sess.ID, f)
+		return interrupt(context.WithoutCancel(ctx), c, sessionID, f)
 	}
 	return c.explain(err)
 }
