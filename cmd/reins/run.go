@@ -113,11 +113,11 @@ func (f *follower) react(ctx context.Context, it streamItem) (done bool, err err
 	case ma.EventSessionDeleted:
 		return true, &exitError{code: 1, err: errors.New("the session was deleted")}
 	case ma.EventStatusIdle:
-		if f.await != "" && !f.awaited {
-			return false, nil // the end of a turn before ours
-		}
+		// An idle before the sent message was taken up ends an earlier
+		// turn; only its pending actions concern this run.
+		before := f.await != "" && !f.awaited
 		if it.StopReason == nil {
-			return f.untilIdle, nil
+			return f.untilIdle && !before, nil
 		}
 		switch it.StopReason.Type {
 		case ma.StopRequiresAction:
@@ -129,11 +129,11 @@ func (f *follower) react(ctx context.Context, it streamItem) (done bool, err err
 			}
 			return false, f.resolve(ctx, it.StopReason.EventIDs)
 		case ma.StopRetriesExhausted:
-			if f.untilIdle {
+			if f.untilIdle && !before {
 				return true, &exitError{code: 1, err: errors.New("the turn was abandoned")}
 			}
 		default:
-			return f.untilIdle, nil
+			return f.untilIdle && !before, nil
 		}
 	}
 	return false, nil
