@@ -32,7 +32,7 @@ func (s *fakeStream) Next() bool {
 }
 
 func (s *fakeStream) Current() anthropic.BetaManagedAgentsStreamSessionEventsUnion { return s.cur }
-func (s *fakeStream) Err() error                                                 { return s.err }
+func (s *fakeStream) Err() error                                                   { return s.err }
 
 func newTestFollower(untilIdle bool) (*follower, *strings.Builder) {
 	var out strings.Builder
