@@ -407,7 +407,18 @@ func TestSessionsRunCustomTool(t *testing.T) {
 func TestSessionsRunInterrupt(t *testing.T) {
 	s := startServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(500*time.Millisecond, cancel) // Ctrl-C
+	defer cancel()
+	go func() {
+		// Ctrl-C once the turn is under way.
+		for ctx.Err() == nil {
+			r := s.run(t, "sessions", "list", "--status", "running")
+			if strings.Contains(r.stdout, "sesn_") {
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 	r := s.runCtx(t, ctx, "sessions", "run", "--agent", s.agentID, "@sleep 30s\n@text too late")
 	if r.code() != exitInterrupted {
 		t.Fatalf("exit %d (%v), want %d", r.code(), r.err, exitInterrupted)

@@ -299,6 +299,9 @@ func runSession(cmd *cobra.Command, cf *clientFlags, rf *runFlags, args []string
 	sessionID := rf.sessionID
 	if sessionID == "" {
 		sess, err := createSession(ctx, cmd, c, &rf.session)
+		if ctx.Err() != nil {
+			return &exitError{code: exitInterrupted, err: errors.New("interrupted before the session started")}
+		}
 		if err != nil {
 			return err
 		}
