@@ -375,8 +375,9 @@ func TestSessionsRunAlwaysAsk(t *testing.T) {
 		t.Errorf("denied call approved:\n%s", r.stdout)
 	}
 
-	// No terminal and no flag: the run stops and says how to answer.
-	r = s.run(t, "sessions", "run", "--agent", agent, prompt)
+	// No terminal and no flag: the run stops and says how to answer. (The
+	// sleep applies to each model call: it leaves tail time to connect.)
+	r = s.run(t, "sessions", "run", "--agent", agent, "@sleep 1s\n"+prompt)
 	if r.code() != exitNeedsInput {
 		t.Fatalf("exit %d (%v), want %d", r.code(), r.err, exitNeedsInput)
 	}
@@ -388,11 +389,10 @@ func TestSessionsRunAlwaysAsk(t *testing.T) {
 	defer cancel()
 	tail := make(chan result, 1)
 	go func() { tail <- s.runCtx(t, ctx, "sessions", "tail", sess, "--until-idle", "--history") }()
-	time.Sleep(200 * time.Millisecond) // let tail open its stream
 	s.run(t, "sessions", "send", sess, "--approve", toolUse).must(t)
 	tr := <-tail
 	tr.must(t)
-	assertContains(t, tr.stdout, "› @tool grep", "✓ approved grep", "checked")
+	assertContains(t, tr.stdout, "› @sleep 1s\n@tool grep", "✓ approved grep", "checked")
 }
 
 func TestSessionsRunCustomTool(t *testing.T) {
