@@ -98,7 +98,7 @@ func TestSessionsRunOnTerminalNoColor(t *testing.T) {
 	s := startServer(t)
 	t.Setenv("NO_COLOR", "1")
 	out, err := runOnTerminal(t, s, func(string) string { return "" },
-		"sessions", "run", "--agent", s.agentID, "@sleep 400ms\n@text done")
+		"sessions", "run", "--agent", s.agentID, "@sleep 800ms\n@text done")
 	if err != nil {
 		t.Fatalf("run: %v\n%q", err, out)
 	}
