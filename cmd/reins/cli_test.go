@@ -452,6 +452,12 @@ func TestUnauthorized(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.err.Error(), "$REINS_API_KEY") {
 		t.Errorf("err = %v, want it to name $REINS_API_KEY", r.err)
 	}
+	t.Setenv("REINS_API_KEY", "")
+	t.Setenv("ANTHROPIC_API_KEY", bad)
+	r = execute(context.Background(), "", "sessions", "list", "--url", s.url)
+	if r.err == nil || !strings.Contains(r.err.Error(), "$ANTHROPIC_API_KEY") || !strings.Contains(r.err.Error(), "REINS_API_KEY") {
+		t.Errorf("err = %v, want it to name $ANTHROPIC_API_KEY and suggest REINS_API_KEY", r.err)
+	}
 }
 
 func TestKeyFromDataDir(t *testing.T) {

@@ -130,8 +130,11 @@ func (c *apiClient) explain(err error) error {
 		}
 		switch apiErr.StatusCode {
 		case 401:
-			return &explained{fmt.Sprintf("the server at %s rejected the API key from %s (HTTP 401 %s); check the key, or create one with `reins keys create`",
-				c.url, c.keySource, t), err}
+			hint := "check the key, or create one with `reins keys create`"
+			if c.keySource == "$ANTHROPIC_API_KEY" {
+				hint = "if that is an Anthropic key meant for `reins serve`, give the CLI a reins key with --api-key or REINS_API_KEY"
+			}
+			return &explained{fmt.Sprintf("the server at %s rejected the API key from %s (HTTP 401 %s); %s", c.url, c.keySource, t, hint), err}
 		case 403:
 			return &explained{fmt.Sprintf("the API key from %s may not do this (HTTP 403 %s): %s", c.keySource, t, msg), err}
 		}
