@@ -1,0 +1,179 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/spf13/cobra"
+
+	"github.com/reinsdev/reins/internal/app"
+)
+
+// defaultURL is where `reins serve` listens unless told otherwise.
+const defaultURL = "http://127.0.0.1:4180"
+
+// Output formats of --output.
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+// clientFlags are the connection and output flags shared by the client
+// commands (agents, environments, sessions).
+type clientFlags struct {
+	url     string
+	apiKey  string
+	dataDir string
+	output  string
+}
+
+// addClientFlags registers the shared flags on a command group as
+// persistent flags. Defaults are resolved when a command runs, so that
+// --help never prints a key taken from the environment.
+func addClientFlags(cmd *cobra.Command) *clientFlags {
+	f := &clientFlags{}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&f.url, "url", "", "server URL (REINS_URL, else ANTHROPIC_BASE_URL, else "+defaultURL+")")
+	pf.StringVar(&f.apiKey, "api-key", "", "API key (REINS_API_KEY, else ANTHROPIC_API_KEY, else the api-key file in the data dir)")
+	pf.StringVar(&f.dataDir, "data-dir", "", "data directory holding the api-key file (REINS_DATA_DIR, else "+defaultDataDir()+")")
+	pf.StringVarP(&f.output, "output", "o", outputText, "output format: text or json")
+	return f
+}
+
+// apiClient is the official SDK client with what the CLI needs to explain
+// its failures.
+type apiClient struct {
+	anthropic.Client
+	// url is the server URL used.
+	url string
+	// keySource says where the API key came from, never the key.
+	keySource string
+	output    string
+	transport *http.Transport
+}
+
+// close releases the client's idle connections.
+func (c *apiClient) close() { c.transport.CloseIdleConnections() }
+
+// newClient resolves the flags and environment into an SDK client.
+func (f *clientFlags) newClient() (*apiClient, error) {
+	if f.output != outputText && f.output != outputJSON {
+		return nil, fmt.Errorf("--output: want text or json, got %q", f.output)
+	}
+	url := firstNonEmpty(f.url, os.Getenv("REINS_URL"), os.Getenv("ANTHROPIC_BASE_URL"), defaultURL)
+	key, source, err := f.resolveKey()
+	if err != nil {
+		return nil, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	c := anthropic.NewClient(
+		option.WithoutEnvironmentDefaults(),
+		option.WithHTTPClient(&http.Client{Transport: transport}),
+		option.WithBaseURL(url),
+		option.WithAPIKey(key),
+		// The CLI reports failures at once; the person decides to retry.
+		option.WithMaxRetries(0),
+	)
+	return &apiClient{Client: c, url: url, keySource: source, output: f.output, transport: transport}, nil
+}
+
+// resolveKey returns the API key and a description of its source.
+func (f *clientFlags) resolveKey() (key, source string, err error) {
+	if f.apiKey != "" {
+		return f.apiKey, "the --api-key flag", nil
+	}
+	for _, name := range []string{"REINS_API_KEY", "ANTHROPIC_API_KEY"} {
+		if v := os.Getenv(name); v != "" {
+			return v, "$" + name, nil
+		}
+	}
+	dir := firstNonEmpty(f.dataDir, os.Getenv("REINS_DATA_DIR"), defaultDataDir())
+	path := filepath.Join(dir, app.KeyFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", "", fmt.Errorf("no API key: pass --api-key, set REINS_API_KEY, or start `reins serve` once with --data-dir %s so it writes %s", dir, path)
+	case err != nil:
+		return "", "", fmt.Errorf("read API key: %w", err)
+	}
+	key = strings.TrimSpace(string(b))
+	if key == "" {
+		return "", "", fmt.Errorf("the API key file %s is empty", path)
+	}
+	return key, "the key file " + path, nil
+}
+
+// explain turns an SDK error into a message for a person: which server
+// could not be reached, which key source was refused, what the API said.
+// The SDK error stays in the chain for errors.As.
+func (c *apiClient) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Message
+		if msg == "" {
+			msg = strings.TrimSpace(apiErr.RawJSON())
+		}
+		t := string(apiErr.Type())
+		if t == "" {
+			t = "error"
+		}
+		switch apiErr.StatusCode {
+		case 401:
+			hint := "check the key, or create one with `reins keys create`"
+			if c.keySource == "$ANTHROPIC_API_KEY" {
+				hint = "if that is an Anthropic key meant for `reins serve`, give the CLI a reins key with --api-key or REINS_API_KEY"
+			}
+			return &explained{fmt.Sprintf("the server at %s rejected the API key from %s (HTTP 401 %s); %s", c.url, c.keySource, t, hint), err}
+		case 403:
+			return &explained{fmt.Sprintf("the API key from %s may not do this (HTTP 403 %s): %s", c.keySource, t, msg), err}
+		}
+		return &explained{fmt.Sprintf("%s (HTTP %d %s)", msg, apiErr.StatusCode, t), err}
+	}
+	var opErr *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &opErr) && opErr.Op == "dial") {
+		return &explained{fmt.Sprintf("cannot reach the reins server at %s (%v); is it running? Start one with `reins serve`, or point --url or REINS_URL at yours",
+			c.url, rootCause(err)), err}
+	}
+	return err
+}
+
+// explained is an error whose message was written for a person; the
+// original error stays in the chain.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
+// rootCause is the innermost error of a chain of single wrappers.
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
