@@ -274,7 +274,12 @@ func (r *runner) waitForWorker(ctx context.Context, sess *ma.Session) error {
 }
 
 func (r *runner) setStatus(tx store.Tx, status string, ev *ma.Event) error {
-	now := r.h.now()
+	return r.setStatusAt(tx, status, ev, r.h.now())
+}
+
+// setStatusAt is setStatus with the caller's timestamp, for events that
+// must share one processed_at.
+func (r *runner) setStatusAt(tx store.Tx, status string, ev *ma.Event, now string) error {
 	s := tx.Session()
 	s.Status = status
 	s.UpdatedAt = now
@@ -309,7 +314,9 @@ func (r *runner) startTurn(tx store.Tx) error {
 	if len(consumed) == 0 {
 		return nil
 	}
-	if err := r.setStatus(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning}); err != nil {
+	// One timestamp for the status change and the consumed inputs, so the
+	// list (ordered by processed_at) keeps the log order.
+	if err := r.setStatusAt(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning}, now); err != nil {
 		return err
 	}
 	return tx.Append(consumed...)

@@ -143,6 +143,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 				if drain() {
 					return nil
 				}
+				if finished[eventID] {
+					continue // its final event went out first
+				}
 				started[eventID] = true
 			case "event_delta":
 				eventID = pv.EventID

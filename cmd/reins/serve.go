@@ -144,17 +144,17 @@ A demo agent and environment are ready (model %s):
     agent        %s
     environment  %s
 
-Talk to them:
-    export ANTHROPIC_BASE_URL=%s ANTHROPIC_API_KEY=$(cat %s)
+Talk to them (the CLI reads REINS_URL and REINS_API_KEY; the key file is read by default):
     reins sessions run --agent %s --environment %s "Hello"
+    curl -s %s/v1/agents -H "x-api-key: $(cat %s)"
 
 or with the official Go SDK (github.com/anthropics/anthropic-sdk-go/v2):
-    client := anthropic.NewClient(option.WithBaseURL("%s"))
+    client := anthropic.NewClient(option.WithBaseURL("%s"), option.WithAPIKey(key))
     sess, _ := client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
         Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String("%s")},
         EnvironmentID: "%s",
     })
-`, demo.Model, demo.AgentID, demo.EnvironmentID, url, keyPathOr(keyPath, dataDir), demo.AgentID, demo.EnvironmentID, url, demo.AgentID, demo.EnvironmentID)
+`, demo.Model, demo.AgentID, demo.EnvironmentID, demo.AgentID, demo.EnvironmentID, url, keyPathOr(keyPath, dataDir), url, demo.AgentID, demo.EnvironmentID)
 	}
 }
 

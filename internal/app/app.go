@@ -35,6 +35,9 @@ type Config struct {
 	// "scripted"). "scripted" is added when missing.
 	Models model.Router
 	Retry  harness.RetryPolicy
+	// WorkLeaseTTL is the lease of a pull worker's work item (default
+	// 30 s).
+	WorkLeaseTTL time.Duration
 	// IdleLinger and ContextWindow: see harness.Config.
 	IdleLinger    time.Duration
 	ContextWindow func(modelID string) int
@@ -101,6 +104,9 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Workers: wk, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger})
 	wk.h = h
 	wk.q = workqueue.New(st, b, wk, cfg.Logger)
+	if cfg.WorkLeaseTTL > 0 {
+		wk.q.TTL = cfg.WorkLeaseTTL
+	}
 	hc := cfg.HTTP
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}

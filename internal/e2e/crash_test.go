@@ -81,15 +81,24 @@ func (c *child) kill() {
 	c.cmd.Wait()
 }
 
-// call does one API request; ok is false when the process is gone.
+// call does one API request with an API key.
 func call(url, key, method, path string, body any, out any) (status int, err error) {
+	return callWith(url, method, path, body, out, func(h map[string]string) { h["x-api-key"] = key })
+}
+
+// callWith does one API request with the headers auth sets.
+func callWith(url, method, path string, body, out any, auth func(map[string]string)) (status int, err error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, url+path, rd)
-	req.Header.Set("x-api-key", key)
+	h := map[string]string{}
+	auth(h)
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
 	req.Header.Set("content-type", "application/json")
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {

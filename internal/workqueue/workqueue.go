@@ -64,6 +64,10 @@ type Sessions interface {
 
 // Service is the work queue of every self-hosted environment.
 type Service struct {
+	// TTL is the lease of an acknowledged item without a heartbeat, and
+	// the default lease a heartbeat extends to (default 30 s).
+	TTL time.Duration
+
 	st       store.Store
 	bus      *bus.Bus
 	sessions Sessions
@@ -81,7 +85,7 @@ func New(st store.Store, b *bus.Bus, sessions Sessions, log *slog.Logger) *Servi
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{st: st, bus: b, sessions: sessions, log: log, polling: map[string]map[string]time.Time{}}
+	return &Service{TTL: DefaultTTL, st: st, bus: b, sessions: sessions, log: log, polling: map[string]map[string]time.Time{}}
 }
 
 func queueKey(envID string) string { return "work:" + envID }
@@ -167,8 +171,8 @@ func (s *Service) Ack(ctx context.Context, envID, id string) (store.WorkItem, er
 			return fmt.Errorf("%w: work %s is %s; only queued work can be acknowledged", ErrConflict, w.ID, w.State)
 		}
 		now := time.Now().UTC()
-		exp := now.Add(DefaultTTL)
-		w.State, w.AcknowledgedAt, w.LeaseExpiresAt, w.TTLSeconds = store.WorkStarting, &now, &exp, int64(DefaultTTL/time.Second)
+		exp := now.Add(s.TTL)
+		w.State, w.AcknowledgedAt, w.LeaseExpiresAt, w.TTLSeconds = store.WorkStarting, &now, &exp, int64(s.TTL/time.Second)
 		w.LastHeartbeat, w.LatestHeartbeatAt, w.StartedAt = "", nil, nil
 		return nil
 	})
@@ -206,7 +210,7 @@ func (s *Service) Heartbeat(ctx context.Context, envID, id, expected string, des
 			res = HeartbeatResult{LastHeartbeat: cur, State: w.State, TTLSeconds: w.TTLSeconds}
 			return nil
 		}
-		ttl := DefaultTTL
+		ttl := s.TTL
 		if desiredTTL > 0 {
 			ttl = min(max(desiredTTL, time.Second), MaxTTL)
 		}

@@ -69,6 +69,10 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 	if err != nil {
 		return nil, &model.Error{Kind: model.KindInvalid, StatusCode: http.StatusBadRequest, Message: err.Error()}
 	}
+	// @sleep first, then @fail: a slow failure is a failure too.
+	if err := wait(ctx, pl.sleep); err != nil {
+		return nil, err
+	}
 	if pl.fail != "" {
 		key := fmt.Sprintf("%s/%d", req.SessionID, len(req.Messages))
 		p.mu.Lock()
@@ -81,9 +85,6 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 		if pl.failTimes == 0 || n <= pl.failTimes {
 			return nil, failure(pl.fail, n)
 		}
-	}
-	if err := wait(ctx, pl.sleep); err != nil {
-		return nil, err
 	}
 	resp := &model.Response{StopReason: model.StopEndTurn}
 	if pl.think {
