@@ -25,6 +25,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"APIKeys", testAPIKeys},
 		{"EnvironmentKeys", testEnvironmentKeys},
+		{"Work", testWork},
 		{"AgentVersions", testAgentVersions},
 		{"AgentListPaging", testAgentListPaging},
 		{"Environments", testEnvironments},
