@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestEveryEndpointRefusesBadInput sends malformed JSON, wrong types,
+// unknown ids, oversized bodies and events in the wrong state to every
+// endpoint: each answer is a 4xx JSON envelope, never a 500.
+func TestEveryEndpointRefusesBadInput(t *testing.T) {
+	s := start(t, options{})
+	a := s.newAgent(t, "scripted")
+	env := s.newEnv(t, "env")
+	sess := s.newSession(t, a.ID, env.ID)
+	hosted, _ := s.selfHosted(t, "hosted")
+	ids := strings.NewReplacer("{agent}", a.ID, "{env}", env.ID, "{sess}", sess.ID, "{hosted}", hosted)
+
+	routes := []struct{ method, path string }{
+		{"POST", "/v1/agents"}, {"GET", "/v1/agents/{agent}"}, {"POST", "/v1/agents/{agent}"}, {"POST", "/v1/agents/{agent}/archive"},
+		{"GET", "/v1/agents/{agent}/versions"}, {"GET", "/v1/agents"},
+		{"POST", "/v1/environments"}, {"GET", "/v1/environments/{env}"}, {"POST", "/v1/environments/{env}"},
+		{"POST", "/v1/environments/{env}/archive"}, {"DELETE", "/v1/environments/{env}"}, {"GET", "/v1/environments"},
+		{"POST", "/v1/environments/{env}/keys"}, {"GET", "/v1/environments/{env}/keys"},
+		{"POST", "/v1/sessions"}, {"GET", "/v1/sessions/{sess}"}, {"POST", "/v1/sessions/{sess}"}, {"POST", "/v1/sessions/{sess}/archive"},
+		{"DELETE", "/v1/sessions/{sess}"}, {"GET", "/v1/sessions"}, {"POST", "/v1/sessions/{sess}/events"}, {"GET", "/v1/sessions/{sess}/events"},
+		{"GET", "/v1/environments/{hosted}/work/poll"}, {"GET", "/v1/environments/{hosted}/work"}, {"GET", "/v1/environments/{hosted}/work/stats"},
+		{"POST", "/v1/environments/{hosted}/work/work_nope/ack"}, {"POST", "/v1/environments/{hosted}/work/work_nope/heartbeat"},
+		{"POST", "/v1/environments/{hosted}/work/work_nope/stop"}, {"GET", "/v1/environments/{hosted}/work/work_nope"},
+	}
+	do := func(method, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+		req.Header.Set("x-api-key", s.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var env struct {
+			Type  string
+			Error struct{ Type, Message string }
+		}
+		if resp.StatusCode >= 400 && (json.Unmarshal(b, &env) != nil || env.Type != "error" || env.Error.Message == "") {
+			t.Errorf("%s %s: %d without a JSON error envelope: %s", method, path, resp.StatusCode, b)
+		}
+		return resp.StatusCode, string(b)
+	}
+	check := func(what, method, path, body string) {
+		st, b := do(method, path, body)
+		if st >= 500 {
+			t.Errorf("%s %s (%s): %d %s", method, path, what, st, b)
+		}
+	}
+	for _, r := range routes {
+		p := ids.Replace(r.path)
+		// Unknown ids everywhere an id goes.
+		unknown := strings.NewReplacer(a.ID, "agent_unknown", env.ID, "env_unknown", sess.ID, "sesn_unknown", hosted, "env_unknown2").Replace(p)
+		if unknown != p {
+			if st, b := do(r.method, unknown, "{}"); st != 404 && st != 400 {
+				t.Errorf("%s %s with unknown ids: %d %s", r.method, unknown, st, b)
+			}
+		}
+		if r.method != "POST" {
+			continue
+		}
+		for what, body := range map[string]string{
+			"malformed":  `{"name":`,
+			"array":      `[1,2]`,
+			"wrong type": `{"name":5,"model":7,"events":"x","title":[],"metadata":"m","config":1,"force":"yes","agent":5}`,
+			"oversized":  `{"name":"` + strings.Repeat("x", 40<<20) + `"}`,
+		} {
+			check(what, r.method, p, body)
+		}
+	}
+	// Events in the wrong state (on a fresh session: the loop above
+	// archived the first one).
+	fresh := s.newSession(t, s.newAgent(t, "scripted").ID, s.newEnv(t, "fresh").ID)
+	for _, body := range []string{
+		`{"events":[{"type":"user.tool_confirmation","tool_use_id":"sevt_nope","result":"allow"}]}`,
+		`{"events":[{"type":"user.custom_tool_result","custom_tool_use_id":"sevt_nope"}]}`,
+		`{"events":[{"type":"user.tool_result","tool_use_id":"sevt_nope"}]}`,
+		`{"events":[{"type":"system.message","content":[{"type":"text","text":"x"}]}]}`,
+		`{"events":[{"type":"agent.message","content":[{"type":"text","text":"x"}]}]}`,
+		`{"events":[]}`,
+	} {
+		if st, b := do("POST", "/v1/sessions/"+fresh.ID+"/events", body); st != 400 {
+			t.Errorf("events %s: %d %s", body, st, b)
+		}
+	}
+}
