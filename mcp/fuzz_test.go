@@ -1,0 +1,55 @@
+package mcp
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzCheckArguments: the argument decoder never panics, accepts only JSON
+// objects, and rejects only with invalid_arguments.
+func FuzzCheckArguments(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, `{"a":[1,2,{"b":"c"}]}`, `{"n":9007199254740993}`,
+		`{"n":1e999}`, `[]`, `{"a":`, `null`, `{"a":1}{}`, `{"a":-0.5e-400}`} {
+		f.Add([]byte(s))
+	}
+	lim := ArgumentLimits{MaxDepth: 8, MaxEntries: 16, MaxString: 64}.withDefaults()
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out, err := checkArguments(raw, lim)
+		if err != nil {
+			var fl *Failure
+			if !errors.As(err, &fl) || fl.Code() != CodeInvalidArguments {
+				t.Fatalf("error %v is not invalid_arguments", err)
+			}
+			return
+		}
+		var m map[string]any
+		if json.Unmarshal(out, &m) != nil || m == nil {
+			t.Fatalf("accepted %q, which is not a JSON object", raw)
+		}
+	})
+}
+
+// FuzzParseToken: the continuation token parser never panics and never
+// accepts a token it did not sign.
+func FuzzParseToken(f *testing.F) {
+	tk := newTokens(4)
+	good := tk.sign(claims{Instance: tk.instance, Chain: "c", Op: "op", Caller: "u", Args: "a", Expires: 1})
+	other := newTokens(4).sign(claims{Instance: "x", Chain: "c"})
+	for _, s := range []string{good, other, "", ".", "a.b", good + "x", strings.ToUpper(good)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := tk.parse(s)
+		if err == nil && s != good {
+			t.Fatalf("accepted a token it did not sign: %q (%+v)", s, c)
+		}
+		if err != nil {
+			var fl *Failure
+			if !errors.As(err, &fl) || (fl.Code() != CodeContinuationInvalid && fl.Code() != CodeContinuationStale) {
+				t.Fatalf("error %v has the wrong code", err)
+			}
+		}
+	})
+}
