@@ -51,10 +51,10 @@ func (s *Server) addCompactTools() {
 		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolp(false), DestructiveHint: boolp(false)},
 	}, s.getToolDetails)
 	s.sdk.AddTool(&sdk.Tool{
-		Name:        CallToolName,
-		Title:       "Run an operation",
-		Description: "Runs the named operation with the given arguments, which must match the operation's input schema from get_tool_details. A failure comes back as {\"failure\":{\"code\",\"message\",\"retryable\"}} with isError set.",
-		InputSchema: json.RawMessage(`{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"arguments":{"type":"object"}},"additionalProperties":false}`),
+		Name:         CallToolName,
+		Title:        "Run an operation",
+		Description:  "Runs the named operation with the given arguments, which must match the operation's input schema from get_tool_details. A failure comes back as {\"failure\":{\"code\",\"message\",\"retryable\"}} with isError set.",
+		InputSchema:  json.RawMessage(`{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"arguments":{"type":"object"}},"additionalProperties":false}`),
 		OutputSchema: json.RawMessage(`{"type":"object"}`),
 		// Conservative: a client's approval UI sees only call_tool.
 		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: false, IdempotentHint: false, DestructiveHint: boolp(true), OpenWorldHint: boolp(true)},

@@ -77,12 +77,12 @@ func TestFailureCodes(t *testing.T) {
 			}
 			// invalid_arguments: schema, argument budget, numeric profile.
 			for _, args := range []any{
-				map[string]any{"a": "one", "b": 2},                     // schema: type
-				map[string]any{"a": 1},                                 // schema: required
-				map[string]any{"a": 101, "b": 1},                       // schema: out of range
-				json.RawMessage(`{"a":1,"b":9007199254740993}`),        // beyond 2^53
-				json.RawMessage(`{"a":1,"b":-9007199254740993}`),       // beyond -2^53
-				json.RawMessage(`{"a":1,"b":1e999}`),                   // not finite
+				map[string]any{"a": "one", "b": 2},                             // schema: type
+				map[string]any{"a": 1},                                         // schema: required
+				map[string]any{"a": 101, "b": 1},                               // schema: out of range
+				json.RawMessage(`{"a":1,"b":9007199254740993}`),                // beyond 2^53
+				json.RawMessage(`{"a":1,"b":-9007199254740993}`),               // beyond -2^53
+				json.RawMessage(`{"a":1,"b":1e999}`),                           // not finite
 				map[string]any{"a": 1, "b": 2, "c": strings.Repeat("x", 5000)}, // string budget
 			} {
 				f := wantFailure(t, s.call(c, "add", args), mcp.CodeInvalidArguments)

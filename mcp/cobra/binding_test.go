@@ -123,7 +123,9 @@ func TestServeStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found struct{ Operations []struct{ Name, Group string } }
+	var found struct {
+		Operations []struct{ Name, Group string }
+	}
 	_ = json.Unmarshal([]byte(dump(sr.StructuredContent)), &found)
 	var names []string
 	for _, o := range found.Operations {
@@ -164,15 +166,15 @@ func TestServeStdio(t *testing.T) {
 
 	// Injection and inexpressible values are refused before anything runs.
 	for _, args := range []map[string]any{
-		{"flags": map[string]any{"config": "evil.yaml"}},                       // unknown flag
-		{"flags": map[string]any{"secret-token": "x"}},                         // hidden flag
-		{"flags": map[string]any{"tags": []string{"a,b"}}},                     // splits on commas
+		{"flags": map[string]any{"config": "evil.yaml"}},                        // unknown flag
+		{"flags": map[string]any{"secret-token": "x"}},                          // hidden flag
+		{"flags": map[string]any{"tags": []string{"a,b"}}},                      // splits on commas
 		{"flags": map[string]any{"label": map[string]string{"a=b": "c"}}},       // key with '='
-		{"flags": map[string]any{"times": 200}},                                // int8 range
-		{"flags": map[string]any{"times": 1.5}},                                // not whole
-		{"flags": map[string]any{"wait": "soon"}},                              // not a duration
-		{"args": []any{"ok", 7}},                                               // not strings
-		{"args": []string{"a\x00b"}},                                           // NUL
+		{"flags": map[string]any{"times": 200}},                                 // int8 range
+		{"flags": map[string]any{"times": 1.5}},                                 // not whole
+		{"flags": map[string]any{"wait": "soon"}},                               // not a duration
+		{"args": []any{"ok", 7}},                                                // not strings
+		{"args": []string{"a\x00b"}},                                            // NUL
 		{"flags": map[string]any{"times": json.RawMessage("9007199254740993")}}, // beyond 2^53
 	} {
 		wantCode(t, c.call(t, ctx, "testcli_echo", args), mcp.CodeInvalidArguments)

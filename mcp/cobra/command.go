@@ -144,7 +144,9 @@ func serveOn(ctx context.Context, srv *mcp.Server, addr string, cmd *cc.Command)
 	return nil
 }
 
-type nopCloser struct{ w interface{ Write([]byte) (int, error) } }
+type nopCloser struct {
+	w interface{ Write([]byte) (int, error) }
+}
 
 func (n nopCloser) Write(p []byte) (int, error) { return n.w.Write(p) }
 func (nopCloser) Close() error                  { return nil }

@@ -52,23 +52,23 @@ func intRange(bits int, signed bool) string {
 // builtinKinds maps pflag type names to their bindings.
 func builtinKinds() map[string]flagKind {
 	k := map[string]flagKind{
-		"bool":     {`{"type":"boolean"}`, scalar(encBool)},
-		"string":   {`{"type":"string"}`, scalar(encString)},
-		"float32":  {`{"type":"number"}`, scalar(encFloat(32))},
-		"float64":  {`{"type":"number"}`, scalar(encFloat(64))},
-		"duration": {`{"type":"string","description":"a Go duration such as 1m30s"}`, scalar(encDuration)},
-		"count":    {`{"type":"integer","minimum":0,"maximum":1000}`, scalar(encInt)},
-		"ip":       {`{"type":"string"}`, scalar(encString)},
-		"ipMask":   {`{"type":"string"}`, scalar(encString)},
-		"ipNet":    {`{"type":"string"}`, scalar(encString)},
-		"bytesHex": {`{"type":"string"}`, scalar(encString)},
-		"bytesBase64": {`{"type":"string"}`, scalar(encString)},
-		"stringArray": {`{"type":"array","items":{"type":"string"}}`, list(encString, false)},
-		"stringSlice": {`{"type":"array","items":{"type":"string"}}`, list(encString, true)},
-		"boolSlice":   {`{"type":"array","items":{"type":"boolean"}}`, list(encBool, true)},
-		"float32Slice": {`{"type":"array","items":{"type":"number"}}`, list(encFloat(32), true)},
-		"float64Slice": {`{"type":"array","items":{"type":"number"}}`, list(encFloat(64), true)},
-		"durationSlice": {`{"type":"array","items":{"type":"string"}}`, list(encDuration, true)},
+		"bool":           {`{"type":"boolean"}`, scalar(encBool)},
+		"string":         {`{"type":"string"}`, scalar(encString)},
+		"float32":        {`{"type":"number"}`, scalar(encFloat(32))},
+		"float64":        {`{"type":"number"}`, scalar(encFloat(64))},
+		"duration":       {`{"type":"string","description":"a Go duration such as 1m30s"}`, scalar(encDuration)},
+		"count":          {`{"type":"integer","minimum":0,"maximum":1000}`, scalar(encInt)},
+		"ip":             {`{"type":"string"}`, scalar(encString)},
+		"ipMask":         {`{"type":"string"}`, scalar(encString)},
+		"ipNet":          {`{"type":"string"}`, scalar(encString)},
+		"bytesHex":       {`{"type":"string"}`, scalar(encString)},
+		"bytesBase64":    {`{"type":"string"}`, scalar(encString)},
+		"stringArray":    {`{"type":"array","items":{"type":"string"}}`, list(encString, false)},
+		"stringSlice":    {`{"type":"array","items":{"type":"string"}}`, list(encString, true)},
+		"boolSlice":      {`{"type":"array","items":{"type":"boolean"}}`, list(encBool, true)},
+		"float32Slice":   {`{"type":"array","items":{"type":"number"}}`, list(encFloat(32), true)},
+		"float64Slice":   {`{"type":"array","items":{"type":"number"}}`, list(encFloat(64), true)},
+		"durationSlice":  {`{"type":"array","items":{"type":"string"}}`, list(encDuration, true)},
 		"stringToString": {`{"type":"object","additionalProperties":{"type":"string"}}`, mapping(`string`)},
 		"stringToInt":    {`{"type":"object","additionalProperties":{"type":"integer"}}`, mapping(`int`)},
 		"stringToInt64":  {`{"type":"object","additionalProperties":{"type":"integer"}}`, mapping(`int`)},
@@ -202,7 +202,6 @@ func encDuration(v json.RawMessage) (string, error) {
 	}
 	return s, nil
 }
-
 
 // published reports whether a flag is offered to callers.
 func published(f *pflag.Flag) bool {
