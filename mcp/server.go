@@ -82,6 +82,11 @@ type Options struct {
 	Views []View
 	// Resources are published resources.
 	Resources []Resource
+	// SDKOptions, if non-nil, are the base options of the underlying
+	// go-sdk server, for features this package does not wrap (completions,
+	// resource subscriptions). Logger and the logging and tools
+	// capabilities are always set by this package.
+	SDKOptions *sdk.ServerOptions
 }
 
 // A Server publishes operations over MCP.
@@ -151,10 +156,21 @@ func NewServer(opts Options) *Server {
 	if len(opts.Views) > 0 {
 		caps.Extensions = map[string]any{appsExtension: map[string]any{}}
 	}
-	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &sdk.ServerOptions{
-		Logger:       log,
-		Capabilities: caps,
-	})
+	so := sdk.ServerOptions{}
+	if opts.SDKOptions != nil {
+		so = *opts.SDKOptions
+	}
+	so.Logger = log
+	if so.Capabilities != nil {
+		c := *so.Capabilities
+		c.Logging, c.Tools = caps.Logging, caps.Tools
+		if caps.Extensions != nil {
+			c.Extensions = caps.Extensions
+		}
+		caps = &c
+	}
+	so.Capabilities = caps
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: opts.Name, Version: opts.Version}, &so)
 	if opts.Mode == Compact {
 		s.addCompactTools()
 	} else {
@@ -205,6 +221,9 @@ type HTTPOptions struct {
 	// for server-initiated requests such as inline elicitation. The zero
 	// value serves statelessly.
 	Stateful bool
+	// EventStore, if non-nil, keeps the events of stateful SSE streams so
+	// that clients can resume them (SEP-1699).
+	EventStore sdk.EventStore
 	// DisableLocalhostProtection turns off the DNS-rebinding protection
 	// that refuses non-local Host headers on loopback listeners.
 	DisableLocalhostProtection bool
@@ -218,14 +237,15 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		Logger:                       s.log,
 		MaxRequestBodyBytes:          WireCeiling,
 		DisableLocalhostProtection:   opts.DisableLocalhostProtection,
+		EventStore:                   opts.EventStore,
 		PropagateRequestCancellation: true,
 	})
 }
 
 // Shutdown stops accepting calls (new calls answer unavailable), cancels
-// the calls in flight (they answer cancelled) and waits for them until ctx
-// is done. If ctx ends first it returns a [*Failure] with
-// [CodeCleanupFailed].
+// the calls in flight (they answer cancelled), waits for them until ctx is
+// done and then closes the open sessions. If ctx ends first it returns a
+// [*Failure] with [CodeCleanupFailed].
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
@@ -238,6 +258,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		var open []*sdk.ServerSession
+		for ss := range s.sdk.Sessions() {
+			open = append(open, ss)
+		}
+		for _, ss := range open {
+			_ = ss.Close()
+		}
 		return nil
 	case <-ctx.Done():
 		return NewFailure(CodeCleanupFailed, "shutdown ran out of budget",
