@@ -221,6 +221,11 @@ type HTTPOptions struct {
 	// for server-initiated requests such as inline elicitation. The zero
 	// value serves statelessly.
 	Stateful bool
+	// StreamResponses answers POSTs with an SSE stream, so that progress
+	// and log notifications can reach the client before the result. The
+	// zero value answers with plain JSON when serving statelessly, which
+	// is markedly cheaper per call; stateful sessions always stream.
+	StreamResponses bool
 	// EventStore, if non-nil, keeps the events of stateful SSE streams so
 	// that clients can resume them (SEP-1699).
 	EventStore sdk.EventStore
@@ -234,6 +239,7 @@ type HTTPOptions struct {
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
 		Stateless:                    !opts.Stateful,
+		JSONResponse:                 !opts.Stateful && !opts.StreamResponses,
 		Logger:                       s.log,
 		MaxRequestBodyBytes:          WireCeiling,
 		DisableLocalhostProtection:   opts.DisableLocalhostProtection,
