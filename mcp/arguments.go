@@ -140,14 +140,11 @@ func checkNumber(n json.Number, path string) error {
 	if err != nil {
 		return invalidArgs(fmt.Sprintf("%s is not a number the server can represent", where(path)))
 	}
-	if f.IsInf() {
-		return invalidArgs(fmt.Sprintf("%s is not finite", where(path)))
+	if g, _ := f.Float64(); f.IsInf() || math.IsInf(g, 0) || math.IsNaN(g) {
+		return invalidArgs(fmt.Sprintf("%s is not a finite number", where(path)))
 	}
 	if new(big.Float).Abs(f).Cmp(maxSafe) > 0 {
 		return invalidArgs(fmt.Sprintf("%s is outside the numeric range ±2^53", where(path)))
-	}
-	if g, _ := f.Float64(); math.IsInf(g, 0) || math.IsNaN(g) {
-		return invalidArgs(fmt.Sprintf("%s is not finite", where(path)))
 	}
 	return nil
 }

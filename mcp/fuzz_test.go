@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,38 @@ func FuzzParseToken(f *testing.F) {
 			if !errors.As(err, &fl) || (fl.Code() != CodeContinuationInvalid && fl.Code() != CodeContinuationStale) {
 				t.Fatalf("error %v has the wrong code", err)
 			}
+		}
+	})
+}
+
+// FuzzFrameGuard: the stdio frame guard passes every frame within the
+// limit through unchanged and answers each longer one with one error.
+func FuzzFrameGuard(f *testing.F) {
+	for _, s := range []string{"", "a\n", "short\nwaytoolongline\nok\n", "no newline", "\n\n\n", strings.Repeat("x", 100) + "\nend"} {
+		f.Add(s)
+	}
+	const limit = 8
+	f.Fuzz(func(t *testing.T, in string) {
+		var replies strings.Builder
+		g := newFrameGuard(io.NopCloser(strings.NewReader(in)), &replies, limit)
+		got, err := io.ReadAll(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		over := 0
+		for line := range strings.SplitAfterSeq(in, "\n") {
+			if len(strings.TrimSuffix(line, "\n")) > limit {
+				over++
+				continue
+			}
+			want.WriteString(line)
+		}
+		if string(got) != want.String() {
+			t.Fatalf("passed %q, want %q", got, want.String())
+		}
+		if n := strings.Count(replies.String(), "\n"); n != over {
+			t.Fatalf("%d replies for %d oversized frames", n, over)
 		}
 	})
 }

@@ -209,10 +209,11 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.sdk.Run(ctx, t)
 }
 
-// ServeStdio serves the MCP stdio transport on r and w. Frames larger than
-// the WireCeiling are refused.
+// ServeStdio serves the MCP stdio transport on r and w. A frame larger
+// than the WireCeiling is answered with a JSON-RPC error and skipped.
 func (s *Server) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
-	return s.sdk.Run(ctx, &sdk.IOTransport{Reader: r, Writer: w, MaxLineLength: WireCeiling})
+	lw := &lockedWriter{w: w}
+	return s.sdk.Run(ctx, &sdk.IOTransport{Reader: newFrameGuard(r, lw, WireCeiling), Writer: lw, MaxLineLength: WireCeiling + 1})
 }
 
 // HTTPOptions configure [Server.HTTPHandler].
