@@ -48,88 +48,71 @@ const MaxSafeInteger = 1 << 53
 var maxSafe = big.NewFloat(MaxSafeInteger)
 
 // checkArguments enforces the argument budget and the numeric profile on
-// raw, and returns the arguments to validate (an empty object for absent
-// arguments). Every violation is a Failure with CodeInvalidArguments whose
-// message names the limit and the place.
-func checkArguments(raw json.RawMessage, lim ArgumentLimits) (json.RawMessage, error) {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		return json.RawMessage(`{}`), nil
+// raw and returns the decoded arguments (an empty object for absent ones),
+// with numbers as json.Number. Every violation is a Failure with
+// CodeInvalidArguments whose message names the limit and the place.
+func checkArguments(raw json.RawMessage, lim ArgumentLimits) (json.RawMessage, any, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return json.RawMessage(`{}`), map[string]any{}, nil
 	}
 	if len(raw) > lim.MaxBytes {
-		return nil, invalidArgs(fmt.Sprintf("arguments are %d bytes, over the argument budget of %d bytes", len(raw), lim.MaxBytes))
+		return nil, nil, invalidArgs(fmt.Sprintf("arguments are %d bytes, over the argument budget of %d bytes", len(raw), lim.MaxBytes))
+	}
+	if trimmed[0] != '{' {
+		return nil, nil, invalidArgs("arguments must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	w := walker{dec: dec, lim: lim}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, invalidArgs("arguments are not valid JSON")
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, invalidArgs("arguments must be a JSON object")
-	}
-	if err := w.container('{', "", 1); err != nil {
-		return nil, err
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, nil, invalidArgs("arguments are not valid JSON")
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, invalidArgs("arguments hold trailing data after the object")
+		return nil, nil, invalidArgs("arguments hold trailing data after the object")
 	}
-	return raw, nil
+	if err := walk(v, "", 1, lim); err != nil {
+		return nil, nil, err
+	}
+	return raw, v, nil
 }
 
-type walker struct {
-	dec *json.Decoder
-	lim ArgumentLimits
-}
-
-// container walks the members of an object or array whose opening
-// delimiter has been read.
-func (w *walker) container(open json.Delim, path string, depth int) error {
-	if depth > w.lim.MaxDepth {
-		return invalidArgs(fmt.Sprintf("%s nests deeper than the limit of %d levels", where(path), w.lim.MaxDepth))
-	}
-	n := 0
-	for w.dec.More() {
-		n++
-		if n > w.lim.MaxEntries {
-			return invalidArgs(fmt.Sprintf("%s has more than %d entries", where(path), w.lim.MaxEntries))
+// walk checks a decoded value against the limits.
+func walk(v any, path string, depth int, lim ArgumentLimits) error {
+	switch x := v.(type) {
+	case map[string]any:
+		if depth > lim.MaxDepth {
+			return invalidArgs(fmt.Sprintf("%s nests deeper than the limit of %d levels", where(path), lim.MaxDepth))
 		}
-		child := path + "[" + strconv.Itoa(n-1) + "]"
-		if open == '{' {
-			tok, err := w.dec.Token()
-			if err != nil {
-				return invalidArgs("arguments are not valid JSON")
+		if len(x) > lim.MaxEntries {
+			return invalidArgs(fmt.Sprintf("%s has more than %d entries", where(path), lim.MaxEntries))
+		}
+		for k, e := range x {
+			if len(k) > lim.MaxString {
+				return invalidArgs(fmt.Sprintf("a key in %s is longer than %d bytes", where(path), lim.MaxString))
 			}
-			key, _ := tok.(string)
-			if len(key) > w.lim.MaxString {
-				return invalidArgs(fmt.Sprintf("a key in %s is longer than %d bytes", where(path), w.lim.MaxString))
+			if err := walk(e, joinPath(path, k), depth+1, lim); err != nil {
+				return err
 			}
-			child = joinPath(path, key)
 		}
-		if err := w.value(child, depth); err != nil {
-			return err
+	case []any:
+		if depth > lim.MaxDepth {
+			return invalidArgs(fmt.Sprintf("%s nests deeper than the limit of %d levels", where(path), lim.MaxDepth))
 		}
-	}
-	if _, err := w.dec.Token(); err != nil { // closing delimiter
-		return invalidArgs("arguments are not valid JSON")
-	}
-	return nil
-}
-
-func (w *walker) value(path string, depth int) error {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return invalidArgs("arguments are not valid JSON")
-	}
-	switch v := tok.(type) {
-	case json.Delim:
-		return w.container(v, path, depth+1)
+		if len(x) > lim.MaxEntries {
+			return invalidArgs(fmt.Sprintf("%s has more than %d entries", where(path), lim.MaxEntries))
+		}
+		for i, e := range x {
+			if err := walk(e, path+"["+strconv.Itoa(i)+"]", depth+1, lim); err != nil {
+				return err
+			}
+		}
 	case string:
-		if len(v) > w.lim.MaxString {
-			return invalidArgs(fmt.Sprintf("%s is %d bytes, over the string limit of %d bytes", where(path), len(v), w.lim.MaxString))
+		if len(x) > lim.MaxString {
+			return invalidArgs(fmt.Sprintf("%s is %d bytes, over the string limit of %d bytes", where(path), len(x), lim.MaxString))
 		}
 	case json.Number:
-		return checkNumber(v, path)
+		return checkNumber(x, path)
 	}
 	return nil
 }

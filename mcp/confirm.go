@@ -51,7 +51,8 @@ type chain struct {
 	next    int      // index of the next prompt
 	mrtr    bool     // prompts travel as input-required results
 	pending *Prompt  // the prompt that interrupted the handler (mrtr)
-	args    string   // digest of the arguments
+	args    string   // digest of the arguments, see argsDigest
+	rawArgs []byte
 	op      string
 	caller  string
 	limit   int

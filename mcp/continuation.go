@@ -101,6 +101,17 @@ func digest(v any) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// argsDigest digests the call's arguments, once: only calls that issue or
+// present a continuation token need it.
+func (ch *chain) argsDigest() string {
+	if ch.args == "" {
+		var v any
+		_ = json.Unmarshal(ch.rawArgs, &v)
+		ch.args = digest(v)
+	}
+	return ch.args
+}
+
 func stepKey(step int) string { return fmt.Sprintf("reins-step-%d", step) }
 
 // invalidPair is the protocol error for a requestState and inputResponses
@@ -114,16 +125,13 @@ func invalidPair(msg string) error {
 // transition.
 func (s *Server) resume(req *sdk.CallToolRequest, op, caller string, args json.RawMessage) (*chain, func(), error) {
 	p := req.Params
-	var argv any
-	_ = json.Unmarshal(args, &argv)
 	ch := &chain{
-		id:     newInstanceID(),
-		mrtr:   req.ProtocolVersion() >= "2026-07-28",
-		args:   digest(argv),
-		op:     op,
-		caller: caller,
-		limit:  s.opts.PromptLimit,
-		req:    req,
+		mrtr:    req.ProtocolVersion() >= "2026-07-28",
+		rawArgs: args,
+		op:      op,
+		caller:  caller,
+		limit:   s.opts.PromptLimit,
+		req:     req,
 	}
 	noop := func() {}
 	if p.RequestState == "" {
@@ -150,7 +158,7 @@ func (s *Server) resume(req *sdk.CallToolRequest, op, caller string, args json.R
 		return nil, nil, NewFailure(CodeContinuationInvalid, "the continuation token is for another operation", nil)
 	case c.Caller != caller:
 		return nil, nil, NewFailure(CodeContinuationInvalid, "the continuation token is for another caller", nil)
-	case c.Args != ch.args:
+	case c.Args != ch.argsDigest():
 		return nil, nil, NewFailure(CodeContinuationInvalid, "the arguments differ from those the continuation was issued for", nil)
 	case time.Now().UnixMilli() > c.Expires:
 		return nil, nil, NewFailure(CodeContinuationStale, "the prompt has expired; start over", nil)
@@ -189,6 +197,9 @@ func (s *Server) inputRequired(ch *chain) (*sdk.CallToolResult, *Failure) {
 	exp := now.Add(s.opts.PromptTTL)
 	t := s.tokens
 	t.mu.Lock()
+	if ch.id == "" {
+		ch.id = newInstanceID()
+	}
 	lc, ok := t.chains[ch.id]
 	if !ok {
 		for id, c := range t.chains {
@@ -206,7 +217,7 @@ func (s *Server) inputRequired(ch *chain) (*sdk.CallToolResult, *Failure) {
 	lc.expires = exp
 	t.mu.Unlock()
 	tok := t.sign(claims{Instance: t.instance, Chain: ch.id, Step: step, Op: ch.op,
-		Caller: ch.caller, Args: ch.args, Expires: exp.UnixMilli()})
+		Caller: ch.caller, Args: ch.argsDigest(), Expires: exp.UnixMilli()})
 	return &sdk.CallToolResult{
 		InputRequests: sdk.InputRequestMap{stepKey(step): ch.pending.params(tok)},
 		RequestState:  tok,

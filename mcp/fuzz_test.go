@@ -17,7 +17,7 @@ func FuzzCheckArguments(f *testing.F) {
 	}
 	lim := ArgumentLimits{MaxDepth: 8, MaxEntries: 16, MaxString: 64}.withDefaults()
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		out, err := checkArguments(raw, lim)
+		out, _, err := checkArguments(raw, lim)
 		if err != nil {
 			var fl *Failure
 			if !errors.As(err, &fl) || fl.Code() != CodeInvalidArguments {

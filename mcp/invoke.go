@@ -24,11 +24,11 @@ func (s *Server) invoke(ctx context.Context, req *sdk.CallToolRequest, name stri
 	if !ok {
 		return s.failed(name, caller, unavailable(name, nil)), nil
 	}
-	args, err := checkArguments(args, s.opts.Arguments)
+	args, value, err := checkArguments(args, s.opts.Arguments)
 	if err != nil {
 		return s.failed(name, caller, asFailure(err)), nil
 	}
-	if msg, ok := validate(e.input, args); !ok {
+	if msg, ok := validateValue(e.input, value); !ok {
 		return s.failed(name, caller, invalidArgs("arguments do not match the input schema "+msg)), nil
 	}
 	ch, release, err := s.resume(req, name, caller, args)

@@ -51,7 +51,12 @@ func validate(s *jsonschema.Schema, raw json.RawMessage) (string, bool) {
 	if err != nil {
 		return "value is not valid JSON", false
 	}
-	err = s.Validate(v)
+	return validateValue(s, v)
+}
+
+// validateValue checks a decoded value (numbers as json.Number).
+func validateValue(s *jsonschema.Schema, v any) (string, bool) {
+	err := s.Validate(v)
 	if err == nil {
 		return "", true
 	}
