@@ -29,6 +29,12 @@ type execution struct {
 
 // execute runs the binary with args and reports its outcome.
 func (b *Binding) execute(ctx context.Context, op string, args []string) (*mcp.Result, error) {
+	b.mu.Lock()
+	closing := b.closing
+	b.mu.Unlock()
+	if closing {
+		return nil, mcp.NewFailure(mcp.CodeUnavailable, "the binding is shutting down", nil)
+	}
 	select {
 	case b.slots <- struct{}{}:
 	default:
