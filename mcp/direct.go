@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -63,5 +62,3 @@ func (s *Server) directMiddleware(next sdk.MethodHandler) sdk.MethodHandler {
 		return next(ctx, method, req)
 	}
 }
-
-var _ = json.Marshal

@@ -28,9 +28,6 @@ func TestMain(m *testing.M) {
 		if mode == "direct" {
 			opts.Mode = mcp.Direct
 		}
-		if os.Getenv("REINS_MCP_TEST_LEGACY") != "" {
-			opts.Name = "legacy"
-		}
 		srv := newFixture(opts, nil)
 		if err := srv.ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -231,5 +228,3 @@ func (t *headerTransport) set(caller string) {
 	t.caller = caller
 	t.mu.Unlock()
 }
-
-var _ = testing.Short

@@ -24,13 +24,12 @@ type session struct {
 
 // clientConfig shapes the test client.
 type clientConfig struct {
-	elicit    func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)
-	caps      *sdk.ClientCapabilities
-	version   string // protocol version; "" = the SDK's latest
-	noMRTR    bool   // handle input-required results by hand
-	caller    string // X-Caller header (HTTP) or environment (stdio)
-	mode      string // "compact" or "direct" (stdio)
-	legacySrv bool
+	elicit  func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error)
+	caps    *sdk.ClientCapabilities
+	version string // protocol version; "" = the SDK's latest
+	noMRTR  bool   // handle input-required results by hand
+	caller  string // X-Caller header (HTTP) or environment (stdio)
+	mode    string // "compact" or "direct" (stdio)
 }
 
 func (c clientConfig) client() *sdk.Client {
