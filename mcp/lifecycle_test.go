@@ -132,9 +132,16 @@ func TestWireCeiling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var reply struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&reply)
 	resp.Body.Close()
-	if resp.StatusCode < 400 {
-		t.Errorf("oversized frame: status %d", resp.StatusCode)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || err != nil || reply.Error.Code != -32600 {
+		t.Errorf("oversized frame: status %d, reply %+v (%v)", resp.StatusCode, reply, err)
 	}
 }
 

@@ -236,8 +236,22 @@ type HTTPOptions struct {
 }
 
 // HTTPHandler returns a streamable HTTP handler for the server. Mount it
-// at /mcp. Request bodies larger than the WireCeiling are refused.
+// at /mcp. A request body larger than the WireCeiling is refused with 413
+// and a JSON-RPC error.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
+	h := s.sdkHTTPHandler(opts)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > WireCeiling {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			_, _ = w.Write(oversizedReply(WireCeiling))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) sdkHTTPHandler(opts HTTPOptions) http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{
 		Stateless:                    !opts.Stateful,
 		JSONResponse:                 !opts.Stateful && !opts.StreamResponses,

@@ -89,7 +89,7 @@ func (b *Binding) run(ctx context.Context, ex *execution, args []string) (*mcp.R
 	cmd.Dir = b.opts.Dir
 	cmd.Stdin = nil // the null device: stdin is closed to the child
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -13,6 +14,9 @@ import (
 )
 
 type sysSignal = syscall.Signal
+
+// ownGroup makes the child the leader of a new process group.
+func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
 
 // signalGroup sends sig to every process of the group; an empty group is
 // not an error.
