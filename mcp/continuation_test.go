@@ -211,3 +211,14 @@ func TestRestartMakesTokensStale(t *testing.T) {
 	}
 	wantFailure(t, res, mcp.CodeContinuationStale)
 }
+
+// TestStatelessLegacyFailsClosed: a pre-2026 client on stateless HTTP
+// cannot receive server-initiated requests, so a prompt fails closed.
+func TestStatelessLegacyFailsClosed(t *testing.T) {
+	opts := fixtureOptions()
+	opts.Logger = quietLogger()
+	url := httpServer(t, newFixture(opts, nil), false)
+	s, _ := httpSession(t, url, clientConfig{version: "2025-11-25", elicit: accept(nil)})
+	wantFailure(t, s.call(true, "confirm", map[string]any{"target": "x"}), mcp.CodeConfirmationRequired)
+	structuredOf(t, s.call(true, "echo", map[string]any{"text": "still works"}))
+}
