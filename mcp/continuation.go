@@ -44,6 +44,20 @@ type ledgerChain struct {
 	answers []answer
 	expires time.Time
 	busy    bool
+	done    bool // the chain's call completed; evicted first when full
+}
+
+// finish marks a chain whose call completed. It stays to judge replays
+// until it expires or the ledger needs its room.
+func (t *tokens) finish(id string) {
+	if id == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if lc, ok := t.chains[id]; ok {
+		lc.done = true
+	}
 }
 
 func newTokens(capacity int) *tokens {
@@ -204,6 +218,14 @@ func (s *Server) inputRequired(ch *chain) (*sdk.CallToolResult, *Failure) {
 	if !ok {
 		for id, c := range t.chains {
 			if now.After(c.expires) && !c.busy {
+				delete(t.chains, id)
+			}
+		}
+		for id, c := range t.chains {
+			if len(t.chains) < t.capacity {
+				break
+			}
+			if c.done && !c.busy {
 				delete(t.chains, id)
 			}
 		}

@@ -118,6 +118,8 @@ func TestContinuations(t *testing.T) {
 					id4 = k
 				}
 			}
+			// A handler that swallows its prompt has no valid outcome.
+			wantFailure(t, s.call(compact, "ignore_prompt", map[string]any{}), mcp.CodeInvalidResult)
 			// Malformed and forged tokens.
 			for _, bad := range []string{"garbage", "a.b", forge(t, tok)} {
 				res, _ = answer(s, compact, "confirm", args, bad, "reins-step-0", "accept")
@@ -193,6 +195,8 @@ func TestContinuationBusy(t *testing.T) {
 	close(h.release)
 	wg.Wait()
 	structuredOf(t, first)
+	// The completed chain gives up its room in the full ledger.
+	firstStep(t, s, false, "ask_many", map[string]any{"n": 1})
 }
 
 // TestRestartMakesTokensStale: a token issued by one server process is

@@ -184,6 +184,10 @@ func newFixture(opts mcp.Options, h *hooks) *mcp.Server {
 			}
 			return mcp.TextResult("visited"), nil
 		}},
+		mcp.Operation{Name: "ignore_prompt", Handler: func(ctx context.Context, c *mcp.Call) (*mcp.Result, error) {
+			_, _ = c.Ask(ctx, mcp.Prompt{Message: "ignored"})
+			return mcp.TextResult("carried on"), nil
+		}},
 		mcp.Operation{Name: "ask_many", InputSchema: obj(`"n":{"type":"integer"}`, "n"),
 			Handler: func(ctx context.Context, c *mcp.Call) (*mcp.Result, error) {
 				var in struct{ N int }

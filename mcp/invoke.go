@@ -49,14 +49,19 @@ func (s *Server) invoke(ctx context.Context, req *sdk.CallToolRequest, name stri
 	defer cancel()
 	call := &Call{Operation: name, Caller: caller, Arguments: args, Request: req, chain: ch}
 	res, err := s.run(cctx, e, call)
-	if err != nil {
-		if errors.Is(err, errInputRequired) && ch.pending != nil {
-			r, ferr := s.inputRequired(ch)
-			if ferr != nil {
-				return s.failed(name, caller, ferr), nil
-			}
-			return r, nil
+	if ch.pending != nil {
+		if !errors.Is(err, errInputRequired) {
+			return s.failed(name, caller, NewFailure(CodeInvalidResult,
+				"the operation ignored the answer it asked for", fmt.Errorf("handler returned %v", err))), nil
 		}
+		r, ferr := s.inputRequired(ch)
+		if ferr != nil {
+			return s.failed(name, caller, ferr), nil
+		}
+		return r, nil
+	}
+	s.tokens.finish(ch.id)
+	if err != nil {
 		return s.failed(name, caller, s.classify(ctx, cctx, err)), nil
 	}
 	out, f := s.succeed(e, res)
