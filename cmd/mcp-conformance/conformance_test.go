@@ -1,25 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"errors"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
-
-	"github.com/reinsdev/reins/mcp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -55,32 +49,12 @@ func TestConformance(t *testing.T) {
 		}
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.HTTPHandler(mcp.HTTPOptions{Stateful: true, EventStore: sdk.NewMemoryEventStore(nil)}))
-	hs := &http.Server{Handler: mux}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		_ = hs.Shutdown(ctx)
-		hs.Close()
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-
+	url := startFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	out := t.TempDir()
 	cmd := exec.CommandContext(ctx, node, bin, "server",
-		"--url", "http://"+ln.Addr().String()+"/mcp",
+		"--url", url,
 		"--suite", "all",
 		"--expected-failures", filepath.Join(suite, "baseline.yml"),
 		"-o", out)
@@ -106,4 +80,56 @@ func TestConformance(t *testing.T) {
 			scenarios, wantScenarios, passed, wantChecks, failed, summary)
 	}
 	t.Logf("conformance: %d scenarios, %d checks passed, %d failed", scenarios, passed, failed)
+}
+
+// startFixture builds this command, starts it on a free loopback port as
+// "mcp-conformance -addr 127.0.0.1:0" and returns its endpoint; the server
+// is interrupted when the test ends.
+func startFixture(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mcp-conformance")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("fixture exited with %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("fixture did not stop on interrupt")
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, u, ok := strings.Cut(sc.Text(), "serving "); ok {
+				select {
+				case found <- u:
+				default:
+				}
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	select {
+	case u := <-found:
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatal("the fixture did not report its address")
+	}
+	return ""
 }
