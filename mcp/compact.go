@@ -151,6 +151,9 @@ func describe(e *entry) map[string]any {
 	if len(e.op.OutputSchema) > 0 {
 		d["outputSchema"] = e.op.OutputSchema
 	}
+	if e.op.View != "" {
+		d["_meta"] = map[string]any{"ui": map[string]any{"resourceUri": e.op.View}}
+	}
 	return d
 }
 

@@ -18,6 +18,9 @@ func (s *Server) addDirectTool(e *entry) {
 	if len(e.op.OutputSchema) > 0 {
 		t.OutputSchema = orFailure(string(e.op.OutputSchema))
 	}
+	if e.op.View != "" {
+		t.Meta = sdk.Meta{"ui": map[string]any{"resourceUri": e.op.View}}
+	}
 	name := e.op.Name
 	s.sdk.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		return s.invoke(ctx, req, name, req.Params.Arguments)

@@ -136,6 +136,8 @@ func newFixture(opts mcp.Options, h *hooks) *mcp.Server {
 				_ = json.Unmarshal(c.Arguments, &in)
 				return mcp.TextResult("see the view").WithView(in.URI), nil
 			}},
+		mcp.Operation{Name: "dashboard", View: "ui://fixture/approved",
+			Handler: func(context.Context, *mcp.Call) (*mcp.Result, error) { return mcp.TextResult("rendered"), nil }},
 		mcp.Operation{Name: "big", InputSchema: obj(`"bytes":{"type":"integer"}`, "bytes"),
 			Handler: func(_ context.Context, c *mcp.Call) (*mcp.Result, error) {
 				var in struct{ Bytes int }

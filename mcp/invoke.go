@@ -110,12 +110,16 @@ func (s *Server) succeed(e *entry, res *Result) (*sdk.CallToolResult, *Failure) 
 		return nil, NewFailure(CodeInvalidResult, "the operation returned an unconstructed result", nil)
 	}
 	out := &sdk.CallToolResult{Content: res.content}
-	if res.view != "" {
-		if _, ok := s.views[res.view]; !ok {
+	view := res.view
+	if view == "" {
+		view = e.op.View
+	}
+	if view != "" {
+		if _, ok := s.views[view]; !ok {
 			return nil, NewFailure(CodeInvalidResult, "the operation named a view that is not approved",
-				fmt.Errorf("view %q", res.view))
+				fmt.Errorf("view %q", view))
 		}
-		out.Meta = sdk.Meta{"ui": map[string]any{"resourceUri": res.view}}
+		out.Meta = sdk.Meta{"ui": map[string]any{"resourceUri": view}}
 	}
 	size := 0
 	if res.structured != nil {

@@ -26,6 +26,10 @@ type Operation struct {
 	OutputSchema json.RawMessage
 	// Annotations are the MCP behaviour hints.
 	Annotations Annotations
+	// View, if set, is the ui:// view (one of [Options.Views]) an MCP Apps
+	// host renders for this operation's results. A view that is not
+	// approved makes the definition invalid.
+	View string
 	// Timeout bounds one call. Zero means the server's default.
 	Timeout time.Duration
 	// Handler runs the operation.

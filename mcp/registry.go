@@ -42,6 +42,9 @@ func (r *registry) add(op Operation, views map[string]View) (*entry, error) {
 	if op.Handler == nil {
 		return nil, bad("no handler")
 	}
+	if _, ok := views[op.View]; op.View != "" && !ok {
+		return nil, bad("view %q is not approved", op.View)
+	}
 	in := op.InputSchema
 	if len(in) == 0 {
 		in = emptyObjectSchema

@@ -229,6 +229,13 @@ func TestDirectCatalogue(t *testing.T) {
 		if has != (caller == "admin") {
 			t.Errorf("caller %s sees secret_op = %v", caller, has)
 		}
+		d := slices.IndexFunc(lt.Tools, func(tl *sdk.Tool) bool { return tl.Name == "dashboard" })
+		if d < 0 || !strings.Contains(dump(lt.Tools[d].Meta), `"resourceUri":"ui://fixture/approved"`) {
+			t.Errorf("dashboard tool meta: %v", dump(lt.Tools))
+		}
+		if res := s.call(false, "dashboard", map[string]any{}); res.IsError || !strings.Contains(dump(res.Meta), "ui://fixture/approved") {
+			t.Errorf("dashboard result: %s", dump(res))
+		}
 		i := slices.IndexFunc(lt.Tools, func(tl *sdk.Tool) bool { return tl.Name == "echo" })
 		if i < 0 || !lt.Tools[i].Annotations.ReadOnlyHint || lt.Tools[i].Title != "Echo" {
 			t.Fatalf("echo tool: %+v", lt.Tools)
@@ -278,6 +285,7 @@ func TestAddRejectsBadDefinitions(t *testing.T) {
 		{Name: "notobject", Handler: h, InputSchema: json.RawMessage(`{"type":"string"}`)},
 		{Name: "remote", Handler: h, InputSchema: json.RawMessage(`{"type":"object","$ref":"https://example.com/s.json"}`)},
 		{Name: "badout", Handler: h, OutputSchema: json.RawMessage(`{"minimum":"x"}`)},
+		{Name: "badview", Handler: h, View: "ui://nowhere"},
 	} {
 		err := srv.Add(op)
 		var f *mcp.Failure
