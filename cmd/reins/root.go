@@ -34,6 +34,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCommand(), newKeysCommand(), newAgentsCommand(), newEnvironmentsCommand(), newSessionsCommand(), newExecutorCommand(), newVersionCommand())
+	root.AddCommand(newMCPCommand(root))
 	return root
 }
 
