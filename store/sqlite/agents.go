@@ -139,25 +139,5 @@ func (s *Store) ListAgentVersions(ctx context.Context, id string, q store.ListQu
 }
 
 func (s *Store) listAgents(ctx context.Context, query string, args []any, q store.ListQuery) ([]store.Item[ma.Agent], error) {
-	rows, err := s.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.Item[ma.Agent]
-	for rows.Next() {
-		var it store.Item[ma.Agent]
-		var body []byte
-		if err := rows.Scan(&it.Pos, &body); err != nil {
-			return nil, err
-		}
-		if it.Value, err = decodeAgent(body); err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	if q.Before > 0 && q.After == 0 {
-		reverse(out)
-	}
-	return out, rows.Err()
+	return listItems[ma.Agent](ctx, s.r, query, args, q)
 }

@@ -84,27 +84,7 @@ func (s *Store) ListSessions(ctx context.Context, q store.SessionQuery) ([]store
 		}
 	}
 	where, args, tail := page(where, args, "pos", q.ListQuery)
-	rows, err := s.r.QueryContext(ctx, `SELECT pos, body FROM sessions`+whereClause(where)+tail, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.Item[ma.Session]
-	for rows.Next() {
-		var it store.Item[ma.Session]
-		var body []byte
-		if err := rows.Scan(&it.Pos, &body); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(body, &it.Value); err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	if q.Before > 0 && q.After == 0 {
-		reverse(out)
-	}
-	return out, rows.Err()
+	return listItems[ma.Session](ctx, s.r, `SELECT pos, body FROM sessions`+whereClause(where)+tail, args, q.ListQuery)
 }
 
 // UpdateSession implements store.Sessions.

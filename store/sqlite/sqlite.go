@@ -6,6 +6,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -143,4 +144,30 @@ func reverse[T any](s []T) {
 	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
 		s[i], s[j] = s[j], s[i]
 	}
+}
+
+// listItems runs a list query whose rows are (pos, JSON body) and decodes
+// the bodies; pages read backwards (Before) are put back in list order.
+func listItems[T any](ctx context.Context, db *sql.DB, query string, args []any, q store.ListQuery) ([]store.Item[T], error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Item[T]
+	for rows.Next() {
+		var it store.Item[T]
+		var body []byte
+		if err := rows.Scan(&it.Pos, &body); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(body, &it.Value); err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	if q.Before > 0 && q.After == 0 {
+		reverse(out)
+	}
+	return out, rows.Err()
 }

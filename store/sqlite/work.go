@@ -64,27 +64,7 @@ func (s *Store) GetWork(ctx context.Context, environmentID, id string) (store.Wo
 // ListWork implements store.Work.
 func (s *Store) ListWork(ctx context.Context, environmentID string, q store.ListQuery) ([]store.Item[store.WorkItem], error) {
 	where, args, tail := page([]string{"environment_id = ?"}, []any{environmentID}, "pos", q)
-	rows, err := s.r.QueryContext(ctx, `SELECT pos, body FROM work_items`+whereClause(where)+tail, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.Item[store.WorkItem]
-	for rows.Next() {
-		var it store.Item[store.WorkItem]
-		var body []byte
-		if err := rows.Scan(&it.Pos, &body); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(body, &it.Value); err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	if q.Before > 0 && q.After == 0 {
-		reverse(out)
-	}
-	return out, rows.Err()
+	return listItems[store.WorkItem](ctx, s.r, `SELECT pos, body FROM work_items`+whereClause(where)+tail, args, q)
 }
 
 // UpdateWork implements store.Work.
