@@ -80,12 +80,139 @@ func (b *transcriptBuilder) add(role model.Role, blocks ...model.Block) {
 	b.msgs = append(b.msgs, model.Message{Role: role, Content: blocks})
 }
 
+// projector folds events into a view, one at a time, so that a runner
+// keeps its view warm and reads only new log entries.
+type projector struct {
+	v      *view
+	client bool
+	tb     transcriptBuilder
+	// open: tool uses of the current model response(s) without a
+	// transcript result yet.
+	open []*toolUse
+	// The latest compaction hides the transcript up to hideThrough and
+	// starts it with summary.
+	hideThrough, summary string
+	hiding               bool
+}
+
+func newProjector(client bool, hideThrough, summary string) *projector {
+	return &projector{v: &view{byID: make(map[string]*toolUse)}, client: client, hideThrough: hideThrough, summary: summary, hiding: hideThrough != ""}
+}
+
+// view returns the current view (shared: it changes with the next feed).
+func (p *projector) view() *view {
+	p.v.messages = p.tb.msgs
+	return p.v
+}
+
+// closeOpen gives every tool use without a result a synthetic error result:
+// each tool_use needs a tool_result before the next user text.
+func (p *projector) closeOpen(reason string) {
+	for _, u := range p.open {
+		if !u.resolved {
+			u.abandoned = true
+			p.tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: u.ev.ID, IsError: true,
+				Content: []model.Block{{Type: model.BlockText, Text: reason}}})
+		}
+	}
+	p.open = nil
+}
+
+// feed folds one event, in log order. A queued client event is skipped;
+// its processed echo, later in the log, counts where it is.
+func (p *projector) feed(ev ma.Event) {
+	if p.hiding && ev.ID == p.hideThrough {
+		// Everything so far is folded into the summary.
+		p.hiding = false
+		p.tb.msgs = []model.Message{{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: p.summary}}}}
+		p.open = nil
+	}
+	switch ev.Type {
+	case ma.EventUserMessage, ma.EventSystemMessage:
+		if ev.ProcessedAt == nil {
+			return // still queued, or flushed
+		}
+		p.closeOpen("The turn ended before this tool ran; it did not run.")
+		blocks := contentToBlocks(ev.Content)
+		if ev.Type == ma.EventSystemMessage {
+			for i := range blocks {
+				if blocks[i].Type == model.BlockText {
+					blocks[i].Text = "<system>" + blocks[i].Text + "</system>"
+				}
+			}
+		}
+		p.tb.add(model.RoleUser, blocks...)
+	case ma.EventAgentMessage:
+		p.tb.add(model.RoleAssistant, contentToBlocks(ev.Content)...)
+	case ma.EventAgentToolUse, ma.EventAgentCustomToolUse, ma.EventAgentMCPToolUse:
+		u := &toolUse{ev: ev, clientRuns: p.client && ev.Type == ma.EventAgentToolUse && ev.EvaluatedPermission != "deny"}
+		p.v.uses = append(p.v.uses, u)
+		p.v.byID[ev.ID] = u
+		p.open = append(p.open, u)
+		input := ev.Input
+		if len(input) == 0 {
+			input = json.RawMessage("{}")
+		}
+		p.tb.add(model.RoleAssistant, model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: modelToolName(ev), Input: input})
+	case ma.EventUserToolConfirmation:
+		if u := p.v.byID[ev.ToolUseID]; u != nil && u.decision == "" {
+			u.decision = ev.Result
+			u.denyMsg = ev.DenyMessage
+			if ev.Result == "deny" {
+				u.resolved = true
+				msg := ev.DenyMessage
+				if msg == "" {
+					msg = "The user denied this tool call."
+				} else {
+					msg = "The user denied this tool call: " + msg
+				}
+				p.tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: u.ev.ID, IsError: true,
+					Content: []model.Block{{Type: model.BlockText, Text: msg}}})
+			}
+		}
+	case ma.EventAgentToolResult, ma.EventUserCustomToolResult, ma.EventUserToolResult, ma.EventAgentMCPToolResult:
+		id := firstNonEmpty(ev.ToolUseID, ev.CustomToolUseID, ev.MCPToolUseID)
+		u := p.v.byID[id]
+		if u == nil || u.resolved {
+			return
+		}
+		u.resolved = true
+		if u.abandoned {
+			return // its transcript result was already synthesized
+		}
+		p.tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: id, IsError: ev.IsError != nil && *ev.IsError,
+			Content: contentToBlocks(ev.Content)})
+	case ma.EventStatusRunning:
+		p.v.turnActive = true
+	case ma.EventStatusIdle:
+		if ev.StopReason != nil && ev.StopReason.Type == ma.StopRequiresAction {
+			p.v.lastIdleIDs = ev.StopReason.EventIDs
+			return
+		}
+		p.v.turnActive = false
+		p.v.lastIdleIDs = nil
+		for _, u := range p.open {
+			if !u.resolved {
+				u.abandoned = true
+			}
+		}
+		p.closeOpen("The turn ended before this tool ran; it did not run.")
+	case ma.EventStatusTerminated:
+		p.v.turnActive = false
+	case ma.EventSpanModelRequestStart:
+		p.v.openSpan = ev.ID
+	case ma.EventSpanModelRequestEnd:
+		p.v.openSpan = ""
+	}
+}
+
 // project folds a session's live events (in log order) into a view.
 // client says whether pull workers run the session's built-in tools.
-func project(events []ma.Event, client bool) *view {
-	v := &view{byID: make(map[string]*toolUse)}
-	// The latest compaction hides the transcript up to its cut point and
-	// starts the transcript with its summary.
+func project(events []ma.Event, client bool) *view { return projectAll(events, client).view() }
+
+// projectAll is project that returns the projector, to be fed later
+// events.
+func projectAll(events []ma.Event, client bool) *projector {
 	hideThrough, summary := "", ""
 	for i := len(events) - 1; i >= 0; i-- {
 		if events[i].Type == ma.EventAgentContextCompacted && events[i].CompactedThrough != "" {
@@ -96,107 +223,11 @@ func project(events []ma.Event, client bool) *view {
 			break
 		}
 	}
-	hiding := hideThrough != ""
-	var tb transcriptBuilder
-	var open []*toolUse // tool uses of the current model response(s) without a transcript result yet
-	closeOpen := func(reason string) {
-		// Every tool_use needs a tool_result before the next user text.
-		for _, u := range open {
-			if !u.resolved {
-				u.abandoned = true
-				tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: u.ev.ID, IsError: true,
-					Content: []model.Block{{Type: model.BlockText, Text: reason}}})
-			}
-		}
-		open = nil
-	}
+	p := newProjector(client, hideThrough, summary)
 	for _, ev := range events {
-		if hiding && ev.ID == hideThrough {
-			// Everything so far is folded into the summary.
-			hiding = false
-			tb.msgs = []model.Message{{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: summary}}}}
-			open = nil
-		}
-		switch ev.Type {
-		case ma.EventUserMessage, ma.EventSystemMessage:
-			if ev.ProcessedAt == nil {
-				continue // still queued, or flushed
-			}
-			closeOpen("The turn ended before this tool ran; it did not run.")
-			blocks := contentToBlocks(ev.Content)
-			if ev.Type == ma.EventSystemMessage {
-				for i := range blocks {
-					if blocks[i].Type == model.BlockText {
-						blocks[i].Text = "<system>" + blocks[i].Text + "</system>"
-					}
-				}
-			}
-			tb.add(model.RoleUser, blocks...)
-		case ma.EventAgentMessage:
-			tb.add(model.RoleAssistant, contentToBlocks(ev.Content)...)
-		case ma.EventAgentToolUse, ma.EventAgentCustomToolUse, ma.EventAgentMCPToolUse:
-			u := &toolUse{ev: ev, clientRuns: client && ev.Type == ma.EventAgentToolUse && ev.EvaluatedPermission != "deny"}
-			v.uses = append(v.uses, u)
-			v.byID[ev.ID] = u
-			open = append(open, u)
-			input := ev.Input
-			if len(input) == 0 {
-				input = json.RawMessage("{}")
-			}
-			tb.add(model.RoleAssistant, model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: modelToolName(ev), Input: input})
-		case ma.EventUserToolConfirmation:
-			if u := v.byID[ev.ToolUseID]; u != nil && u.decision == "" {
-				u.decision = ev.Result
-				u.denyMsg = ev.DenyMessage
-				if ev.Result == "deny" {
-					u.resolved = true
-					msg := ev.DenyMessage
-					if msg == "" {
-						msg = "The user denied this tool call."
-					} else {
-						msg = "The user denied this tool call: " + msg
-					}
-					tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: u.ev.ID, IsError: true,
-						Content: []model.Block{{Type: model.BlockText, Text: msg}}})
-				}
-			}
-		case ma.EventAgentToolResult, ma.EventUserCustomToolResult, ma.EventUserToolResult, ma.EventAgentMCPToolResult:
-			id := firstNonEmpty(ev.ToolUseID, ev.CustomToolUseID, ev.MCPToolUseID)
-			u := v.byID[id]
-			if u == nil || u.resolved {
-				continue
-			}
-			u.resolved = true
-			if u.abandoned {
-				continue // its transcript result was already synthesized
-			}
-			tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: id, IsError: ev.IsError != nil && *ev.IsError,
-				Content: contentToBlocks(ev.Content)})
-		case ma.EventStatusRunning:
-			v.turnActive = true
-		case ma.EventStatusIdle:
-			if ev.StopReason != nil && ev.StopReason.Type == ma.StopRequiresAction {
-				v.lastIdleIDs = ev.StopReason.EventIDs
-				continue
-			}
-			v.turnActive = false
-			v.lastIdleIDs = nil
-			for _, u := range open {
-				if !u.resolved {
-					u.abandoned = true
-				}
-			}
-			closeOpen("The turn ended before this tool ran; it did not run.")
-		case ma.EventStatusTerminated:
-			v.turnActive = false
-		case ma.EventSpanModelRequestStart:
-			v.openSpan = ev.ID
-		case ma.EventSpanModelRequestEnd:
-			v.openSpan = ""
-		}
+		p.feed(ev)
 	}
-	v.messages = tb.msgs
-	return v
+	return p
 }
 
 // awaitingIDs returns the ids of the tool uses that wait for the client.

@@ -20,7 +20,9 @@ type runner struct {
 	id   string
 	wake chan struct{}
 
-	log *logCache // the session's live events, read incrementally
+	log        *logCache  // the session's log, read incrementally
+	proj       *projector // the view of the log, fed incrementally
+	projClient bool       // the client mode proj was built with
 
 	mu         sync.Mutex
 	gen        uint64             // incremented by each interrupt
@@ -85,7 +87,7 @@ func (r *runner) run() {
 			}
 			failures++
 			r.h.log.Error("session runner step failed", "session", r.id, "attempt", failures, "err", err)
-			r.log = nil // retry from the log
+			r.log, r.proj = nil, nil // retry from the log
 			if !r.internalFailure(ctx, failures, err) {
 				r.release()
 				r.h.exit(r)
@@ -193,29 +195,29 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	if r.log == nil {
-		r.log = newLogCache()
+		r.log, r.proj = newLogCache(), nil
 	}
-	if err := r.log.refresh(ctx, st, r.id); err != nil {
+	fresh, err := r.log.refresh(ctx, st, r.id)
+	if err != nil {
 		return false, err
 	}
-	evs := r.log.events
-	hasInterrupt, hasInput := false, false
-	for i := range evs {
-		if store.IsPending(&evs[i]) {
-			if evs[i].Type == ma.EventUserInterrupt {
-				hasInterrupt = true
-			} else {
-				hasInput = true
-			}
-		}
-	}
+	hasInterrupt, hasInput := r.log.queued()
 	client, present := false, true
 	if w := r.h.cfg.Workers; w != nil {
 		if client, present, err = w.Serving(ctx, &sess); err != nil {
 			return false, err
 		}
 	}
-	v := project(evs, client)
+	// The view is kept up to date event by event; it is rebuilt from the
+	// whole log only when the session changed hands or was compacted.
+	if r.proj == nil || r.projClient != client || slices.ContainsFunc(fresh, func(ev ma.Event) bool { return ev.Type == ma.EventAgentContextCompacted }) {
+		r.proj, r.projClient = projectAll(r.log.live(), client), client
+	} else {
+		for _, ev := range fresh {
+			r.proj.feed(ev)
+		}
+	}
+	v := r.proj.view()
 
 	if hasInterrupt {
 		return true, r.update(ctx, func(tx store.Tx) error { return r.applyInterrupts(tx, v) })
@@ -398,7 +400,7 @@ func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v 
 	}
 	window := r.h.contextWindow(req.Model)
 	if estimateTokens(req.System, req.Messages, req.Tools) > int(float64(window)*compactAt) {
-		if through, summary, ok := compaction(r.log.events, window); ok {
+		if through, summary, ok := compaction(r.log.live(), window); ok {
 			err := r.update(ctx, func(tx store.Tx) error {
 				now := r.h.now()
 				return tx.Append(&ma.Event{Type: ma.EventAgentContextCompacted, ProcessedAt: &now, CompactedThrough: through,

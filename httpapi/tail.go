@@ -126,8 +126,10 @@ func (t *tail) read(ctx context.Context) {
 	}
 	t.mu.Lock()
 	t.ring = append(t.ring, fresh...)
-	if over := len(t.ring) - tailRing; over > 0 {
-		t.ring = append(t.ring[:0:0], t.ring[over:]...)
+	// Keep at least the last tailRing entries; trim in bulk so that the
+	// copy is amortized over tailRing appends.
+	if len(t.ring) > 2*tailRing {
+		t.ring = append(t.ring[:0:0], t.ring[len(t.ring)-tailRing:]...)
 	}
 	t.seq = after
 	t.deleted = deleted

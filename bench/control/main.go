@@ -44,6 +44,7 @@ func main() {
 	subscribers := flag.Int("subscribers", 1000, "SSE subscribers for the fan-out measurement")
 	idle := flag.Int("idle", 10000, "idle sessions for the memory measurement")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the throughput run to this file")
+	overheadProfile := flag.String("overheadprofile", "", "write a CPU profile of the turn-overhead run to this file")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -58,7 +59,17 @@ func main() {
 	fake := newFakeMessages()
 	b := newBench(dir, model.Router{"anthropic": fake.provider()})
 	defer func() { b.close() }()
+	if *overheadProfile != "" {
+		f, err := os.Create(*overheadProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+	}
 	overhead := b.turnOverhead(*turns)
+	if *overheadProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	fmt.Printf("turn overhead (POST user.message -> SSE session.status_idle, scripted model), %d turns:\n", *turns)
 	fmt.Printf("  reins   p50 %8s  p99 %8s\n", overhead.p(50), overhead.p(99))
 	fmt.Printf("  raw store commit of the same events (4 transactions):\n")
