@@ -20,9 +20,10 @@ type runner struct {
 	id   string
 	wake chan struct{}
 
-	log        *logCache  // the session's log, read incrementally
-	proj       *projector // the view of the log, fed incrementally
-	projClient bool       // the client mode proj was built with
+	sess       *ma.Session // the session row as of the last read or write
+	log        *logCache   // the session's log, read incrementally
+	proj       *projector  // the view of the log, fed incrementally
+	projClient bool        // the client mode proj was built with
 
 	mu         sync.Mutex
 	gen        uint64             // incremented by each interrupt
@@ -87,7 +88,7 @@ func (r *runner) run() {
 			}
 			failures++
 			r.h.log.Error("session runner step failed", "session", r.id, "attempt", failures, "err", err)
-			r.log, r.proj = nil, nil // retry from the log
+			r.log, r.proj, r.sess = nil, nil, nil // retry from the log
 			if !r.internalFailure(ctx, failures, err) {
 				r.release()
 				r.h.exit(r)
@@ -175,8 +176,9 @@ func (r *runner) internalFailure(ctx context.Context, n int, cause error) bool {
 }
 
 func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {
-	_, err := r.h.cfg.Store.UpdateSession(ctx, r.id, fn)
+	s, err := r.h.cfg.Store.UpdateSession(ctx, r.id, fn)
 	if err == nil {
+		r.sess = &s
 		r.h.cfg.Bus.Publish(r.id)
 	}
 	return err
@@ -187,19 +189,25 @@ func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {
 func (r *runner) step(ctx context.Context) (bool, error) {
 	gen := r.generation()
 	st := r.h.cfg.Store
-	sess, err := st.GetSession(ctx, r.id)
-	if err != nil {
-		return false, err
-	}
-	if sess.Status == ma.StatusTerminated {
-		return false, nil
-	}
 	if r.log == nil {
-		r.log, r.proj = newLogCache(), nil
+		r.log, r.proj, r.sess = newLogCache(), nil, nil
 	}
 	fresh, err := r.log.refresh(ctx, st, r.id)
 	if err != nil {
 		return false, err
+	}
+	// The session row changes through this runner's own transactions
+	// (which return it) and through updates that log session.updated.
+	if r.sess == nil || slices.ContainsFunc(fresh, func(ev ma.Event) bool { return ev.Type == ma.EventSessionUpdated }) {
+		s, err := st.GetSession(ctx, r.id)
+		if err != nil {
+			return false, err
+		}
+		r.sess = &s
+	}
+	sess := *r.sess
+	if sess.Status == ma.StatusTerminated {
+		return false, nil
 	}
 	hasInterrupt, hasInput := r.log.queued()
 	client, present := false, true

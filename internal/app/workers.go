@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/internal/workqueue"
@@ -17,12 +18,40 @@ type workers struct {
 	st store.Store
 	q  *workqueue.Service
 	h  *harness.Harness
+
+	mu         sync.Mutex
+	selfHosted map[string]bool // environment id -> self-hosted, as first seen
 }
 
 // Serving implements harness.WorkerHost: a session is served by pull
 // workers once one acknowledged its work; one is present while an item is
 // acknowledged and its lease holds.
 func (w *workers) Serving(ctx context.Context, sess *ma.Session) (client, present bool, err error) {
+	// Only self-hosted environments have workers; the type of an
+	// environment is remembered (changing it under live sessions is not
+	// supported).
+	w.mu.Lock()
+	hosted, known := w.selfHosted[sess.EnvironmentID]
+	w.mu.Unlock()
+	if !known {
+		env, err := w.st.GetEnvironment(ctx, sess.EnvironmentID)
+		if errors.Is(err, store.ErrNotFound) {
+			return false, true, nil
+		}
+		if err != nil {
+			return false, true, err
+		}
+		hosted = env.Config.Type == ma.EnvSelfHosted
+		w.mu.Lock()
+		if w.selfHosted == nil {
+			w.selfHosted = map[string]bool{}
+		}
+		w.selfHosted[sess.EnvironmentID] = hosted
+		w.mu.Unlock()
+	}
+	if !hosted {
+		return false, true, nil
+	}
 	client, err = w.st.SessionWorkAcked(ctx, sess.ID)
 	if err != nil || !client {
 		return false, true, err
