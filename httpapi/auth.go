@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reinsdev/reins/executor"
@@ -47,6 +48,38 @@ type Authenticator struct {
 	EnvironmentKeys store.EnvironmentKeys
 	// Bootstrap, if set, is accepted as a key (REINS_API_KEY).
 	Bootstrap string
+	// CacheTTL is how long a valid API key is remembered without reading
+	// the store again (default 2 s; negative disables). A key revoked
+	// meanwhile (for example with `reins keys revoke` from another
+	// process) stops working within it.
+	CacheTTL time.Duration
+
+	mu    sync.Mutex
+	valid map[string]time.Time // key hash -> remembered until
+}
+
+// cached reports whether the hash was found valid within CacheTTL.
+func (a *Authenticator) cached(hash string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	until, ok := a.valid[hash]
+	return ok && time.Now().Before(until)
+}
+
+func (a *Authenticator) remember(hash string) {
+	ttl := a.CacheTTL
+	if ttl == 0 {
+		ttl = 2 * time.Second
+	}
+	if ttl < 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.valid == nil || len(a.valid) > 10_000 {
+		a.valid = map[string]time.Time{}
+	}
+	a.valid[hash] = time.Now().Add(ttl)
 }
 
 // Principal is who a request acts for: an API key (full access) or an
@@ -80,9 +113,16 @@ func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, 
 	if a.Bootstrap != "" && subtle.ConstantTimeCompare([]byte(key), []byte(a.Bootstrap)) == 1 {
 		return Principal{}, nil
 	}
-	k, err := a.Keys.APIKeyByHash(ctx, HashKey(key))
+	hash := HashKey(key)
+	if a.cached(hash) {
+		return Principal{}, nil
+	}
+	k, err := a.Keys.APIKeyByHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
 		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid API key")
+	}
+	if err == nil {
+		a.remember(hash)
 	}
 	return Principal{}, err
 }

@@ -184,6 +184,7 @@ func (s *Server) updateEnvironment(w http.ResponseWriter, r *http.Request) error
 	if err := decode(r, &p); err != nil {
 		return err
 	}
+	s.envTypes.Delete(r.PathValue("id"))
 	e, err := s.cfg.Store.UpdateEnvironment(r.Context(), r.PathValue("id"), func(cur *ma.Environment) error {
 		if cur.ArchivedAt != nil {
 			return conflict("environment %s is archived and read-only", cur.ID)
@@ -261,6 +262,7 @@ func (s *Server) archiveEnvironment(w http.ResponseWriter, r *http.Request) erro
 
 func (s *Server) deleteEnvironment(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
+	s.envTypes.Delete(id)
 	if err := s.cfg.Store.DeleteEnvironment(r.Context(), id); err != nil {
 		return err
 	}

@@ -58,6 +58,8 @@ type Server struct {
 	mux *http.ServeMux
 
 	tails *tails
+	// envTypes caches whether an environment is self-hosted (id -> bool).
+	envTypes sync.Map
 
 	// done is closed by Shutdown: streams end cleanly.
 	done     chan struct{}

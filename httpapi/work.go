@@ -18,15 +18,30 @@ func (s *Server) enqueueWork(ctx context.Context, sess *ma.Session) error {
 	if s.cfg.Work == nil {
 		return nil
 	}
-	env, err := s.cfg.Store.GetEnvironment(ctx, sess.EnvironmentID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil || env.Config.Type != ma.EnvSelfHosted {
+	hosted, err := s.selfHosted(ctx, sess.EnvironmentID)
+	if err != nil || !hosted {
 		return err
 	}
-	_, err = s.cfg.Work.Enqueue(ctx, env.ID, sess.ID, sess.Metadata)
+	_, err = s.cfg.Work.Enqueue(ctx, sess.EnvironmentID, sess.ID, sess.Metadata)
 	return err
+}
+
+// selfHosted reports whether an environment is self-hosted, remembering
+// the answer (the environment handlers forget it on update and delete).
+func (s *Server) selfHosted(ctx context.Context, envID string) (bool, error) {
+	if v, ok := s.envTypes.Load(envID); ok {
+		return v.(bool), nil
+	}
+	env, err := s.cfg.Store.GetEnvironment(ctx, envID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	hosted := env.Config.Type == ma.EnvSelfHosted
+	s.envTypes.Store(envID, hosted)
+	return hosted, nil
 }
 
 // work is the wire form of a work item.
