@@ -104,7 +104,7 @@ func (t *tail) read(ctx context.Context) {
 	t.mu.Unlock()
 	var fresh []store.Entry
 	for {
-		entries, err := t.t.store.ReadLog(ctx, t.id, after, streamBatch)
+		entries, err := t.t.store.ReadLogRaw(ctx, t.id, after, streamBatch)
 		if err != nil {
 			return
 		}

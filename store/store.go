@@ -120,8 +120,11 @@ type Sessions interface {
 	// at the position of its latest echo).
 	ListEvents(ctx context.Context, sessionID string, q EventQuery) ([]Entry, error)
 	// ReadLog returns the log entries with seq > after, in seq order, at
-	// most limit of them. This is what streams deliver.
+	// most limit of them.
 	ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]Entry, error)
+	// ReadLogRaw is ReadLog without decoding the events: only Seq, Raw
+	// and the event's Type and ID are set. This is what streams deliver.
+	ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int) ([]Entry, error)
 	// SessionIDsByStatus returns the ids of sessions in one of the
 	// statuses (for recovery at start).
 	SessionIDsByStatus(ctx context.Context, statuses ...string) ([]string, error)

@@ -129,6 +129,24 @@ func (s *Store) ReadLog(ctx context.Context, sessionID string, after int64, limi
 	return s.entries(ctx, `SELECT seq, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
 }
 
+// ReadLogRaw implements store.Sessions.
+func (s *Store) ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, id, type, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Entry
+	for rows.Next() {
+		var e store.Entry
+		if err := rows.Scan(&e.Seq, &e.Event.ID, &e.Event.Type, &e.Raw); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
 func (s *Store) entries(ctx context.Context, query string, args ...any) ([]store.Entry, error) {
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {

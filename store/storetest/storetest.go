@@ -301,6 +301,10 @@ func testSessionLog(t *testing.T, s store.Store) {
 	if last, err := s.LastSeq(ctx, sess.ID); err != nil || last != 3 {
 		t.Fatalf("LastSeq = %d, %v", last, err)
 	}
+	raw, err := s.ReadLogRaw(ctx, sess.ID, 0, 100)
+	if err != nil || len(raw) != 3 || raw[1].Event.ID != msg.ID || raw[1].Event.Type != ma.EventUserMessage || string(raw[1].Raw) != string(log[1].Raw) {
+		t.Fatalf("ReadLogRaw = %+v, %v", raw, err)
+	}
 	part, _ := s.ReadLog(ctx, sess.ID, 2, 100)
 	if len(part) != 1 || part[0].Seq != 3 {
 		t.Fatalf("ReadLog after 2 = %+v", part)
