@@ -111,7 +111,7 @@ func main() {
 	before, after, rssBefore, rssAfter := b.idleMemory(*idle)
 	fmt.Printf("memory with %d idle sessions (each after one finished turn):\n", *idle)
 	fmt.Printf("  Go heap in use: %.1f MiB on a fresh server, %.1f MiB after (%+.0f bytes per idle session)\n", mib(before), mib(after), float64(int64(after)-int64(before))/float64(*idle))
-	fmt.Printf("  process RSS:    %.1f MiB before, %.1f MiB after (SQLite page cache included)\n", mib(rssBefore), mib(rssAfter))
+	fmt.Printf("  process RSS:    %.1f MiB after (the whole benchmark process, SQLite page cache included; %.1f MiB before, with the earlier phases' garbage)\n", mib(rssAfter), mib(rssBefore))
 }
 
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
