@@ -114,6 +114,24 @@ func TestAnthropicFailurePolicy(t *testing.T) {
 		t.Fatalf("402: %v after %d calls", e, len(fake.Requests())-before)
 	}
 
+	// 429 with retry-after-ms: rate limited, retried after the delay.
+	fake.Push(fakeanthropic.Failure(429, "rate_limit_error", "Rate limited").WithHeader("retry-after-ms", "30"))
+	fake.Push(fakeanthropic.Text("after the rate limit"))
+	s.send(t, sess.ID, userMessage("rate"))
+	got = st.until(isIdle)
+	if e := errorStatuses(got); !slices.Equal(e, []string{"model_rate_limited_error/retrying"}) || got[len(got)-1].StopReason.Type != "end_turn" {
+		t.Fatalf("429: %v %v", e, types(got))
+	}
+
+	// 401 (and 400/403/404): a retry cannot help.
+	before = len(fake.Requests())
+	fake.Push(fakeanthropic.Failure(401, "authentication_error", "invalid x-api-key"))
+	s.send(t, sess.ID, userMessage("auth"))
+	got = st.until(isIdle)
+	if e := errorStatuses(got); !slices.Equal(e, []string{"model_request_failed_error/exhausted"}) || len(fake.Requests()) != before+1 {
+		t.Fatalf("401: %v after %d calls", e, len(fake.Requests())-before)
+	}
+
 	// A stream that breaks mid-way is retried as a failed request.
 	fake.Push(fakeanthropic.Text("partial answer that never finishes").ThenDisconnect())
 	fake.Push(fakeanthropic.Text("second try"))
