@@ -74,6 +74,15 @@ func TestOpenAIFailurePolicy(t *testing.T) {
 		t.Fatalf("401: %v", e)
 	}
 
+	// An overloaded error mid-stream: model_overloaded_error, retried.
+	fake.Push(fakeopenai.Text("partial").ThenError("overloaded_error", "The server is overloaded"))
+	fake.Push(fakeopenai.Text("fine now"))
+	s.send(t, sess.ID, userMessage("overloaded"))
+	got = st.until(isIdle)
+	if e := errorStatuses(got); !slices.Equal(e, []string{"model_overloaded_error/retrying"}) || got[len(got)-3].Content[0].Text != "fine now" {
+		t.Fatalf("overloaded mid-stream: %v %v", e, types(got))
+	}
+
 	// A stream cut mid-way is retried.
 	fake.Push(fakeopenai.Text("partial").ThenDisconnect())
 	fake.Push(fakeopenai.Text("whole"))
