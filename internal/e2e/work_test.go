@@ -272,3 +272,43 @@ func TestWorkQueueErrors(t *testing.T) {
 func callBearer(url, bearer, method, path string, body, out any) (int, error) {
 	return callWith(url, method, path, body, out, func(h map[string]string) { h["Authorization"] = "Bearer " + bearer })
 }
+
+// TestForcedStopEndsTheWorkersHold: a session waiting for a pull worker's
+// tool results whose item is force-stopped goes rescheduling, and a new
+// item is queued for the next worker.
+func TestForcedStopEndsTheWorkersHold(t *testing.T) {
+	s := start(t, options{})
+	envID, key := s.selfHosted(t, "pull")
+	a := s.newAgent(t, "scripted", toolset(false))
+	sess := s.newSession(t, a.ID, envID)
+	st := s.openStream(t, sess.ID)
+	base := "/v1/environments/" + envID + "/work"
+	var item struct{ ID string }
+	if _, err := callBearer(s.url, key, "GET", base+"/poll", nil, &item); err != nil || item.ID == "" {
+		t.Fatalf("poll: %+v %v", item, err)
+	}
+	if _, err := callBearer(s.url, key, "POST", base+"/"+item.ID+"/ack", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Metadata update and get.
+	var got struct {
+		State    string
+		Metadata map[string]string
+	}
+	if _, err := call(s.url, s.key, "POST", base+"/"+item.ID, map[string]any{"metadata": map[string]any{"host": "laptop"}}, &got); err != nil || got.Metadata["host"] != "laptop" {
+		t.Fatalf("metadata update: %+v %v", got, err)
+	}
+	if _, err := call(s.url, s.key, "GET", base+"/"+item.ID, nil, &got); err != nil || got.State != "starting" {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	s.send(t, sess.ID, userMessage(`@tool bash {"command":"true"}`))
+	st.until(func(f frame) bool { return isIdle(f) && f.StopReason.Type == "requires_action" })
+	if _, err := call(s.url, s.key, "POST", base+"/"+item.ID+"/stop", map[string]any{"force": true}, &got); err != nil || got.State != "stopped" {
+		t.Fatalf("force stop: %+v %v", got, err)
+	}
+	st.until(func(f frame) bool { return f.Type == "session.status_rescheduled" })
+	var stats struct{ Depth int64 }
+	if _, err := call(s.url, s.key, "GET", base+"/stats", nil, &stats); err != nil || stats.Depth != 1 {
+		t.Fatalf("a new item should be queued for the session: %+v %v", stats, err)
+	}
+}
