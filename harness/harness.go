@@ -28,7 +28,9 @@ type Config struct {
 	Tools ToolRunner
 	// Workers, if set, tells which sessions pull workers serve.
 	Workers WorkerHost
-	Retry   RetryPolicy
+	// MCP, if set, reaches the agents' remote MCP servers.
+	MCP   MCPHost
+	Retry RetryPolicy
 	// MaxTokens bounds each model response (0 = the provider's default).
 	MaxTokens int
 	// ContextWindow returns a model's context window in tokens (0: the

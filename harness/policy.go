@@ -60,11 +60,16 @@ type failure struct {
 	retryable bool
 	// retryAfter is the delay asked for by the API.
 	retryAfter time.Duration
+	// mcpServer names the MCP server of an MCP failure.
+	mcpServer string
 }
 
 // classify maps an error from a model call to the session error model
 // (shared/design/error-model.md §1).
 func classify(err error) failure {
+	if f, ok := mcpFailure(err); ok {
+		return f
+	}
 	var me *model.Error
 	if !errors.As(err, &me) {
 		return failure{errType: ma.ErrorModelRequestFailed, message: "model request failed: " + err.Error(), retryable: true}

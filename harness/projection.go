@@ -269,8 +269,6 @@ func modelToolName(ev ma.Event) string {
 	return ev.Name
 }
 
-func mcpToolName(server, tool string) string { return "mcp__" + server + "__" + tool }
-
 func firstNonEmpty(s ...string) string {
 	for _, x := range s {
 		if x != "" {

@@ -120,6 +120,9 @@ func (r *runner) release() {
 	if p, ok := r.h.cfg.Tools.(Placer); ok {
 		p.Release(r.id)
 	}
+	if r.h.cfg.MCP != nil {
+		r.h.cfg.MCP.Release(r.id)
+	}
 }
 
 // linger waits up to IdleLinger for a wake-up; it reports whether one came.
@@ -370,7 +373,8 @@ func spanEnd(startID string, isError bool, usage *ma.ModelUsage, now string) *ma
 // flushed and the session goes idle with retries_exhausted.
 func (r *runner) exhaust(tx store.Tx, f failure) error {
 	now := r.h.now()
-	ev := &ma.Event{Type: ma.EventSessionError, ProcessedAt: &now, Error: &ma.SessionError{Type: f.errType, Message: f.message, RetryStatus: ma.RetryStatus{Type: ma.RetryExhausted}}}
+	ev := &ma.Event{Type: ma.EventSessionError, ProcessedAt: &now, Error: &ma.SessionError{Type: f.errType, Message: f.message, MCPServerName: f.mcpServer,
+		RetryStatus: ma.RetryStatus{Type: ma.RetryExhausted}}}
 	if err := tx.Append(ev); err != nil {
 		return err
 	}
@@ -419,8 +423,31 @@ func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v 
 		}
 		r.h.log.Warn("transcript near the context window and no turn boundary to compact at", "session", sess.ID, "window", window)
 	}
-	policy := r.h.cfg.Retry
+	mcpListed := r.h.cfg.MCP == nil || !hasMCPToolsets(&sess.Agent)
 	for attempt := 1; ; attempt++ {
+		if !mcpListed {
+			// The MCP servers' tools, listed at the start of each model
+			// call (connections are pooled per session).
+			tctx, done := r.turnContext(ctx, gen)
+			tools, err := r.h.cfg.MCP.Tools(tctx, sess)
+			interrupted := tctx.Err() != nil && ctx.Err() == nil
+			done()
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case interrupted:
+				return nil
+			case err != nil:
+				retry, err := r.failAttempt(ctx, gen, classify(err), attempt, "")
+				if !retry {
+					return err
+				}
+				continue
+			}
+			planMCP(plan, &sess.Agent, tools)
+			req.Tools = plan.offered
+			mcpListed = true
+		}
 		startID := ids.New(ids.Event)
 		err := r.update(ctx, func(tx store.Tx) error {
 			now := r.h.now()
@@ -452,40 +479,58 @@ func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v 
 		}
 		f := classify(err)
 		r.h.log.Warn("model call failed", "session", sess.ID, "attempt", attempt, "type", f.errType, "err", err)
-		if !f.retryable || attempt >= policy.MaxAttempts {
-			return r.update(ctx, func(tx store.Tx) error {
-				if err := tx.Append(spanEnd(startID, true, nil, r.h.now())); err != nil {
-					return err
-				}
-				return r.exhaust(tx, f)
-			})
-		}
-		delay := policy.Delay(attempt, f.retryAfter)
-		err = r.update(ctx, func(tx store.Tx) error {
-			now := r.h.now()
-			return tx.Append(spanEnd(startID, true, nil, now), &ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
-				Error: &ma.SessionError{Type: f.errType, Message: retryMessage(f, attempt, policy.MaxAttempts, delay), RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
-		})
-		if err != nil {
+		retry, err := r.failAttempt(ctx, gen, f, attempt, startID)
+		v.openSpan = ""
+		if !retry {
 			return err
 		}
-		v.openSpan = ""
-		tctx, done = r.turnContext(ctx, gen)
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-tctx.Done():
-		}
-		t.Stop()
-		interrupted = tctx.Err() != nil && ctx.Err() == nil
-		done()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if interrupted {
-			return nil
-		}
 	}
+}
+
+// failAttempt applies the retry policy to a failed attempt: it records a
+// retrying session.error and waits out the backoff (true: try again), or
+// ends the turn with an exhausted one (false). spanID, if set, is the model
+// request span to close. An interrupt during the wait ends it at once
+// (false, nil: the next step reads the interrupt).
+func (r *runner) failAttempt(ctx context.Context, gen uint64, f failure, attempt int, spanID string) (bool, error) {
+	policy := r.h.cfg.Retry
+	if !f.retryable || attempt >= policy.MaxAttempts {
+		return false, r.update(ctx, func(tx store.Tx) error {
+			if spanID != "" {
+				if err := tx.Append(spanEnd(spanID, true, nil, r.h.now())); err != nil {
+					return err
+				}
+			}
+			return r.exhaust(tx, f)
+		})
+	}
+	delay := policy.Delay(attempt, f.retryAfter)
+	err := r.update(ctx, func(tx store.Tx) error {
+		now := r.h.now()
+		if spanID != "" {
+			if err := tx.Append(spanEnd(spanID, true, nil, now)); err != nil {
+				return err
+			}
+		}
+		return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+			Error: &ma.SessionError{Type: f.errType, Message: retryMessage(f, attempt, policy.MaxAttempts, delay), MCPServerName: f.mcpServer,
+				RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
+	})
+	if err != nil {
+		return false, err
+	}
+	tctx, done := r.turnContext(ctx, gen)
+	defer done()
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-tctx.Done():
+	}
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	return tctx.Err() == nil, nil
 }
 
 func retryMessage(f failure, attempt, max int, delay time.Duration) string {
@@ -517,7 +562,14 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 		}
 		ev := &ma.Event{Type: ma.EventAgentToolUse, Name: b.Name, Input: input, ProcessedAt: &now}
 		var unknown bool
+		mt, isMCP := plan.mcp[b.Name]
 		switch {
+		case isMCP:
+			ev.Type, ev.MCPServerName, ev.Name = ma.EventAgentMCPToolUse, mt.server, mt.tool
+			ev.EvaluatedPermission = "allow"
+			if mt.policy != ma.PolicyAlwaysAllow {
+				ev.EvaluatedPermission = "ask"
+			}
 		case plan.custom[b.Name]:
 			ev.Type = ma.EventAgentCustomToolUse
 		case plan.builtin[b.Name] == ma.PolicyAlwaysAsk || plan.builtin[b.Name] == ma.PolicyAuto:
@@ -584,7 +636,8 @@ func (r *runner) reschedule(ctx context.Context, gen uint64, wait <-chan struct{
 // runTools runs the tool uses that may run, one at a time, recording each
 // result as soon as it is known.
 func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, uses []*toolUse) error {
-	if p, ok := r.h.cfg.Tools.(Placer); ok {
+	builtins := slices.ContainsFunc(uses, func(u *toolUse) bool { return u.ev.Type == ma.EventAgentToolUse })
+	if p, ok := r.h.cfg.Tools.(Placer); ok && builtins {
 		tctx, done := r.turnContext(ctx, gen)
 		wait, err := p.Place(tctx, sess)
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
@@ -599,6 +652,9 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 				now := r.h.now()
 				isErr := true
 				for _, u := range uses {
+					if u.ev.Type != ma.EventAgentToolUse {
+						continue
+					}
 					if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, IsError: &isErr, ProcessedAt: &now,
 						Content: []ma.ContentBlock{{Type: "text", Text: fmt.Sprintf("The tool %s could not run: %v", u.ev.Name, err)}}}); err != nil {
 						return err
@@ -611,6 +667,12 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 		}
 	}
 	for _, u := range uses {
+		if u.ev.Type == ma.EventAgentMCPToolUse {
+			if done, err := r.callMCP(ctx, gen, sess, u); !done || err != nil {
+				return err
+			}
+			continue
+		}
 		tctx, done := r.turnContext(ctx, gen)
 		res := r.h.cfg.Tools.RunTool(tctx, sess, ToolCall{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
@@ -631,4 +693,46 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 		}
 	}
 	return nil
+}
+
+// callMCP calls an MCP tool and records its result. A server that cannot
+// be reached is retried per the policy (retrying, then exhausted). done is
+// false when the turn ended or was interrupted instead.
+func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u *toolUse) (done bool, err error) {
+	var res ToolResult
+	for attempt := 1; ; attempt++ {
+		if r.h.cfg.MCP == nil {
+			res = ErrorResult("MCP servers are not available on this server.")
+			break
+		}
+		tctx, release := r.turnContext(ctx, gen)
+		var cerr error
+		res, cerr = r.h.cfg.MCP.Call(tctx, sess, u.ev.MCPServerName, u.ev.Name, u.ev.Input)
+		interrupted := tctx.Err() != nil && ctx.Err() == nil
+		release()
+		switch {
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		case interrupted:
+			return false, nil
+		case cerr == nil:
+		default:
+			f, ok := mcpFailure(cerr)
+			if !ok {
+				res = ErrorResult(fmt.Sprintf("The MCP tool %s could not run: %v", u.ev.Name, cerr))
+				break
+			}
+			retry, err := r.failAttempt(ctx, gen, f, attempt, "")
+			if !retry {
+				return false, err
+			}
+			continue
+		}
+		break
+	}
+	isErr := res.IsError
+	return true, r.update(ctx, func(tx store.Tx) error {
+		now := r.h.now()
+		return tx.Append(&ma.Event{Type: ma.EventAgentMCPToolResult, MCPToolUseID: u.ev.ID, Content: res.Content, IsError: &isErr, ProcessedAt: &now})
+	})
 }

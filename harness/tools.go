@@ -101,10 +101,11 @@ type toolPlan struct {
 	// kind and policy of each offered name.
 	builtin map[string]string // name -> policy
 	custom  map[string]bool
+	mcp     map[string]mcpPlanned // model-facing name -> server tool
 }
 
 func planTools(agent *ma.SessionAgent) *toolPlan {
-	p := &toolPlan{builtin: map[string]string{}, custom: map[string]bool{}}
+	p := &toolPlan{builtin: map[string]string{}, custom: map[string]bool{}, mcp: map[string]mcpPlanned{}}
 	for _, t := range agent.Tools {
 		switch t.Type {
 		case ma.ToolTypeAgentToolset:
