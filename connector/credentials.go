@@ -20,8 +20,10 @@ import (
 type Credentials interface {
 	// Token returns the token for serverURL from the first of vaultIDs
 	// that holds a live credential for that URL. It returns an error
-	// wrapping ErrNoCredential when none does, and ErrCredentialExpired
-	// or a *RefreshError when the matching credential cannot be used.
+	// wrapping ErrNoCredential when none does, and one wrapping
+	// ErrCredentialUnusable (with ErrCredentialExpired or a *RefreshError)
+	// when the matching credential cannot be used. Other errors (a store
+	// failure) are internal.
 	Token(ctx context.Context, vaultIDs []string, serverURL string) (string, error)
 }
 
@@ -80,11 +82,11 @@ func (v *VaultCredentials) token(ctx context.Context, vaultIDs []string, serverU
 	}
 	sec, err := v.Keyring.OpenSecrets(c.Sealed, c.ID)
 	if err != nil {
-		return "", fmt.Errorf("credential %s: %w", c.ID, err)
+		return "", fmt.Errorf("credential %s: %w: %w", c.ID, ErrCredentialUnusable, err)
 	}
 	if c.Auth.Type == ma.AuthStaticBearer {
 		if force {
-			return "", fmt.Errorf("credential %s: the server rejected its static token", c.ID)
+			return "", fmt.Errorf("credential %s: %w: the server rejected its static token", c.ID, ErrCredentialUnusable)
 		}
 		return sec.Token, nil
 	}
@@ -93,9 +95,9 @@ func (v *VaultCredentials) token(ctx context.Context, vaultIDs []string, serverU
 	}
 	if c.Auth.Refresh == nil || sec.RefreshToken == "" {
 		if force {
-			return "", fmt.Errorf("credential %s: the server rejected its access token and it has no refresh configuration", c.ID)
+			return "", fmt.Errorf("credential %s: %w: the server rejected its access token and it has no refresh configuration", c.ID, ErrCredentialUnusable)
 		}
-		return "", fmt.Errorf("credential %s: %w", c.ID, ErrCredentialExpired)
+		return "", fmt.Errorf("credential %s: %w: %w", c.ID, ErrCredentialUnusable, ErrCredentialExpired)
 	}
 	lock := v.lock(c.ID)
 	lock.Lock()
@@ -109,7 +111,7 @@ func (v *VaultCredentials) token(ctx context.Context, vaultIDs []string, serverU
 	_, tok, err := RefreshCredential(ctx, v.HTTPClient, v.Store, v.Keyring, c)
 	if err != nil {
 		v.logger().Warn("mcp_oauth refresh failed", "credential_id", c.ID, "vault_id", c.VaultID, "err", err)
-		return "", fmt.Errorf("credential %s: refresh: %w", c.ID, err)
+		return "", fmt.Errorf("credential %s: %w: refresh: %w", c.ID, ErrCredentialUnusable, err)
 	}
 	v.logger().Info("mcp_oauth token refreshed", "credential_id", c.ID, "vault_id", c.VaultID)
 	return tok, nil

@@ -217,7 +217,7 @@ func TestCredentialsNeverRevealSecrets(t *testing.T) {
 		Auth: anthropic.BetaVaultCredentialNewParamsAuthUnion{OfMCPOAuth: &anthropic.BetaManagedAgentsMCPOAuthCreateParams{
 			MCPServerURL: "https://linear.example.com/mcp", AccessToken: secAccess, ExpiresAt: anthropic.Time(exp),
 			Refresh: anthropic.BetaManagedAgentsMCPOAuthRefreshParams{ClientID: "client-1", RefreshToken: secRefresh, TokenEndpoint: "https://auth.example.com/token",
-				Scope: anthropic.String("read"),
+				Scope:             anthropic.String("read"),
 				TokenEndpointAuth: anthropic.BetaManagedAgentsMCPOAuthRefreshParamsTokenEndpointAuthUnion{OfClientSecretPost: &anthropic.BetaManagedAgentsTokenEndpointAuthPostParam{ClientSecret: secClient}}},
 		}},
 	})

@@ -5,6 +5,7 @@ package mcptest
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -36,13 +37,16 @@ type Server struct {
 	opts Options
 	addr string
 
-	mu  sync.Mutex
-	srv *http.Server
+	mu      sync.Mutex
+	srv     *http.Server
+	mcp     *mcp.Server
+	stopped chan struct{} // closed by Stop: ends waiting tools
 
 	// Calls counts tools/call requests that reached a tool.
 	Calls atomic.Int64
-	// Waiting is closed-and-replaced each time the wait tool starts.
-	started chan struct{}
+	// Cancelled counts wait calls that ended because they were cancelled.
+	Cancelled atomic.Int64
+	started   chan struct{}
 	// Tokens records the bearer tokens the server saw.
 	tokens sync.Map
 }
@@ -73,7 +77,7 @@ type echoIn struct {
 	Text string `json:"text" jsonschema:"the text to echo"`
 }
 
-func (s *Server) mcpServer() *mcp.Server {
+func (s *Server) mcpServer(stopped <-chan struct{}) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echoes its input."}, func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 		s.Calls.Add(1)
@@ -91,14 +95,18 @@ func (s *Server) mcpServer() *mcp.Server {
 		case s.started <- struct{}{}:
 		default:
 		}
-		<-ctx.Done()
-		return nil, nil, ctx.Err()
+		select {
+		case <-ctx.Done():
+			s.Cancelled.Add(1)
+			return nil, nil, ctx.Err()
+		case <-stopped:
+			return nil, nil, errors.New("server stopped")
+		}
 	})
 	return srv
 }
 
-func (s *Server) handler() http.Handler {
-	m := s.mcpServer()
+func (s *Server) handler(m *mcp.Server) http.Handler {
 	var h http.Handler
 	if s.opts.SSE {
 		h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return m }, nil)
@@ -136,11 +144,13 @@ func cutBearer(h string) (string, bool) {
 }
 
 func (s *Server) serve(ln net.Listener) {
+	stopped := make(chan struct{})
+	m := s.mcpServer(stopped)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.handler())
+	mux.Handle("/mcp", s.handler(m))
 	srv := &http.Server{Handler: mux}
 	s.mu.Lock()
-	s.srv = srv
+	s.srv, s.mcp, s.stopped = srv, m, stopped
 	s.mu.Unlock()
 	go srv.Serve(ln)
 }
@@ -148,11 +158,17 @@ func (s *Server) serve(ln net.Listener) {
 // Stop stops the server and drops its connections and sessions.
 func (s *Server) Stop() {
 	s.mu.Lock()
-	srv := s.srv
-	s.srv = nil
+	srv, m := s.srv, s.mcp
+	s.srv, s.mcp = nil, nil
+	if srv != nil {
+		close(s.stopped)
+	}
 	s.mu.Unlock()
 	if srv != nil {
 		srv.Close()
+		for ss := range m.Sessions() {
+			ss.Close()
+		}
 	}
 }
 
@@ -173,4 +189,15 @@ func (s *Server) Restart() {
 		s.t.Fatal(err)
 	}
 	s.serve(ln)
+}
+
+// ForgetSessions closes the server's MCP sessions but keeps serving: the
+// next request with an old session id is answered 404.
+func (s *Server) ForgetSessions() {
+	s.mu.Lock()
+	m := s.mcp
+	s.mu.Unlock()
+	for ss := range m.Sessions() {
+		ss.Close()
+	}
 }
