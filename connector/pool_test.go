@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -266,10 +267,22 @@ func TestOAuthRefresh(t *testing.T) {
 		v := newVaults(t)
 		exp := ma.Time(time.Now().Add(-time.Minute))
 		v.add(t, ma.CredentialAuth{Type: ma.AuthMCPOAuth, MCPServerURL: srv.URL(), ExpiresAt: &exp, Refresh: refresh(te.URL)},
-			vault.Secrets{AccessToken: "stale", RefreshToken: "revoked", ClientSecret: "csecret"})
-		p := newPool(t, Config{Servers: []Server{{"s", srv.URL()}}, VaultIDs: []string{v.vaultID}, Credentials: v.creds()})
+			vault.Secrets{AccessToken: "stale-at-0x1", RefreshToken: "revoked-rt-0x2", ClientSecret: "csecret-0x3"})
+		var logs strings.Builder
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		creds := v.creds()
+		creds.Logger = log
+		p := newPool(t, Config{Servers: []Server{{"s", srv.URL()}}, VaultIDs: []string{v.vaultID}, Credentials: creds, Logger: log})
 		_, err := p.Tools(ctx)
 		e := asError(t, err, AuthenticationFailed, "s")
+		if !strings.Contains(logs.String(), "refresh failed") {
+			t.Fatalf("the failed refresh was not logged: %s", logs.String())
+		}
+		for _, sec := range []string{"stale-at-0x1", "revoked-rt-0x2", "csecret-0x3"} {
+			if strings.Contains(logs.String(), sec) || strings.Contains(e.Error(), sec) {
+				t.Fatalf("secret %q in the log or the error:\n%s\n%v", sec, logs.String(), e)
+			}
+		}
 		var re *RefreshError
 		if !errors.As(e, &re) || re.Response == nil || re.Response.StatusCode != 400 {
 			t.Fatalf("error %v does not carry the token endpoint's answer", e)
