@@ -42,6 +42,9 @@ type Config struct {
 	// PollInterval is how often streams re-check the log without a wake-up
 	// (default 2 s).
 	PollInterval time.Duration
+	// Vaults configures the vault endpoints (nil Keyring: no vault
+	// endpoints).
+	Vaults VaultConfig
 	// Work runs the work queues of self-hosted environments (nil: no work
 	// endpoints).
 	Work *workqueue.Service
@@ -139,6 +142,10 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sessions/{id}/events", big, s.sendEvents)
 	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
 	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, s.streamEvents)
+
+	if s.cfg.Vaults.Keyring != nil {
+		s.vaultRoutes(s.cfg.Vaults)
+	}
 
 	s.handle("/", smallBody, func(w http.ResponseWriter, r *http.Request) error {
 		return notFound("no route for %s %s", r.Method, r.URL.Path)

@@ -140,9 +140,20 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if len(p.Budget) > 0 && string(p.Budget) != "null" {
 		return badRequest("budget: session budgets are not supported by this server yet")
 	}
-	if len(p.VaultIDs) > 0 {
-		// Vaults are not implemented yet, so no vault id can exist.
-		return notFound("vault_ids[0]: vault %s not found", p.VaultIDs[0])
+	if len(p.VaultIDs) > 20 {
+		return badRequest("vault_ids: at most 20 vaults, got %d", len(p.VaultIDs))
+	}
+	for i, id := range p.VaultIDs {
+		v, err := s.cfg.Store.GetVault(r.Context(), id)
+		if errorsIs(err, store.ErrNotFound) {
+			return notFound("vault_ids[%d]: vault %s not found", i, id)
+		}
+		if err != nil {
+			return err
+		}
+		if v.ArchivedAt != nil {
+			return badRequest("vault_ids[%d]: vault %s is archived", i, id)
+		}
 	}
 	if len(p.InitialEvents) > 50 {
 		return badRequest("initial_events: at most 50 events, got %d", len(p.InitialEvents))
@@ -176,9 +187,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if meta == nil {
 		meta = ma.Metadata{}
 	}
+	vaultIDs := p.VaultIDs
+	if vaultIDs == nil {
+		vaultIDs = []string{}
+	}
 	now := ma.Time(time.Now())
 	sess := ma.Session{ID: ids.New(ids.Session), Type: "session", Title: p.Title, Status: ma.StatusIdle, EnvironmentID: env.ID,
-		Agent: agent, Resources: []ma.Raw{}, Metadata: meta, VaultIDs: []string{}, OutcomeEvaluations: []ma.Raw{},
+		Agent: agent, Resources: []ma.Raw{}, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.Raw{},
 		Budget: ma.Raw("null"), CreatedAt: now, UpdatedAt: now}
 	sess, err = s.cfg.Store.CreateSession(r.Context(), sess, func(tx store.Tx) error {
 		for i := range initial {

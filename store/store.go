@@ -30,6 +30,7 @@ type Store interface {
 	Keys
 	EnvironmentKeys
 	Work
+	Vaults
 	Agents
 	Environments
 	Sessions

@@ -22,6 +22,7 @@ import (
 	"github.com/reinsdev/reins/model/scripted"
 	"github.com/reinsdev/reins/store"
 	"github.com/reinsdev/reins/store/sqlite"
+	"github.com/reinsdev/reins/vault"
 )
 
 // Config configures an App.
@@ -88,6 +89,16 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if models["scripted"] == nil {
 		models["scripted"] = &scripted.Provider{Dir: filepath.Join(cfg.DataDir, "scripts")}
 	}
+	rawKey, err := vault.LoadKey(os.Getenv(vault.EnvKey), cfg.DataDir)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	keys, err := vault.NewKeyring(rawKey)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	b := bus.New()
 	hubOpts := cfg.Hub
 	hubOpts.Credentials = credentials{st}
@@ -101,7 +112,8 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		tools = ht
 	}
 	wk := &workers{st: st}
-	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Workers: wk, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger})
+	mcpHost := newMCPHost(st, keys, cfg.Logger)
+	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Workers: wk, MCP: mcpHost, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger})
 	wk.h = h
 	wk.q = workqueue.New(st, b, wk, cfg.Logger)
 	if cfg.WorkLeaseTTL > 0 {
@@ -110,6 +122,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	hc := cfg.HTTP
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
+	hc.Vaults = httpapi.VaultConfig{Keyring: keys}
 	api := httpapi.New(hc)
 	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, log: cfg.Logger}, nil
 }

@@ -248,3 +248,7 @@ func types(evs []frame) []string {
 	}
 	return out
 }
+
+func interruptEvent() anthropic.BetaManagedAgentsEventParamsUnion {
+	return anthropic.BetaManagedAgentsEventParamsUnion{OfUserInterrupt: &anthropic.BetaManagedAgentsUserInterruptEventParams{}}
+}

@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			tt.fn(t, s)
 		})
 	}
+	t.Run("Vaults", func(t *testing.T) { RunVaults(t, open) })
 }
 
 func now() string { return ma.Time(time.Now()) }

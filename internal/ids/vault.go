@@ -1,0 +1,7 @@
+package ids
+
+// Prefixes of vault identifiers.
+const (
+	Vault      = "vlt_"
+	Credential = "vcrd_"
+)
