@@ -27,7 +27,7 @@ func (s *server) mcpSession(t *testing.T, srv *mcptest.Server, token, policy str
 	var a ma.Agent
 	if _, err := call(s.url, s.key, "POST", "/v1/agents", map[string]any{"name": "mcp", "model": "scripted",
 		"mcp_servers": []any{map[string]any{"type": "url", "name": "tools", "url": srv.URL()}},
-		"tools": []any{map[string]any{"type": "mcp_toolset", "mcp_server_name": "tools", "default_config": map[string]any{"permission_policy": map[string]any{"type": policy}}}},
+		"tools":       []any{map[string]any{"type": "mcp_toolset", "mcp_server_name": "tools", "default_config": map[string]any{"permission_policy": map[string]any{"type": policy}}}},
 	}, &a); err != nil {
 		t.Fatal(err)
 	}
