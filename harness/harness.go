@@ -29,8 +29,11 @@ type Config struct {
 	// Workers, if set, tells which sessions pull workers serve.
 	Workers WorkerHost
 	// MCP, if set, reaches the agents' remote MCP servers.
-	MCP   MCPHost
-	Retry RetryPolicy
+	MCP MCPHost
+	// Credentials, if set, checks the sessions' vault credentials before
+	// each model call.
+	Credentials CredentialChecker
+	Retry       RetryPolicy
 	// MaxTokens bounds each model response (0 = the provider's default).
 	MaxTokens int
 	// ContextWindow returns a model's context window in tokens (0: the

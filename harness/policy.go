@@ -62,12 +62,18 @@ type failure struct {
 	retryAfter time.Duration
 	// mcpServer names the MCP server of an MCP failure.
 	mcpServer string
+	// credentialID and vaultID name the credential of a credential
+	// failure.
+	credentialID, vaultID string
 }
 
 // classify maps an error from a model call to the session error model
 // (shared/design/error-model.md §1).
 func classify(err error) failure {
 	if f, ok := mcpFailure(err); ok {
+		return f
+	}
+	if f, ok := credentialFailure(err); ok {
 		return f
 	}
 	var me *model.Error

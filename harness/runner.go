@@ -374,7 +374,7 @@ func spanEnd(startID string, isError bool, usage *ma.ModelUsage, now string) *ma
 func (r *runner) exhaust(tx store.Tx, f failure) error {
 	now := r.h.now()
 	ev := &ma.Event{Type: ma.EventSessionError, ProcessedAt: &now, Error: &ma.SessionError{Type: f.errType, Message: f.message, MCPServerName: f.mcpServer,
-		RetryStatus: ma.RetryStatus{Type: ma.RetryExhausted}}}
+		CredentialID: f.credentialID, VaultID: f.vaultID, RetryStatus: ma.RetryStatus{Type: ma.RetryExhausted}}}
 	if err := tx.Append(ev); err != nil {
 		return err
 	}
@@ -422,6 +422,17 @@ func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v 
 			return err
 		}
 		r.h.log.Warn("transcript near the context window and no turn boundary to compact at", "session", sess.ID, "window", window)
+	}
+	if c := r.h.cfg.Credentials; c != nil && len(sess.VaultIDs) > 0 {
+		if err := c.Check(ctx, sess.ID, sess.EnvironmentID, sess.VaultIDs); err != nil {
+			f := classify(err)
+			f.retryable = false // no retry can fix a policy mismatch
+			if _, ok := credentialFailure(err); !ok {
+				f = failure{errType: ma.ErrorUnknown, message: "checking the session's credentials: " + err.Error(), retryable: false}
+			}
+			_, err := r.failAttempt(ctx, gen, f, 1, "")
+			return err
+		}
 	}
 	mcpListed := r.h.cfg.MCP == nil || !hasMCPToolsets(&sess.Agent)
 	for attempt := 1; ; attempt++ {

@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	wk := &workers{st: st}
 	mcpHost := newMCPHost(st, keys, cfg.Logger)
-	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Workers: wk, MCP: mcpHost, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger})
+	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Workers: wk, MCP: mcpHost, Credentials: credentialCheck{st}, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger})
 	wk.h = h
 	wk.q = workqueue.New(st, b, wk, cfg.Logger)
 	if cfg.WorkLeaseTTL > 0 {

@@ -1,11 +1,16 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/mcptest"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -32,7 +37,7 @@ func (s *server) mcpSession(t *testing.T, srv *mcptest.Server, token, policy str
 		t.Fatal(err)
 	}
 	var sess ma.Session
-	if _, err := call(s.url, s.key, "POST", "/v1/sessions", map[string]any{"agent": a.ID, "environment_id": s.newEnv(t, "mcp-"+policy+token).ID, "vault_ids": []string{v.ID}}, &sess); err != nil {
+	if _, err := call(s.url, s.key, "POST", "/v1/sessions", map[string]any{"agent": a.ID, "environment_id": s.newEnv(t, "mcp-"+ids.New("")).ID, "vault_ids": []string{v.ID}}, &sess); err != nil {
 		t.Fatal(err)
 	}
 	return sess.ID
@@ -161,5 +166,83 @@ func TestMCPInterruptCancelsCall(t *testing.T) {
 	got := st.until(isIdle)
 	if got[len(got)-1].StopReason.Type != "end_turn" {
 		t.Fatalf("after interrupt: %v", types(got))
+	}
+}
+
+func TestCredentialHostUnreachable(t *testing.T) {
+	s := start(t, options{})
+	var env ma.Environment
+	if _, err := call(s.url, s.key, "POST", "/v1/environments", map[string]any{"name": "locked",
+		"config": map[string]any{"type": "cloud", "networking": map[string]any{"type": "limited", "allowed_hosts": []string{"api.github.com", "*.example.com"}}}}, &env); err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ ID string }
+	if _, err := call(s.url, s.key, "POST", "/v1/vaults", map[string]any{"display_name": "secrets"}, &v); err != nil {
+		t.Fatal(err)
+	}
+	var cred struct{ ID string }
+	if _, err := call(s.url, s.key, "POST", "/v1/vaults/"+v.ID+"/credentials", map[string]any{"auth": map[string]any{
+		"type": "environment_variable", "secret_name": "STRIPE_KEY", "secret_value": "sk_live_dont_leak",
+		"networking": map[string]any{"type": "limited", "allowed_hosts": []string{"api.example.com", "api.stripe.com"}}}}, &cred); err != nil {
+		t.Fatal(err)
+	}
+	a := s.newAgent(t, "scripted")
+	var sess ma.Session
+	if _, err := call(s.url, s.key, "POST", "/v1/sessions", map[string]any{"agent": a.ID, "environment_id": env.ID, "vault_ids": []string{v.ID}}, &sess); err != nil {
+		t.Fatal(err)
+	}
+	st := s.openStream(t, sess.ID)
+	s.send(t, sess.ID, userMessage("hello"))
+	got := st.until(isIdle)
+	var e *ma.SessionError
+	for _, f := range got {
+		if f.Type == "session.error" {
+			e = f.Error
+		}
+		if f.Type == "span.model_request_start" {
+			t.Fatal("the model was called although a credential cannot be used")
+		}
+	}
+	if e == nil || e.Type != "credential_host_unreachable_error" || e.RetryStatus.Type != "exhausted" || e.CredentialID != cred.ID || e.VaultID != v.ID ||
+		!strings.Contains(e.Message, "api.stripe.com") || strings.Contains(e.Message, "sk_live") {
+		t.Fatalf("error %+v", e)
+	}
+	if got[len(got)-1].StopReason.Type != "retries_exhausted" {
+		t.Fatalf("idle %+v", got[len(got)-1].StopReason)
+	}
+	// Unknown vault ids in a session are refused.
+	if st, err := call(s.url, s.key, "POST", "/v1/sessions", map[string]any{"agent": a.ID, "environment_id": env.ID, "vault_ids": []string{"vlt_nope"}}, nil); st != 404 {
+		t.Fatalf("unknown vault: %d %v", st, err)
+	}
+}
+
+// TestNoSecretInEventsOrDatabase: the vault's secrets never reach the
+// event log, API responses or the database file in clear.
+func TestNoSecretInEventsOrDatabase(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, options{dir: dir})
+	srv := mcptest.Start(t, mcptest.Options{Token: "tok-visible-nowhere"})
+	sid := s.mcpSession(t, srv, "tok-visible-nowhere", "always_allow")
+	st := s.openStream(t, sid)
+	s.send(t, sid, userMessage(`@tool mcp__tools__echo {"text":"x"}`))
+	st.until(isIdle)
+	for _, path := range []string{"/v1/sessions/" + sid + "/events?limit=1000", "/v1/sessions/" + sid} {
+		var raw json.RawMessage
+		if _, err := call(s.url, s.key, "GET", path, nil, &raw); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), "tok-visible-nowhere") {
+			t.Fatalf("%s leaks the token", path)
+		}
+	}
+	for _, name := range []string{"reins.db", "reins.db-wal"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		if i := bytes.Index(data, []byte("tok-visible-nowhere")); i >= 0 {
+			ctx := bytes.Trim(data[max(0, i-600):min(len(data), i+200)], "\x00")
+			t.Fatalf("%s holds the token in clear: …%q…", name, ctx)
+		}
 	}
 }
