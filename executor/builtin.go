@@ -46,9 +46,13 @@ func (b *BuiltinSessions) OpenSession(ctx context.Context, a Assignment) (Sessio
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, WithReason(CodeResourceUnavailable, ReasonWorkspaceUnavailable, err.Error())
 	}
+	env := make([]string, 0, len(a.Env))
+	for k, v := range a.Env {
+		env = append(env, k+"="+v)
+	}
 	w, err := tools.OpenWorkspace(dir, tools.WorkspaceOptions{
 		ReadOnly: a.Workspace.ReadOnly, NoSandbox: b.NoSandbox,
-		MaxOutputBytes: b.MaxOutputBytes, Logger: b.Logger,
+		MaxOutputBytes: b.MaxOutputBytes, Env: env, Logger: b.Logger,
 	})
 	if err != nil {
 		return nil, WithReason(CodeResourceUnavailable, ReasonWorkspaceUnavailable, err.Error())

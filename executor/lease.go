@@ -22,6 +22,9 @@ type AssignRequest struct {
 	// machine (a machine-scoped executor) instead of one of the
 	// environment.
 	MachineID string
+	// Env is passed to the executor with the assignment (the session's
+	// credentials as environment variables).
+	Env map[string]string
 }
 
 func (r AssignRequest) scope() string {
@@ -144,7 +147,7 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 	var res assignResult
 	err := c.rpc.call(ctx, MethodSessionAssign, Assignment{
 		SessionID: l.SessionID, LeaseID: l.LeaseID, LeaseExpiresAt: l.expiresAt,
-		EnvironmentID: l.EnvironmentID, Workspace: WorkspaceSpec{ReadOnly: req.ReadOnly}, Tools: req.Tools,
+		EnvironmentID: l.EnvironmentID, Workspace: WorkspaceSpec{ReadOnly: req.ReadOnly}, Tools: req.Tools, Env: req.Env,
 	}, &res)
 	if err == nil && !res.Accepted {
 		err = fmt.Errorf("%w: %s", ErrAssignRejected, res.Reason)

@@ -115,6 +115,9 @@ type Assignment struct {
 	EnvironmentID  string        `json:"environment_id"`
 	Workspace      WorkspaceSpec `json:"workspace"`
 	Tools          []string      `json:"tools"`
+	// Env holds variables for the session's tools (NAME -> value), such
+	// as its environment_variable credentials.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 type assignResult struct {

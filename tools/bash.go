@@ -47,7 +47,7 @@ func (w *Workspace) env() []string {
 	if w.tmp != "" {
 		env = append(env, "TMPDIR="+w.tmp)
 	}
-	return env
+	return append(env, w.opts.Env...)
 }
 
 func startShell(w *Workspace) (*shell, error) {

@@ -24,6 +24,9 @@ type WorkspaceOptions struct {
 	// NoSandbox runs bash and processes without Landlock even where the
 	// kernel supports it.
 	NoSandbox bool
+	// Env adds variables ("NAME=value") to the environment of bash and
+	// processes (for example a session's credentials).
+	Env []string
 	// Logger receives diagnostics, such as whether Landlock is in force.
 	Logger *slog.Logger
 }

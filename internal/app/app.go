@@ -106,7 +106,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		hubOpts.Logger = cfg.Logger
 	}
 	hub := executor.NewHub(hubOpts)
-	ht := newHubTools(hub, st, filepath.Join(cfg.DataDir, "workspaces"), cfg.Logger)
+	ht := newHubTools(hub, st, keys, filepath.Join(cfg.DataDir, "workspaces"), cfg.Logger)
 	tools := cfg.Tools
 	if tools == nil {
 		tools = ht

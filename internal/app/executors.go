@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/reinsdev/reins/harness"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/vault"
 )
 
 // credentials lets the executor hub check environment keys against the
@@ -55,22 +57,68 @@ func (credentials) VerifyMachineToken(context.Context, string) (string, error) {
 type hubTools struct {
 	hub       *executor.Hub
 	st        store.Store
-	workspace string // root of the local executors' workspaces
+	keys      *vault.Keyring // opens environment_variable credentials
+	workspace string         // root of the local executors' workspaces
 	log       *slog.Logger
 
 	ctx    context.Context // lifetime of the local executors
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	leases map[string]*executor.Lease
-	locals map[string]*executor.Client
+	mu      sync.Mutex
+	leases  map[string]*executor.Lease
+	locals  map[string]*executor.Client
+	secrets map[string][]secret // per session: injected values to redact from results
 }
 
-func newHubTools(hub *executor.Hub, st store.Store, workspace string, log *slog.Logger) *hubTools {
+// secret is an injected credential value and its variable name.
+type secret struct{ name, value string }
+
+func newHubTools(hub *executor.Hub, st store.Store, keys *vault.Keyring, workspace string, log *slog.Logger) *hubTools {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &hubTools{hub: hub, st: st, workspace: workspace, log: log, ctx: ctx, cancel: cancel,
-		leases: map[string]*executor.Lease{}, locals: map[string]*executor.Client{}}
+	return &hubTools{hub: hub, st: st, keys: keys, workspace: workspace, log: log, ctx: ctx, cancel: cancel,
+		leases: map[string]*executor.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}}
+}
+
+// credentialEnv opens the session's environment_variable credentials:
+// the variables to inject into its tools.
+func (t *hubTools) credentialEnv(ctx context.Context, sess *ma.Session) (map[string]string, []secret, error) {
+	env := map[string]string{}
+	var secrets []secret
+	for _, vid := range sess.VaultIDs {
+		creds, err := t.st.ListCredentials(ctx, vid, store.ListQuery{Limit: 1000})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, it := range creds {
+			c := it.Value
+			if c.ArchivedAt != nil || c.Auth.Type != ma.AuthEnvVar {
+				continue
+			}
+			if _, taken := env[c.Auth.SecretName]; taken {
+				continue // the first vault that has the name wins
+			}
+			sec, err := t.keys.OpenSecrets(c.Sealed, c.ID)
+			if err != nil {
+				return nil, nil, fmt.Errorf("credential %s: %w", c.ID, err)
+			}
+			env[c.Auth.SecretName] = sec.Value
+			secrets = append(secrets, secret{name: c.Auth.SecretName, value: sec.Value})
+		}
+	}
+	return env, secrets, nil
+}
+
+// redact replaces injected credential values in a tool's output: secrets
+// never reach the event log, whatever the tool printed.
+func redact(content []ma.ContentBlock, secrets []secret) {
+	for i := range content {
+		for _, s := range secrets {
+			if len(s.value) >= 4 {
+				content[i].Text = strings.ReplaceAll(content[i].Text, s.value, "[redacted credential "+s.name+"]")
+			}
+		}
+	}
 }
 
 // localRegistrationWait bounds how long a cloud session waits for its
@@ -98,6 +146,19 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (<-chan struct{}
 		return nil, err
 	}
 	req := executor.AssignRequest{EnvironmentID: env.ID, SessionID: sess.ID, Tools: harness.BuiltinTools(&sess.Agent)}
+	if env.Config.Type != ma.EnvSelfHosted && t.keys != nil && len(sess.VaultIDs) > 0 {
+		// Cloud environments get the session's environment_variable
+		// credentials (self-hosted machines do not, as in the
+		// Managed Agents API).
+		vars, secrets, err := t.credentialEnv(ctx, sess)
+		if err != nil {
+			return nil, err
+		}
+		req.Env = vars
+		t.mu.Lock()
+		t.secrets[sess.ID] = secrets
+		t.mu.Unlock()
+	}
 	if env.Config.Type != ma.EnvSelfHosted {
 		if err := t.ensureLocal(env.ID); err != nil {
 			return nil, err
@@ -184,6 +245,10 @@ func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.T
 	for _, b := range res.Content {
 		out.Content = append(out.Content, ma.ContentBlock{Type: b.Type, Text: b.Text})
 	}
+	t.mu.Lock()
+	secrets := t.secrets[sess.ID]
+	t.mu.Unlock()
+	redact(out.Content, secrets)
 	if len(out.Content) == 0 {
 		out.Content = []ma.ContentBlock{{Type: "text", Text: "(no output)"}}
 	}
@@ -195,6 +260,7 @@ func (t *hubTools) Release(sessionID string) {
 	t.mu.Lock()
 	l := t.leases[sessionID]
 	delete(t.leases, sessionID)
+	delete(t.secrets, sessionID)
 	t.mu.Unlock()
 	if l == nil {
 		return

@@ -139,3 +139,40 @@ func TestOAuthCredentialRefreshedOnExpiry(t *testing.T) {
 		t.Fatalf("credential after refresh: %+v %v", cred.Auth, err)
 	}
 }
+
+// TestEnvironmentVariableCredentialInjected: a cloud session's tools see
+// its environment_variable credential; the value never reaches events.
+func TestEnvironmentVariableCredentialInjected(t *testing.T) {
+	s := start(t, options{})
+	var v struct{ ID string }
+	if _, err := call(s.url, s.key, "POST", "/v1/vaults", map[string]any{"display_name": "env"}, &v); err != nil {
+		t.Fatal(err)
+	}
+	const value = "sv-4f1e2d3c-injected"
+	if _, err := call(s.url, s.key, "POST", "/v1/vaults/"+v.ID+"/credentials", map[string]any{"auth": map[string]any{
+		"type": "environment_variable", "secret_name": "MY_TOKEN", "secret_value": value,
+		"networking": map[string]any{"type": "unrestricted"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	a := s.newAgent(t, "scripted", toolset(false))
+	var sess ma.Session
+	if _, err := call(s.url, s.key, "POST", "/v1/sessions", map[string]any{"agent": a.ID, "environment_id": s.newEnv(t, "cloud").ID, "vault_ids": []string{v.ID}}, &sess); err != nil {
+		t.Fatal(err)
+	}
+	st := s.openStream(t, sess.ID)
+	s.send(t, sess.ID, userMessage(`@tool bash {"command":"printf %s \"$MY_TOKEN\" | wc -c; echo \"$MY_TOKEN\""}`))
+	got := st.until(isIdle)
+	var out string
+	for _, f := range got {
+		if f.Type == "agent.tool_result" {
+			out = f.Content[0].Text
+		}
+	}
+	if !strings.Contains(out, "20") || !strings.Contains(out, "[redacted credential MY_TOKEN]") || strings.Contains(out, value) {
+		t.Fatalf("tool output %q", out)
+	}
+	var raw json.RawMessage
+	if _, err := call(s.url, s.key, "GET", "/v1/sessions/"+sess.ID+"/events?limit=1000", nil, &raw); err != nil || strings.Contains(string(raw), value) {
+		t.Fatalf("the secret reached the event log (%v)", err)
+	}
+}
