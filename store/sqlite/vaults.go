@@ -108,27 +108,7 @@ func (s *Store) ListVaults(ctx context.Context, q store.ListQuery) ([]store.Item
 		where = append(where, "archived = 0")
 	}
 	where, args, tail := page(where, args, "pos", q)
-	rows, err := s.r.QueryContext(ctx, `SELECT pos, body FROM vaults`+whereClause(where)+tail, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []store.Item[ma.Vault]
-	for rows.Next() {
-		var it store.Item[ma.Vault]
-		var body []byte
-		if err := rows.Scan(&it.Pos, &body); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(body, &it.Value); err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	if q.Before > 0 && q.After == 0 {
-		reverse(out)
-	}
-	return out, rows.Err()
+	return listItems[ma.Vault](ctx, s.r, `SELECT pos, body FROM vaults`+whereClause(where)+tail, args, q)
 }
 
 // DeleteVault implements store.Vaults.
