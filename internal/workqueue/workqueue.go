@@ -195,15 +195,17 @@ type HeartbeatResult struct {
 func (s *Service) Heartbeat(ctx context.Context, envID, id, expected string, desiredTTL time.Duration) (HeartbeatResult, error) {
 	var res HeartbeatResult
 	_, err := s.st.UpdateWork(ctx, envID, id, func(w *store.WorkItem) error {
-		if w.State == store.WorkQueued {
-			return fmt.Errorf("%w: work %s is queued; acknowledge it before heartbeating", ErrConflict, w.ID)
-		}
 		cur := w.LastHeartbeat
 		if cur == "" {
 			cur = NoHeartbeat
 		}
+		// A holder whose lease lapsed (the item went back to the queue)
+		// gets the precondition failure, like any stale heartbeat.
 		if expected != cur {
 			return &HeartbeatMismatch{State: w.State, TTLSeconds: w.TTLSeconds, LastHeartbeat: cur}
+		}
+		if w.State == store.WorkQueued {
+			return fmt.Errorf("%w: work %s is queued; acknowledge it before heartbeating", ErrConflict, w.ID)
 		}
 		now := time.Now().UTC()
 		if w.State == store.WorkStopped {

@@ -1,0 +1,151 @@
+package workqueue
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/reinsdev/reins/bus"
+	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/store/sqlite"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// sessions records the queue's notifications.
+type sessions struct {
+	mu            sync.Mutex
+	arrived, left []string
+}
+
+func (s *sessions) WorkerArrived(id string) { s.mu.Lock(); s.arrived = append(s.arrived, id); s.mu.Unlock() }
+func (s *sessions) WorkerLeft(id string)    { s.mu.Lock(); s.left = append(s.left, id); s.mu.Unlock() }
+
+func newService(t *testing.T) (*Service, *sessions, store.Store) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "reins.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ss := &sessions{}
+	return New(st, bus.New(), ss, nil), ss, st
+}
+
+func TestLeaseLapsesAfterTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		q, ss, st := newService(t)
+		q.TTL = 10 * time.Second
+		q.Start(time.Second)
+		defer q.Shutdown()
+		w, err := q.Enqueue(ctx, "env_1", "sesn_1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := q.Enqueue(ctx, "env_1", "sesn_1", nil); again.ID != w.ID {
+			t.Fatal("a session with open work got a second item")
+		}
+		if got, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim); err != nil || got == nil || got.ID != w.ID {
+			t.Fatalf("poll: %+v %v", got, err)
+		}
+		if _, err := q.Ack(ctx, "env_1", w.ID); err != nil {
+			t.Fatal(err)
+		}
+		hb, err := q.Heartbeat(ctx, "env_1", w.ID, NoHeartbeat, 0)
+		if err != nil || hb.State != store.WorkActive || !hb.LeaseExtended || hb.TTLSeconds != 10 {
+			t.Fatalf("heartbeat %+v %v", hb, err)
+		}
+		// Heartbeats every 5 s keep the lease.
+		for range 4 {
+			time.Sleep(5 * time.Second)
+			if hb, err = q.Heartbeat(ctx, "env_1", w.ID, hb.LastHeartbeat, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if cur, _ := st.GetWork(ctx, "env_1", w.ID); cur.State != store.WorkActive {
+			t.Fatalf("state %s while heartbeating", cur.State)
+		}
+		// Silence for longer than the TTL: back in the queue.
+		time.Sleep(12 * time.Second)
+		synctest.Wait()
+		cur, _ := st.GetWork(ctx, "env_1", w.ID)
+		if cur.State != store.WorkQueued || cur.LastHeartbeat != "" || cur.AcknowledgedAt != nil {
+			t.Fatalf("after the lease lapsed: %+v", cur)
+		}
+		ss.mu.Lock()
+		left := ss.left
+		ss.mu.Unlock()
+		if len(left) != 1 || left[0] != "sesn_1" {
+			t.Fatalf("WorkerLeft calls %v", left)
+		}
+		// The old holder's heartbeat is refused with the lease state.
+		var hm *HeartbeatMismatch
+		if _, err := q.Heartbeat(ctx, "env_1", w.ID, hb.LastHeartbeat, 0); !errors.As(err, &hm) {
+			t.Fatalf("stale heartbeat: %v", err)
+		}
+		// Another worker takes it.
+		if got, err := q.Poll(ctx, "env_1", "worker-b", 0, DefaultReclaim); err != nil || got == nil || got.ClaimedBy != "worker-b" {
+			t.Fatalf("second poll: %+v %v", got, err)
+		}
+	})
+}
+
+func TestLongPollWakesOnEnqueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		q, _, _ := newService(t)
+		got := make(chan *store.WorkItem, 1)
+		go func() {
+			w, _ := q.Poll(ctx, "env_1", "w", 900*time.Millisecond, DefaultReclaim)
+			got <- w
+		}()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		w, err := q.Enqueue(ctx, "env_1", "sesn_1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := <-got; p == nil || p.ID != w.ID {
+			t.Fatalf("long poll got %+v", p)
+		}
+		// An empty long poll answers nil after block.
+		start := time.Now()
+		if p, err := q.Poll(ctx, "env_1", "w", 900*time.Millisecond, DefaultReclaim); p != nil || err != nil || time.Since(start) != 900*time.Millisecond {
+			t.Fatalf("empty poll: %+v %v after %s", p, err, time.Since(start))
+		}
+	})
+}
+
+func TestStopStates(t *testing.T) {
+	ctx := context.Background()
+	q, ss, _ := newService(t)
+	w, _ := q.Enqueue(ctx, "env_1", "sesn_1", nil)
+	q.Ack(ctx, "env_1", w.ID)
+	if got, err := q.Stop(ctx, "env_1", w.ID, false); err != nil || got.State != store.WorkStopping {
+		t.Fatalf("graceful stop: %+v %v", got, err)
+	}
+	hb, err := q.Heartbeat(ctx, "env_1", w.ID, NoHeartbeat, 0)
+	if err != nil || hb.LeaseExtended || hb.State != store.WorkStopping {
+		t.Fatalf("heartbeat while stopping: %+v %v", hb, err)
+	}
+	if got, err := q.Stop(ctx, "env_1", w.ID, true); err != nil || got.State != store.WorkStopped {
+		t.Fatalf("forced stop: %+v %v", got, err)
+	}
+	if _, err := q.Stop(ctx, "env_1", w.ID, true); !errors.Is(err, ErrConflict) {
+		t.Fatalf("stop of a stopped item: %v", err)
+	}
+	if len(ss.left) != 1 || len(ss.arrived) != 1 {
+		t.Fatalf("notifications: arrived %v left %v", ss.arrived, ss.left)
+	}
+	stats, polling, err := q.Stats(ctx, "env_1")
+	if err != nil || stats.Depth != 0 || polling != 0 {
+		t.Fatalf("stats %+v %d %v", stats, polling, err)
+	}
+}
