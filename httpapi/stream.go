@@ -15,6 +15,9 @@ import (
 // streamBatch bounds the log entries read per store round trip.
 const streamBatch = 500
 
+// streamWriteTimeout bounds one flush to a stream's client.
+const streamWriteTimeout = 30 * time.Second
+
 // streamEvents serves GET /v1/sessions/{id}/events/stream: a live tail of
 // the session's log from "now" (or from Last-Event-ID, a seq, as an
 // extension), with optional previews.
@@ -61,6 +64,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	rc := http.NewResponseController(w)
 	bw := bufio.NewWriterSize(w, 32<<10)
 	flush := func() error {
+		// A client that stops reading loses the stream instead of pinning
+		// this handler.
+		rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		if err := bw.Flush(); err != nil {
 			return err
 		}

@@ -159,6 +159,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	if a.srv != nil {
 		if err := a.srv.Shutdown(ctx); err != nil {
+			a.srv.Close() // cut what is left rather than hang
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
 	}

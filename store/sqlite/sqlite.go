@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
@@ -21,7 +22,28 @@ import (
 type Store struct {
 	w *sql.DB // one connection: every write transaction
 	r *sql.DB // readers
+
+	// Transactions go through one writer goroutine that commits the
+	// transactions waiting at the same moment together (group commit),
+	// each in a savepoint of its own.
+	writes     chan *writeReq
+	mu         sync.RWMutex // held for reading while sending on writes
+	closed     bool
+	quit, done chan struct{}
 }
+
+// writeReq is a transaction waiting for the writer.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(*sql.Tx) error
+	done chan error
+}
+
+// maxBatch bounds the transactions committed together.
+const maxBatch = 64
+
+// ErrClosed is returned for writes on a closed store.
+var ErrClosed = errors.New("sqlite: store closed")
 
 var _ store.Store = (*Store)(nil)
 
@@ -60,28 +82,123 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	return &Store{w: w, r: r}, nil
+	s := &Store{w: w, r: r, writes: make(chan *writeReq, 256), quit: make(chan struct{}), done: make(chan struct{})}
+	go s.writer()
+	return s, nil
 }
 
-// Close closes both pools.
+// Close stops the writer (failing what still waits) and closes both pools.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if !already {
+		close(s.quit)
+		<-s.done
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
-// withTx runs fn in a write transaction.
+// withTx runs fn in a write transaction. fn may be committed together with
+// other transactions; if it fails, only its own changes are undone.
 func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
 	}
-	if err := fn(tx); err != nil {
+	s.writes <- req
+	s.mu.RUnlock()
+	// Wait even if ctx ends: the transaction may already be committed.
+	return <-req.done
+}
+
+func (s *Store) writer() {
+	defer close(s.done)
+	for {
+		var first *writeReq
+		select {
+		case first = <-s.writes:
+		case <-s.quit:
+			for {
+				select {
+				case r := <-s.writes:
+					r.done <- ErrClosed
+				default:
+					return
+				}
+			}
+		}
+		batch := []*writeReq{first}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-s.writes:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit runs a batch in one transaction, each request in a savepoint.
+func (s *Store) commit(batch []*writeReq) {
+	results := make([]error, len(batch))
+	finish := func() {
+		for i, r := range batch {
+			r.done <- results[i]
+		}
+	}
+	defer finish()
+	tx, err := s.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		for i := range results {
+			results[i] = fmt.Errorf("begin: %w", err)
+		}
+		return
+	}
+	ok := 0
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+			results[i] = fmt.Errorf("savepoint: %w", err)
+			continue
+		}
+		if err := r.fn(tx); err != nil {
+			results[i] = err
+			if _, rerr := tx.Exec(`ROLLBACK TO w`); rerr != nil {
+				// The transaction is unusable: fail the whole batch.
+				tx.Rollback()
+				for j := range results {
+					if results[j] == nil {
+						results[j] = fmt.Errorf("rollback to savepoint: %w", rerr)
+					}
+				}
+				return
+			}
+		} else {
+			ok++
+		}
+		tx.Exec(`RELEASE w`)
+	}
+	if ok == 0 {
 		tx.Rollback()
-		return err
+		return
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		for i := range results {
+			if results[i] == nil {
+				results[i] = fmt.Errorf("commit: %w", err)
+			}
+		}
 	}
-	return nil
 }
 
 func isUnique(err error) bool {
