@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +43,7 @@ func main() {
 	dur := flag.Duration("duration", 3*time.Second, "duration of each throughput run")
 	conns := flag.Int("conns", 5000, "idle executor connections for the memory figure")
 	child := flag.String("child-clients", "", "internal: connect this many idle executors to URL,KEY")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the sequential tool calls to this file")
 	flag.Parse()
 	if *child != "" {
 		runChildClients(*child)
@@ -60,7 +62,17 @@ func main() {
 	echoLatency(echo, payload, 500)
 
 	rl := requestRoundTrips(lease, *calls)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+	}
 	tl := roundTrips(lease, *calls)
+	if *cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
 	el := echoLatency(echo, payload, *calls)
 	tt := toolThroughput(lease, *inflight, *dur)
 	et := echoThroughput(echo, payload, *inflight, *dur)
