@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/reinsdev/reins/internal/workqueue"
@@ -99,7 +100,7 @@ func workError(err error) error {
 		return &apiError{status: http.StatusPreconditionFailed, typ: ma.ErrInvalidRequest, message: hm.Error(), noRetry: true,
 			details: map[string]any{"current_state": map[string]any{"state": hm.State, "ttl_seconds": hm.TTLSeconds, "last_heartbeat": hm.LastHeartbeat}}}
 	case errors.Is(err, workqueue.ErrConflict):
-		return conflict("%s", err.Error()[len("workqueue: conflict: "):])
+		return conflict("%s", strings.TrimPrefix(err.Error(), workqueue.ErrConflict.Error()+": "))
 	}
 	return err
 }
