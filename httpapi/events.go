@@ -129,7 +129,7 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 			if i != len(body.Events)-1 {
 				return badRequest("events[%d]: a system.message must be the last event of the request", i)
 			}
-			if i == 0 || (evs[i-1].Type != ma.EventUserMessage && evs[i-1].Type != ma.EventUserCustomToolResult) {
+			if i == 0 || (evs[i-1].Type != ma.EventUserMessage && evs[i-1].Type != ma.EventUserCustomToolResult && evs[i-1].Type != ma.EventUserToolResult) {
 				return badRequest("events[%d]: a system.message must immediately follow a user.message or a tool result in the same request", i)
 			}
 		}
@@ -140,7 +140,7 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 	// (read only when the request needs them: plain messages skip it).
 	var actions harness.Actions
 	for _, ev := range evs {
-		if ev.Type == ma.EventUserToolConfirmation || ev.Type == ma.EventUserCustomToolResult || ev.Type == ma.EventUserInterrupt || ev.Type == ma.EventUserToolResult {
+		if ev.Type == ma.EventUserToolConfirmation || ev.Type == ma.EventUserCustomToolResult || ev.Type == ma.EventUserInterrupt || ev.Type == ma.EventUserToolResult || ev.Type == ma.EventSystemMessage {
 			entries, err := s.cfg.Store.ListEvents(r.Context(), id, store.EventQuery{Limit: 1 << 30})
 			if err != nil {
 				return err
@@ -189,6 +189,13 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 				}
 				delete(actions.CustomResults, ev.CustomToolUseID)
 				ev.ProcessedAt = &now
+			case ma.EventSystemMessage:
+				// While the session waits on requires_action, a system
+				// message may only trail a tool result.
+				waiting := actions.TurnActive && sess.Status != ma.StatusRunning
+				if waiting && evs[i-1].Type == ma.EventUserMessage {
+					return badRequest("%s: the session is waiting for tool results (requires_action); a system.message is accepted only after a tool result", f)
+				}
 			case ma.EventUserInterrupt:
 				if sess.Status == ma.StatusIdle && !actions.TurnActive {
 					ev.ProcessedAt = &now // no-op on an idle session

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -218,5 +219,32 @@ func TestSendToEndedSessionsIsRefused(t *testing.T) {
 	}
 	if ev := st.next(5 * time.Second); ev.Type != "session.deleted" {
 		t.Fatalf("stream got %s, want session.deleted", ev.Type)
+	}
+}
+
+func TestSystemMessageRules(t *testing.T) {
+	s := start(t, options{})
+	a := s.newAgent(t, "scripted", customTool("lookup"))
+	sess := s.newSession(t, a.ID, s.newEnv(t, "env").ID)
+	post := func(body string) int {
+		st, _ := call(s.url, s.key, "POST", "/v1/sessions/"+sess.ID+"/events", json.RawMessage(body), nil)
+		return st
+	}
+	if st := post(`{"events":[{"type":"user.message","content":[{"type":"text","text":"hi"}]},{"type":"system.message","content":[{"type":"text","text":"be brief"}]}]}`); st != 200 {
+		t.Fatalf("system.message after user.message: %d", st)
+	}
+	st := s.openStream(t, sess.ID)
+	st.until(isIdle)
+	s.send(t, sess.ID, userMessage(`@tool lookup {}`))
+	got := st.until(func(f frame) bool { return isIdle(f) && f.StopReason.Type == "requires_action" })
+	use := got[len(got)-3]
+	if st := post(`{"events":[{"type":"user.message","content":[{"type":"text","text":"x"}]},{"type":"system.message","content":[{"type":"text","text":"y"}]}]}`); st != 400 {
+		t.Fatalf("system.message after a user.message while requires_action: %d, want 400", st)
+	}
+	if st := post(`{"events":[{"type":"user.custom_tool_result","custom_tool_use_id":"` + use.ID + `","content":[{"type":"text","text":"r"}]},{"type":"system.message","content":[{"type":"text","text":"z"}]}]}`); st != 200 {
+		t.Fatalf("system.message after a tool result: %d", st)
+	}
+	if st := post(`{"events":[{"type":"system.message","content":[{"type":"text","text":"alone"}]}]}`); st != 400 {
+		t.Fatalf("system.message alone: %d", st)
 	}
 }
