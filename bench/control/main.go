@@ -146,7 +146,7 @@ func openRawStore(dir string) *rawStore {
 	}
 	now := ma.Time(time.Now())
 	sess, err := st.CreateSession(ctx, ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle, CreatedAt: now, UpdatedAt: now,
-		Agent: ma.SessionAgent{ID: ids.New(ids.Agent), Type: "agent", Name: "bench", Model: ma.ModelConfig{ID: "scripted"}, Tools: []ma.Tool{}, MCPServers: []ma.MCPServer{}, Version: 1},
+		Agent:    ma.SessionAgent{ID: ids.New(ids.Agent), Type: "agent", Name: "bench", Model: ma.ModelConfig{ID: "scripted"}, Tools: []ma.Tool{}, MCPServers: []ma.MCPServer{}, Version: 1},
 		Metadata: ma.Metadata{}}, nil)
 	if err != nil {
 		log.Fatal(err)

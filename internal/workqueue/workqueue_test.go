@@ -24,8 +24,12 @@ type sessions struct {
 	arrived, left []string
 }
 
-func (s *sessions) WorkerArrived(id string) { s.mu.Lock(); s.arrived = append(s.arrived, id); s.mu.Unlock() }
-func (s *sessions) WorkerLeft(id string)    { s.mu.Lock(); s.left = append(s.left, id); s.mu.Unlock() }
+func (s *sessions) WorkerArrived(id string) {
+	s.mu.Lock()
+	s.arrived = append(s.arrived, id)
+	s.mu.Unlock()
+}
+func (s *sessions) WorkerLeft(id string) { s.mu.Lock(); s.left = append(s.left, id); s.mu.Unlock() }
 
 func newService(t *testing.T) (*Service, *sessions, store.Store) {
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "reins.db"))
