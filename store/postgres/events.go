@@ -21,9 +21,13 @@ type sessionTx struct {
 	lastSeq int64
 }
 
+// Session implements store.Tx.
 func (t *sessionTx) Session() *ma.Session { return &t.sess }
-func (t *sessionTx) LastSeq() int64       { return t.lastSeq }
 
+// LastSeq implements store.Tx.
+func (t *sessionTx) LastSeq() int64 { return t.lastSeq }
+
+// Pending implements store.Tx.
 func (t *sessionTx) Pending() ([]ma.Event, error) {
 	rows, err := t.tx.Query(t.ctx, `SELECT body FROM events WHERE session_id = $1 AND pending ORDER BY seq`, t.sess.ID)
 	if err != nil {
@@ -45,6 +49,7 @@ func (t *sessionTx) Pending() ([]ma.Event, error) {
 	return out, rows.Err()
 }
 
+// Event implements store.Tx.
 func (t *sessionTx) Event(id string) (ma.Event, error) {
 	var ev ma.Event
 	if err := getJSON(t.ctx, t.tx, &ev, `SELECT body FROM events WHERE session_id = $1 AND id = $2 AND live`, t.sess.ID, id); err != nil {
@@ -53,6 +58,8 @@ func (t *sessionTx) Event(id string) (ma.Event, error) {
 	return ev, nil
 }
 
+// Append implements store.Tx. An event whose id is already in the log
+// supersedes the live entry of that id.
 func (t *sessionTx) Append(evs ...*ma.Event) error {
 	for _, ev := range evs {
 		if ev.ID == "" {

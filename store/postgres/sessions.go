@@ -125,24 +125,21 @@ func (s *Store) SessionIDsByStatus(ctx context.Context, statuses ...string) ([]s
 	if len(statuses) == 0 {
 		return nil, nil
 	}
-	return s.ids(ctx, `SELECT id FROM sessions WHERE status = ANY($1) ORDER BY pos`, statuses)
+	return s.strings(ctx, `SELECT id FROM sessions WHERE status = ANY($1) ORDER BY pos`, statuses)
 }
 
 // SessionIDsWithPending implements store.Sessions.
 func (s *Store) SessionIDsWithPending(ctx context.Context) ([]string, error) {
-	return s.ids(ctx, `SELECT DISTINCT session_id FROM events WHERE pending`)
+	return s.strings(ctx, `SELECT DISTINCT session_id FROM events WHERE pending`)
 }
 
-func (s *Store) ids(ctx context.Context, sql string, args ...any) ([]string, error) {
+// strings runs a query whose rows are one text column.
+func (s *Store) strings(ctx context.Context, sql string, args ...any) ([]string, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	return ids, nil
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // LastSeq implements store.Sessions.
