@@ -1,0 +1,224 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/store/postgres"
+	"github.com/reinsdev/reins/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// serverDSN is the server the tests use: REINS_TEST_POSTGRES, or the local
+// one.
+func serverDSN() string {
+	if dsn := os.Getenv("REINS_TEST_POSTGRES"); dsn != "" {
+		return dsn
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// freshDB creates an empty database for the test, dropped when it ends, and
+// returns its DSN. An unreachable server fails the test: these tests are
+// never skipped.
+func freshDB(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin := serverDSN()
+	u, err := url.Parse(admin)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatalf("REINS_TEST_POSTGRES must be a postgres:// URL, got %q", admin)
+	}
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("PostgreSQL unreachable at %s (set REINS_TEST_POSTGRES or start the server): %v", admin, err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	name := "reins_test_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	u.Path = "/" + name
+	return u.String()
+}
+
+func open(t *testing.T, dsn string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, freshDB(t))
+	})
+}
+
+func TestReopenKeepsDataAndSchema(t *testing.T) {
+	ctx := context.Background()
+	dsn := freshDB(t)
+	s := open(t, dsn)
+	if err := s.CreateAPIKey(ctx, store.APIKey{ID: "key_1", Hash: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("reopen (migrations must be idempotent): %v", err)
+	}
+	defer s.Close()
+	if _, err := s.APIKeyByHash(ctx, "h"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConcurrentMigrations opens replicas on one empty database at once:
+// each migration must be applied exactly once.
+func TestConcurrentMigrations(t *testing.T) {
+	dsn := freshDB(t)
+	const replicas = 4
+	stores := make([]*postgres.Store, replicas)
+	errs := make([]error, replicas)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		wg.Go(func() {
+			stores[i], errs[i] = postgres.Open(context.Background(), dsn)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+			continue
+		}
+		stores[i].Close()
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n, distinct int
+	if err := conn.QueryRow(context.Background(), `SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations`).Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 || n != distinct {
+		t.Fatalf("schema_migrations has %d rows for %d versions", n, distinct)
+	}
+}
+
+// TestReplicasAppendGapFree has two stores (two pools, like two replicas)
+// append to one session at once: the log must hold every event, with seqs
+// 1..n and no gap or duplicate.
+func TestReplicasAppendGapFree(t *testing.T) {
+	ctx := context.Background()
+	dsn := freshDB(t)
+	a, b := open(t, dsn), open(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	sess := ma.Session{ID: "sesn_replicas", Status: "idle", CreatedAt: ma.Time(time.Now())}
+	if _, err := a.CreateSession(ctx, sess, nil); err != nil {
+		t.Fatal(err)
+	}
+	const workers, appends = 4, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*workers*appends)
+	for _, s := range []*postgres.Store{a, b} {
+		for w := range workers {
+			wg.Go(func() {
+				for i := range appends {
+					_, err := s.UpdateSession(ctx, sess.ID, func(tx store.Tx) error {
+						return tx.Append(&ma.Event{Type: "agent.message"}, &ma.Event{Type: "agent.thinking"})
+					})
+					if err != nil {
+						errs <- fmt.Errorf("worker %d append %d: %w", w, i, err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	const want = 2 * workers * appends * 2
+	log, err := b.ReadLogRaw(ctx, sess.ID, 0, want+10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != want {
+		t.Fatalf("log has %d entries, want %d", len(log), want)
+	}
+	for i, e := range log {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("entry %d has seq %d", i, e.Seq)
+		}
+	}
+	for _, s := range []*postgres.Store{a, b} {
+		if last, err := s.LastSeq(ctx, sess.ID); err != nil || last != want {
+			t.Fatalf("LastSeq = %d, %v; want %d", last, err, want)
+		}
+	}
+}
+
+// TestRawIsByteIdentical checks that an event's stored JSON comes back with
+// the exact bytes written (jsonb would reorder keys).
+func TestRawIsByteIdentical(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, freshDB(t))
+	defer s.Close()
+	sess := ma.Session{ID: "sesn_raw", Status: "idle", CreatedAt: ma.Time(time.Now())}
+	ev := &ma.Event{Type: "user.message", Content: []ma.ContentBlock{{Type: "text", Text: "zebra  \u00e9\n"}}}
+	if _, err := s.CreateSession(ctx, sess, func(tx store.Tx) error { return tx.Append(ev) }); err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := s.ReadLogRaw(ctx, sess.ID, 0, 10)
+	if err != nil || len(log) != 1 {
+		t.Fatalf("ReadLogRaw = %v, %v", log, err)
+	}
+	if string(log[0].Raw) != string(want) {
+		t.Fatalf("Raw = %s, want %s", log[0].Raw, want)
+	}
+}
