@@ -23,6 +23,7 @@ import (
 
 type serveOptions struct {
 	addr, dataDir    string
+	databaseURL      string
 	anthropicKey     string
 	anthropicBaseURL string
 	openaiKey        string
@@ -48,6 +49,7 @@ in the data dir; nothing else needs installing.`,
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", envOr("REINS_ADDR", "127.0.0.1:4180"), "listen address (REINS_ADDR)")
 	f.StringVar(&o.dataDir, "data-dir", envOr("REINS_DATA_DIR", defaultDataDir()), "data directory (REINS_DATA_DIR)")
+	f.StringVar(&o.databaseURL, "database-url", os.Getenv("REINS_DATABASE_URL"), "PostgreSQL URL (postgres://…) to keep the store in instead of SQLite in the data dir (REINS_DATABASE_URL); one reins process per database for now")
 	f.StringVar(&o.anthropicKey, "anthropic-api-key", os.Getenv("ANTHROPIC_API_KEY"), "Anthropic API key for claude-* models (ANTHROPIC_API_KEY)")
 	f.StringVar(&o.anthropicBaseURL, "anthropic-base-url", os.Getenv("ANTHROPIC_BASE_URL"), "Messages API base URL (ANTHROPIC_BASE_URL)")
 	f.StringVar(&o.openaiKey, "openai-api-key", os.Getenv("OPENAI_API_KEY"), "API key for openai/* models (OPENAI_API_KEY)")
@@ -88,7 +90,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		return err
 	}
 	bootstrap := os.Getenv("REINS_API_KEY")
-	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, BootstrapKey: bootstrap, Models: models, Logger: logger,
+	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}})
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/reinsdev/reins/model"
 	"github.com/reinsdev/reins/model/scripted"
 	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/store/postgres"
 	"github.com/reinsdev/reins/store/sqlite"
 	"github.com/reinsdev/reins/vault"
 )
@@ -30,6 +31,9 @@ type Config struct {
 	// DataDir holds the database, the generated API key file and named
 	// model scripts. Created with mode 0700 if missing.
 	DataDir string
+	// DatabaseURL, if set (postgres://…), keeps the store in PostgreSQL
+	// instead of the SQLite file in DataDir.
+	DatabaseURL string
 	// BootstrapKey is accepted as an API key (REINS_API_KEY).
 	BootstrapKey string
 	// Models are the model providers by name ("anthropic", "openai",
@@ -69,6 +73,15 @@ type App struct {
 // DBFile is the database file name inside the data dir.
 const DBFile = "reins.db"
 
+// openStore opens PostgreSQL when a database URL is given, else the SQLite
+// file in the data dir.
+func openStore(ctx context.Context, cfg Config) (store.Store, error) {
+	if cfg.DatabaseURL != "" {
+		return postgres.Open(ctx, cfg.DatabaseURL)
+	}
+	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile))
+}
+
 // New opens the store and assembles the server. It does not start
 // anything; call Start.
 func New(ctx context.Context, cfg Config) (*App, error) {
@@ -78,7 +91,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile))
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -2,12 +2,8 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
+	"github.com/reinsdev/reins/internal/pgtest"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 	"github.com/reinsdev/reins/store/postgres"
@@ -25,56 +22,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// serverDSN is the server the tests use: REINS_TEST_POSTGRES, or the local
-// one.
-func serverDSN() string {
-	if dsn := os.Getenv("REINS_TEST_POSTGRES"); dsn != "" {
-		return dsn
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
-
-// freshDB creates an empty database for the test, dropped when it ends, and
-// returns its DSN. An unreachable server fails the test: these tests are
-// never skipped.
-func freshDB(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	admin := serverDSN()
-	u, err := url.Parse(admin)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatalf("REINS_TEST_POSTGRES must be a postgres:// URL, got %q", admin)
-	}
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatalf("PostgreSQL unreachable at %s (set REINS_TEST_POSTGRES or start the server): %v", admin, err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	name := "reins_test_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	u.Path = "/" + name
-	return u.String()
-}
+// freshDB is pgtest.FreshDB.
+func freshDB(t *testing.T) string { return pgtest.FreshDB(t) }
 
 func open(t *testing.T, dsn string) *postgres.Store {
 	t.Helper()
