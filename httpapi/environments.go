@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -285,8 +286,8 @@ func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) error 
 
 func isConflict(err error) bool {
 	var ae *apiError
-	if asAPI(err, &ae) {
+	if errors.As(err, &ae) {
 		return false
 	}
-	return errorsIs(err, store.ErrConflict)
+	return errors.Is(err, store.ErrConflict)
 }

@@ -90,7 +90,3 @@ func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
 }
-
-func asAPI(err error, target **apiError) bool { return errors.As(err, target) }
-
-func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -53,7 +54,7 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 	}
 	a, err := s.cfg.Store.GetAgent(r.Context(), ref.ID, ref.Version)
 	if err != nil {
-		if errorsIs(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return ma.SessionAgent{}, notFound("agent: %s", trimStore(err))
 		}
 		return ma.SessionAgent{}, err
@@ -145,7 +146,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	for i, id := range p.VaultIDs {
 		v, err := s.cfg.Store.GetVault(r.Context(), id)
-		if errorsIs(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return notFound("vault_ids[%d]: vault %s not found", i, id)
 		}
 		if err != nil {
@@ -175,7 +176,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	env, err := s.cfg.Store.GetEnvironment(r.Context(), *p.EnvironmentID)
 	if err != nil {
-		if errorsIs(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return notFound("environment_id: environment %s not found", *p.EnvironmentID)
 		}
 		return err
