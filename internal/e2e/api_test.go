@@ -230,10 +230,10 @@ func TestSystemMessageRules(t *testing.T) {
 		st, _ := call(s.url, s.key, "POST", "/v1/sessions/"+sess.ID+"/events", json.RawMessage(body), nil)
 		return st
 	}
+	st := s.openStream(t, sess.ID)
 	if st := post(`{"events":[{"type":"user.message","content":[{"type":"text","text":"hi"}]},{"type":"system.message","content":[{"type":"text","text":"be brief"}]}]}`); st != 200 {
 		t.Fatalf("system.message after user.message: %d", st)
 	}
-	st := s.openStream(t, sess.ID)
 	st.until(isIdle)
 	s.send(t, sess.ID, userMessage(`@tool lookup {}`))
 	got := st.until(func(f frame) bool { return isIdle(f) && f.StopReason.Type == "requires_action" })
