@@ -118,12 +118,7 @@ func agentsCreate(cf *clientFlags) *cobra.Command {
 		Example: `  reins agents create --name helper --model scripted --system "Be brief." --toolset always_allow
   reins agents create --file agent.json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, _ []string, c *apiClient) error {
 			body, err := f.body(cmd)
 			if err != nil {
 				return err
@@ -133,7 +128,7 @@ func agentsCreate(cf *clientFlags) *cobra.Command {
 				return c.explain(err)
 			}
 			return printAgent(cmd.OutOrStdout(), c.output, a)
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
@@ -145,12 +140,7 @@ func agentsGet(cf *clientFlags) *cobra.Command {
 		Use:   "get AGENT_ID",
 		Short: "Show an agent (its latest version, or --version N)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			var p anthropic.BetaAgentGetParams
 			if version > 0 {
 				p.Version = anthropic.Int(version)
@@ -160,7 +150,7 @@ func agentsGet(cf *clientFlags) *cobra.Command {
 				return c.explain(err)
 			}
 			return printAgent(cmd.OutOrStdout(), c.output, a)
-		},
+		}),
 	}
 	cmd.Flags().Int64Var(&version, "version", 0, "a past version")
 	return cmd
@@ -172,12 +162,7 @@ func agentsList(cf *clientFlags) *cobra.Command {
 		Use:   "list",
 		Short: "List agents",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, _ []string, c *apiClient) error {
 			p := anthropic.BetaAgentListParams{}
 			if lf.limit > 0 {
 				p.Limit = anthropic.Int(lf.limit)
@@ -193,7 +178,7 @@ func agentsList(cf *clientFlags) *cobra.Command {
 				return c.explain(err)
 			}
 			return printAgentPage(cmd, c.output, page.RawJSON())
-		},
+		}),
 	}
 	lf.register(cmd, true)
 	return cmd
@@ -208,12 +193,7 @@ func agentsUpdate(cf *clientFlags) *cobra.Command {
 		Example: `  reins agents update agent_01… --system "Answer in French." --version 1
   reins agents update agent_01… --file changes.json`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			body, err := f.body(cmd)
 			if err != nil {
 				return err
@@ -227,7 +207,7 @@ func agentsUpdate(cf *clientFlags) *cobra.Command {
 				return c.explain(err)
 			}
 			return printAgent(cmd.OutOrStdout(), c.output, a)
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().Int64Var(&version, "version", 0, "fail (409) unless the agent is still at this version")
@@ -239,18 +219,13 @@ func agentsArchive(cf *clientFlags) *cobra.Command {
 		Use:   "archive AGENT_ID",
 		Short: "Archive an agent (no new sessions can use it)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			a, err := c.Beta.Agents.Archive(cmd.Context(), args[0], anthropic.BetaAgentArchiveParams{})
 			if err != nil {
 				return c.explain(err)
 			}
 			return printAgent(cmd.OutOrStdout(), c.output, a)
-		},
+		}),
 	}
 }
 
@@ -260,12 +235,7 @@ func agentsVersions(cf *clientFlags) *cobra.Command {
 		Use:   "versions AGENT_ID",
 		Short: "List the versions of an agent",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			p := anthropic.BetaAgentVersionListParams{}
 			if lf.limit > 0 {
 				p.Limit = anthropic.Int(lf.limit)
@@ -278,7 +248,7 @@ func agentsVersions(cf *clientFlags) *cobra.Command {
 				return c.explain(err)
 			}
 			return printAgentPage(cmd, c.output, page.RawJSON())
-		},
+		}),
 	}
 	lf.register(cmd, false)
 	return cmd

@@ -177,3 +177,21 @@ func firstNonEmpty(vs ...string) string {
 	}
 	return ""
 }
+
+// withClient makes a command's RunE that builds the SDK client, runs fn
+// and explains an API failure for a person.
+func (f *clientFlags) withClient(fn func(cmd *cobra.Command, args []string, c *apiClient) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := f.newClient()
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		err = fn(cmd, args, c)
+		var done *explained
+		if errors.As(err, &done) {
+			return err
+		}
+		return c.explain(err)
+	}
+}

@@ -125,12 +125,7 @@ func envCreate(cf *clientFlags) *cobra.Command {
   reins environments create --name locked --networking limited --allowed-host pypi.org
   reins environments create --name laptop --type self_hosted`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, _ []string, c *apiClient) error {
 			body, err := f.body(cmd, true)
 			if err != nil {
 				return err
@@ -140,7 +135,7 @@ func envCreate(cf *clientFlags) *cobra.Command {
 				return c.explain(err)
 			}
 			return printEnvironment(cmd.OutOrStdout(), c.output, e)
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
@@ -151,18 +146,13 @@ func envGet(cf *clientFlags) *cobra.Command {
 		Use:   "get ENVIRONMENT_ID",
 		Short: "Show an environment",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			e, err := c.Beta.Environments.Get(cmd.Context(), args[0], anthropic.BetaEnvironmentGetParams{})
 			if err != nil {
 				return c.explain(err)
 			}
 			return printEnvironment(cmd.OutOrStdout(), c.output, e)
-		},
+		}),
 	}
 }
 
@@ -172,12 +162,7 @@ func envList(cf *clientFlags) *cobra.Command {
 		Use:   "list",
 		Short: "List environments",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, _ []string, c *apiClient) error {
 			p := anthropic.BetaEnvironmentListParams{}
 			if lf.limit > 0 {
 				p.Limit = anthropic.Int(lf.limit)
@@ -209,7 +194,7 @@ func envList(cf *clientFlags) *cobra.Command {
 			}
 			nextPageHint(cmd.ErrOrStderr(), deref(envs.NextPage))
 			return nil
-		},
+		}),
 	}
 	lf.register(cmd, true)
 	return cmd
@@ -221,12 +206,7 @@ func envUpdate(cf *clientFlags) *cobra.Command {
 		Use:   "update ENVIRONMENT_ID [flags]",
 		Short: "Update an environment (applies to new containers)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			body, err := f.body(cmd, false)
 			if err != nil {
 				return err
@@ -236,7 +216,7 @@ func envUpdate(cf *clientFlags) *cobra.Command {
 				return c.explain(err)
 			}
 			return printEnvironment(cmd.OutOrStdout(), c.output, e)
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
@@ -247,18 +227,13 @@ func envArchive(cf *clientFlags) *cobra.Command {
 		Use:   "archive ENVIRONMENT_ID",
 		Short: "Archive an environment (no new sessions can use it)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			e, err := c.Beta.Environments.Archive(cmd.Context(), args[0], anthropic.BetaEnvironmentArchiveParams{})
 			if err != nil {
 				return c.explain(err)
 			}
 			return printEnvironment(cmd.OutOrStdout(), c.output, e)
-		},
+		}),
 	}
 }
 
@@ -267,12 +242,7 @@ func envDelete(cf *clientFlags) *cobra.Command {
 		Use:   "delete ENVIRONMENT_ID",
 		Short: "Delete an environment",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			d, err := c.Beta.Environments.Delete(cmd.Context(), args[0], anthropic.BetaEnvironmentDeleteParams{})
 			if err != nil {
 				return c.explain(err)
@@ -282,7 +252,7 @@ func envDelete(cf *clientFlags) *cobra.Command {
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", d.ID)
 			return err
-		},
+		}),
 	}
 }
 

@@ -173,12 +173,7 @@ before; --until-idle stops at the end of the next turn, with the exit status of
 ` + "`sessions run`" + `. tail never answers tool confirmations; it shows what the
 session waits for.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
@@ -216,7 +211,7 @@ session waits for.`,
 				return &exitError{code: exitInterrupted, err: errors.New("stopped following")}
 			}
 			return err
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&history, "history", false, "show the session's earlier events first")
 	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "stop when the next turn ends")

@@ -141,18 +141,13 @@ func sessionsCreate(cf *clientFlags) *cobra.Command {
 		Example: `  reins sessions create --agent agent_01… --title "try it"
   reins sessions create --file session.json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, _ []string, c *apiClient) error {
 			s, err := createSession(cmd.Context(), cmd, c, &f)
 			if err != nil {
 				return err
 			}
 			return printSession(cmd.OutOrStdout(), c.output, s)
-		},
+		}),
 	}
 	f.register(cmd, true)
 	return cmd
@@ -163,18 +158,13 @@ func sessionsGet(cf *clientFlags) *cobra.Command {
 		Use:   "get SESSION_ID",
 		Short: "Show a session",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			s, err := c.Beta.Sessions.Get(cmd.Context(), args[0], anthropic.BetaSessionGetParams{})
 			if err != nil {
 				return c.explain(err)
 			}
 			return printSession(cmd.OutOrStdout(), c.output, s)
-		},
+		}),
 	}
 }
 
@@ -186,12 +176,7 @@ func sessionsList(cf *clientFlags) *cobra.Command {
 		Use:   "list",
 		Short: "List sessions (newest first)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, _ []string, c *apiClient) error {
 			p := anthropic.BetaSessionListParams{Statuses: statuses}
 			if lf.limit > 0 {
 				p.Limit = anthropic.Int(lf.limit)
@@ -229,7 +214,7 @@ func sessionsList(cf *clientFlags) *cobra.Command {
 			}
 			nextPageHint(cmd.ErrOrStderr(), deref(sessions.NextPage))
 			return nil
-		},
+		}),
 	}
 	lf.register(cmd, true)
 	cmd.Flags().StringVar(&agent, "agent", "", "only sessions of this agent")
@@ -243,18 +228,13 @@ func sessionsArchive(cf *clientFlags) *cobra.Command {
 		Use:   "archive SESSION_ID",
 		Short: "Archive a session (it becomes read-only)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			s, err := c.Beta.Sessions.Archive(cmd.Context(), args[0], anthropic.BetaSessionArchiveParams{})
 			if err != nil {
 				return c.explain(err)
 			}
 			return printSession(cmd.OutOrStdout(), c.output, s)
-		},
+		}),
 	}
 }
 
@@ -263,12 +243,7 @@ func sessionsDelete(cf *clientFlags) *cobra.Command {
 		Use:   "delete SESSION_ID",
 		Short: "Delete a session and its history",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			d, err := c.Beta.Sessions.Delete(cmd.Context(), args[0], anthropic.BetaSessionDeleteParams{})
 			if err != nil {
 				return c.explain(err)
@@ -278,7 +253,7 @@ func sessionsDelete(cf *clientFlags) *cobra.Command {
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", d.ID)
 			return err
-		},
+		}),
 	}
 }
 
@@ -369,12 +344,7 @@ func sessionsSend(cf *clientFlags) *cobra.Command {
   reins sessions send sesn_01… --tool-result sevt_01… '{"temperature": 21}'
   reins sessions send sesn_01… --interrupt`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			body, err := sf.events(cmd, args[1:])
 			if err != nil {
 				return err
@@ -399,7 +369,7 @@ func sessionsSend(cf *clientFlags) *cobra.Command {
 				fmt.Fprintf(w, "sent %s %s (%s)\n", ev.Type, ev.ID, state)
 			}
 			return nil
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&sf.file, "file", "", `events as JSON: {"events":[…]} or […] (- for stdin)`)
@@ -420,12 +390,7 @@ func sessionsEvents(cf *clientFlags) *cobra.Command {
 		Use:   "events SESSION_ID",
 		Short: "List a session's events (oldest first)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			p := anthropic.BetaSessionEventListParams{}
 			if lf.limit > 0 {
 				p.Limit = anthropic.Int(lf.limit)
@@ -460,7 +425,7 @@ func sessionsEvents(cf *clientFlags) *cobra.Command {
 			}
 			nextPageHint(cmd.ErrOrStderr(), deref(events.NextPage))
 			return nil
-		},
+		}),
 	}
 	lf.register(cmd, false)
 	cmd.Flags().StringVar(&order, "order", "", "asc or desc (default asc)")

@@ -16,12 +16,7 @@ func envWork(cf *clientFlags) *cobra.Command {
 		Use:   "work ENVIRONMENT_ID",
 		Short: "Show a self-hosted environment's work queue: stats and items",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.newClient()
-			if err != nil {
-				return err
-			}
-			defer c.close()
+		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			stats, err := c.Beta.Environments.Work.Stats(cmd.Context(), args[0], anthropic.BetaEnvironmentWorkStatsParams{})
 			if err != nil {
 				return c.explain(err)
@@ -49,7 +44,7 @@ func envWork(cf *clientFlags) *cobra.Command {
 			}
 			nextPageHint(cmd.ErrOrStderr(), page.NextPage)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().Int64Var(&limit, "limit", 20, "items to show (1 to 100)")
 	return cmd
