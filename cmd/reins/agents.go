@@ -125,7 +125,7 @@ func agentsCreate(cf *clientFlags) *cobra.Command {
 			}
 			a, err := c.Beta.Agents.New(cmd.Context(), anthropic.BetaAgentNewParams{}, option.WithRequestBody("application/json", body))
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printAgent(cmd.OutOrStdout(), c.output, a)
 		}),
@@ -147,7 +147,7 @@ func agentsGet(cf *clientFlags) *cobra.Command {
 			}
 			a, err := c.Beta.Agents.Get(cmd.Context(), args[0], p)
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printAgent(cmd.OutOrStdout(), c.output, a)
 		}),
@@ -175,7 +175,7 @@ func agentsList(cf *clientFlags) *cobra.Command {
 			}
 			page, err := c.Beta.Agents.List(cmd.Context(), p)
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printAgentPage(cmd, c.output, page.RawJSON())
 		}),
@@ -204,7 +204,7 @@ func agentsUpdate(cf *clientFlags) *cobra.Command {
 			}
 			a, err := c.Beta.Agents.Update(cmd.Context(), args[0], anthropic.BetaAgentUpdateParams{}, opts...)
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printAgent(cmd.OutOrStdout(), c.output, a)
 		}),
@@ -222,7 +222,7 @@ func agentsArchive(cf *clientFlags) *cobra.Command {
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			a, err := c.Beta.Agents.Archive(cmd.Context(), args[0], anthropic.BetaAgentArchiveParams{})
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printAgent(cmd.OutOrStdout(), c.output, a)
 		}),
@@ -245,7 +245,7 @@ func agentsVersions(cf *clientFlags) *cobra.Command {
 			}
 			page, err := c.Beta.Agents.Versions.List(cmd.Context(), args[0], p)
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printAgentPage(cmd, c.output, page.RawJSON())
 		}),

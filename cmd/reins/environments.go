@@ -132,7 +132,7 @@ func envCreate(cf *clientFlags) *cobra.Command {
 			}
 			e, err := c.Beta.Environments.New(cmd.Context(), anthropic.BetaEnvironmentNewParams{}, option.WithRequestBody("application/json", body))
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printEnvironment(cmd.OutOrStdout(), c.output, e)
 		}),
@@ -149,7 +149,7 @@ func envGet(cf *clientFlags) *cobra.Command {
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			e, err := c.Beta.Environments.Get(cmd.Context(), args[0], anthropic.BetaEnvironmentGetParams{})
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printEnvironment(cmd.OutOrStdout(), c.output, e)
 		}),
@@ -175,7 +175,7 @@ func envList(cf *clientFlags) *cobra.Command {
 			}
 			page, err := c.Beta.Environments.List(cmd.Context(), p)
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			w := cmd.OutOrStdout()
 			if c.output == outputJSON {
@@ -213,7 +213,7 @@ func envUpdate(cf *clientFlags) *cobra.Command {
 			}
 			e, err := c.Beta.Environments.Update(cmd.Context(), args[0], anthropic.BetaEnvironmentUpdateParams{}, option.WithRequestBody("application/json", body))
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printEnvironment(cmd.OutOrStdout(), c.output, e)
 		}),
@@ -230,7 +230,7 @@ func envArchive(cf *clientFlags) *cobra.Command {
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			e, err := c.Beta.Environments.Archive(cmd.Context(), args[0], anthropic.BetaEnvironmentArchiveParams{})
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printEnvironment(cmd.OutOrStdout(), c.output, e)
 		}),
@@ -245,7 +245,7 @@ func envDelete(cf *clientFlags) *cobra.Command {
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			d, err := c.Beta.Environments.Delete(cmd.Context(), args[0], anthropic.BetaEnvironmentDeleteParams{})
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			if c.output == outputJSON {
 				return printJSON(cmd.OutOrStdout(), d)

@@ -161,7 +161,7 @@ func sessionsGet(cf *clientFlags) *cobra.Command {
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			s, err := c.Beta.Sessions.Get(cmd.Context(), args[0], anthropic.BetaSessionGetParams{})
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printSession(cmd.OutOrStdout(), c.output, s)
 		}),
@@ -195,7 +195,7 @@ func sessionsList(cf *clientFlags) *cobra.Command {
 			}
 			page, err := c.Beta.Sessions.List(cmd.Context(), p)
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			w := cmd.OutOrStdout()
 			if c.output == outputJSON {
@@ -231,7 +231,7 @@ func sessionsArchive(cf *clientFlags) *cobra.Command {
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			s, err := c.Beta.Sessions.Archive(cmd.Context(), args[0], anthropic.BetaSessionArchiveParams{})
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			return printSession(cmd.OutOrStdout(), c.output, s)
 		}),
@@ -246,7 +246,7 @@ func sessionsDelete(cf *clientFlags) *cobra.Command {
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			d, err := c.Beta.Sessions.Delete(cmd.Context(), args[0], anthropic.BetaSessionDeleteParams{})
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			if c.output == outputJSON {
 				return printJSON(cmd.OutOrStdout(), d)
@@ -351,7 +351,7 @@ func sessionsSend(cf *clientFlags) *cobra.Command {
 			}
 			res, err := c.Beta.Sessions.Events.Send(cmd.Context(), args[0], anthropic.BetaSessionEventSendParams{}, option.WithRequestBody("application/json", body))
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			w := cmd.OutOrStdout()
 			if c.output == outputJSON {
@@ -406,7 +406,7 @@ func sessionsEvents(cf *clientFlags) *cobra.Command {
 			}
 			page, err := c.Beta.Sessions.Events.List(cmd.Context(), args[0], p)
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			w := cmd.OutOrStdout()
 			if c.output == outputJSON {

@@ -19,11 +19,11 @@ func envWork(cf *clientFlags) *cobra.Command {
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			stats, err := c.Beta.Environments.Work.Stats(cmd.Context(), args[0], anthropic.BetaEnvironmentWorkStatsParams{})
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			page, err := c.Beta.Environments.Work.List(cmd.Context(), args[0], anthropic.BetaEnvironmentWorkListParams{Limit: anthropic.Int(limit)})
 			if err != nil {
-				return c.explain(err)
+				return err
 			}
 			w := cmd.OutOrStdout()
 			if c.output == outputJSON {
