@@ -58,7 +58,7 @@ type WorkerHost interface {
 func BuiltinTools(agent *ma.SessionAgent) []string {
 	p := planTools(agent)
 	var out []string
-	for _, name := range BuiltinToolNames {
+	for _, name := range builtinToolNames {
 		if p.builtin[name] != "" {
 			out = append(out, name)
 		}
@@ -79,7 +79,7 @@ func ErrorResult(text string) ToolResult {
 	return ToolResult{IsError: true, Content: []ma.ContentBlock{{Type: "text", Text: text}}}
 }
 
-// BuiltinTools are the tools of agent_toolset_20260401 that reins runs.
+// builtinSchemas describe the tools of agent_toolset_20260401 that reins runs.
 var builtinSchemas = map[string]struct {
 	desc   string
 	schema string
@@ -92,8 +92,8 @@ var builtinSchemas = map[string]struct {
 	"grep":  {"Search file contents with a regular expression.", `{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string"}},"required":["pattern"]}`},
 }
 
-// BuiltinToolNames lists the built-in tools in the order they are offered.
-var BuiltinToolNames = []string{"bash", "read", "write", "edit", "glob", "grep"}
+// builtinToolNames lists the built-in tools in the order they are offered.
+var builtinToolNames = []string{"bash", "read", "write", "edit", "glob", "grep"}
 
 // toolPlan is the resolved tool configuration of a session's agent.
 type toolPlan struct {
@@ -109,7 +109,7 @@ func planTools(agent *ma.SessionAgent) *toolPlan {
 	for _, t := range agent.Tools {
 		switch t.Type {
 		case ma.ToolTypeAgentToolset:
-			for _, name := range BuiltinToolNames {
+			for _, name := range builtinToolNames {
 				c := ResolveToolConfig(t, name)
 				if !c.Enabled {
 					continue
