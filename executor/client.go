@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -120,13 +121,16 @@ type Client struct {
 	mu       sync.Mutex
 	conn     *rpcConn // the registered connection, or nil
 	sessions map[string]*clientSession
-	outbox   map[string]toolResultParams // results not yet acknowledged, by tool_call_id
+	outbox   map[string]*outboxEntry // results not yet acknowledged, by tool_call_id
+	inAck    bool                    // the harness of conn accepts results in tool.call acks
+	unproven int                     // outbox entries sent in an ack on conn, awaiting a heartbeat
 	running  int
 	token    *Token
 	stopped  bool
 	err      error
 	cancel   context.CancelFunc
 	kick     chan struct{} // wakes the result sender
+	prove    chan struct{} // asks for an early heartbeat (too many unproven results)
 
 	stopCh chan struct{}
 	done   chan struct{}
@@ -183,8 +187,9 @@ func NewClient(opts Options) *Client {
 		tokens:   opts.TokenSource,
 		logger:   opts.Logger,
 		sessions: make(map[string]*clientSession),
-		outbox:   make(map[string]toolResultParams),
+		outbox:   make(map[string]*outboxEntry),
 		kick:     make(chan struct{}, 1),
+		prove:    make(chan struct{}, 1),
 		stopCh:   make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -468,19 +473,62 @@ func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, e
 		}
 	}
 	c.conn = conn
+	c.inAck = slices.Contains(res.Features, FeatureResultInAck)
+	c.unproven = 0
 	c.mu.Unlock()
 	c.wake()
 	return res, nil
 }
 
+// outboxEntry is a tool result the harness has not acknowledged yet.
+type outboxEntry struct {
+	r toolResultParams
+	// sentInAck is the connection whose tool.call acknowledgement carried
+	// the result ([FeatureResultInAck]); nil while it was not sent that way.
+	// The harness reads frames in order, so the answer to a heartbeat sent
+	// after that acknowledgement proves it was received.
+	sentInAck *rpcConn
+}
+
+// maxUnproven is how many results sent in acknowledgements may wait for
+// their proof of receipt before an early heartbeat is sent.
+const maxUnproven = 256
+
 func (c *Client) dropResultsLocked(sessionID string) {
-	for id, r := range c.outbox {
-		if r.SessionID == sessionID {
-			delete(c.outbox, id)
+	for id, e := range c.outbox {
+		if e.r.SessionID == sessionID {
+			c.dropLocked(id)
 		}
 	}
 }
 
+// dropLocked forgets an acknowledged result.
+func (c *Client) dropLocked(id string) {
+	if e := c.outbox[id]; e != nil && e.sentInAck != nil && e.sentInAck == c.conn {
+		c.unproven--
+	}
+	delete(c.outbox, id)
+}
+
+// sentInAckLocked records that the result of id went out in the
+// acknowledgement of its tool.call on conn.
+func (c *Client) sentInAckLocked(conn *rpcConn, id string) {
+	e := c.outbox[id]
+	if e == nil || conn != c.conn {
+		return
+	}
+	e.sentInAck = conn
+	c.unproven++
+	if c.unproven >= maxUnproven {
+		select {
+		case c.prove <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// heartbeats renews the leases every interval and, when results sent in
+// acknowledgements pile up, early: the answer proves the harness read them.
 func (c *Client) heartbeats(ctx context.Context, conn *rpcConn, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -491,11 +539,18 @@ func (c *Client) heartbeats(ctx context.Context, conn *rpcConn, interval time.Du
 		case <-conn.done:
 			return
 		case <-t.C:
+		case <-c.prove:
 		}
 		c.mu.Lock()
 		held := make([]SessionLease, 0, len(c.sessions))
 		for _, s := range c.sessions {
 			held = append(held, SessionLease{SessionID: s.a.SessionID, LeaseID: s.a.LeaseID})
+		}
+		var sent []string // written before the heartbeat, so received if it is answered
+		for id, e := range c.outbox {
+			if e.sentInAck == conn {
+				sent = append(sent, id)
+			}
 		}
 		c.mu.Unlock()
 		var res heartbeatResult
@@ -504,6 +559,11 @@ func (c *Client) heartbeats(ctx context.Context, conn *rpcConn, interval time.Du
 			continue
 		}
 		c.mu.Lock()
+		for _, id := range sent {
+			if e := c.outbox[id]; e != nil && e.sentInAck == conn {
+				c.dropLocked(id)
+			}
+		}
 		for _, l := range res.Lost {
 			if s := c.sessions[l.SessionID]; s != nil {
 				delete(c.sessions, l.SessionID)
@@ -536,7 +596,7 @@ func (c *Client) deliver(ctx context.Context, conn *rpcConn, r toolResultParams)
 		c.logger.Warn("tool result refused", "tool_call_id", r.ToolCallID, "err", re)
 	}
 	c.mu.Lock()
-	delete(c.outbox, r.ToolCallID)
+	c.dropLocked(r.ToolCallID)
 	c.mu.Unlock()
 	return true
 }
@@ -554,7 +614,7 @@ func (c *Client) deliverAsync(conn *rpcConn, r toolResultParams) {
 			c.logger.Warn("tool result refused", "tool_call_id", r.ToolCallID, "err", re)
 		}
 		c.mu.Lock()
-		delete(c.outbox, r.ToolCallID)
+		c.dropLocked(r.ToolCallID)
 		c.mu.Unlock()
 	})
 }
@@ -566,8 +626,12 @@ func (c *Client) sendResults(ctx context.Context, conn *rpcConn) {
 	for {
 		c.mu.Lock()
 		batch := make([]toolResultParams, 0, len(c.outbox))
-		for _, r := range c.outbox {
-			batch = append(batch, r)
+		for _, e := range c.outbox {
+			if e.sentInAck == nil || e.sentInAck != conn {
+				// Not sent, or sent in an acknowledgement on an earlier
+				// connection that may not have been read.
+				batch = append(batch, e.r)
+			}
 		}
 		c.mu.Unlock()
 		for _, r := range batch {

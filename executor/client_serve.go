@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -55,7 +56,7 @@ func (c *Client) handle(ctx context.Context, conn *rpcConn, method string, param
 		c.mu.Unlock()
 		return nil, nil
 	case MethodToolCall:
-		return c.toolCall(params)
+		return c.toolCall(conn, params)
 	case MethodToolCancel:
 		var p toolCancelParams
 		if err := decodeParams(params, &p); err != nil {
@@ -137,7 +138,17 @@ func (c *Client) assign(ctx context.Context, params json.RawMessage) (any, error
 	return assignResult{Accepted: true}, nil
 }
 
-func (c *Client) toolCall(params json.RawMessage) (any, error) {
+// resultInAckWindow is how long a tool call may run before its tool.call is
+// acknowledged without the result, when the harness accepts results in
+// acknowledgements ([FeatureResultInAck]).
+const resultInAckWindow = 20 * time.Millisecond
+
+// toolCall starts a tool call. It runs in the read loop, so the tool runs
+// in a goroutine of its own. When the harness accepts results in
+// acknowledgements, the acknowledgement waits up to resultInAckWindow and
+// carries the result of a call that finished by then: two frames per call
+// instead of four.
+func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
 	var p toolCallParams
 	if err := decodeParams(params, &p); err != nil {
 		return nil, err
@@ -175,34 +186,68 @@ func (c *Client) toolCall(params json.RawMessage) (any, error) {
 		ctx, cancel = context.WithTimeout(context.Background(), time.Duration(p.TimeoutMS)*time.Millisecond)
 	}
 	s.calls[p.ToolCallID] = cancel
-	c.wg.Go(func() {
-		defer cancel()
-		c.emit(Event{Type: EventToolStarted, SessionID: p.SessionID, ToolCallID: p.ToolCallID, Tool: p.Name})
-		res := c.runTool(ctx, s, p)
-		if res.Content == nil {
-			res.Content = []ContentBlock{}
-		}
-		c.emit(Event{Type: EventToolFinished, SessionID: p.SessionID, ToolCallID: p.ToolCallID, Tool: p.Name, Result: &res})
-		s.mu.Lock()
-		delete(s.calls, p.ToolCallID)
-		s.mu.Unlock()
-		r := toolResultParams{SessionID: p.SessionID, ToolCallID: p.ToolCallID, ToolResult: res}
-		c.mu.Lock()
-		c.running--
-		if c.sessions[p.SessionID] != s {
-			c.mu.Unlock()
-			return
-		}
-		// The result stays in the outbox until acknowledged, so that it is
-		// sent again after a reconnect.
-		c.outbox[p.ToolCallID] = r
-		conn := c.conn
+	c.mu.Lock()
+	inAck := c.inAck && c.conn == conn
+	c.mu.Unlock()
+	if !inAck {
+		c.wg.Go(func() { c.finishCall(ctx, cancel, s, p, nil, nil) })
+		return acceptedResult{Accepted: true}, nil
+	}
+	return replyLater(func(answer func(any, error) error) {
+		claim := new(atomic.Bool) // whoever answers tool.call first
+		ack := time.AfterFunc(resultInAckWindow, func() {
+			if claim.CompareAndSwap(false, true) {
+				answer(acceptedResult{Accepted: true}, nil)
+			}
+		})
+		c.wg.Go(func() {
+			c.finishCall(ctx, cancel, s, p, conn, func(r *ToolResult) bool {
+				if !claim.CompareAndSwap(false, true) {
+					return false
+				}
+				ack.Stop()
+				return answer(acceptedResult{Accepted: true, Result: r}, nil) == nil
+			})
+		})
+	}), nil
+}
+
+// finishCall runs a tool call and sends its result: in the tool.call
+// acknowledgement on conn if inAck (not nil) manages it, else as tool.result.
+func (c *Client) finishCall(ctx context.Context, cancel context.CancelFunc, s *clientSession, p toolCallParams, conn *rpcConn, inAck func(*ToolResult) bool) {
+	defer cancel()
+	c.emit(Event{Type: EventToolStarted, SessionID: p.SessionID, ToolCallID: p.ToolCallID, Tool: p.Name})
+	res := c.runTool(ctx, s, p)
+	if res.Content == nil {
+		res.Content = []ContentBlock{}
+	}
+	c.emit(Event{Type: EventToolFinished, SessionID: p.SessionID, ToolCallID: p.ToolCallID, Tool: p.Name, Result: &res})
+	s.mu.Lock()
+	delete(s.calls, p.ToolCallID)
+	s.mu.Unlock()
+	r := toolResultParams{SessionID: p.SessionID, ToolCallID: p.ToolCallID, ToolResult: res}
+	c.mu.Lock()
+	c.running--
+	if c.sessions[p.SessionID] != s {
 		c.mu.Unlock()
-		if conn != nil {
-			c.deliverAsync(conn, r)
-		}
-	})
-	return acceptedResult{Accepted: true}, nil
+		return
+	}
+	// The result stays in the outbox until acknowledged, so that it is
+	// sent again after a reconnect.
+	c.outbox[p.ToolCallID] = &outboxEntry{r: r}
+	c.mu.Unlock()
+	if inAck != nil && inAck(&r.ToolResult) {
+		c.mu.Lock()
+		c.sentInAckLocked(conn, p.ToolCallID)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Lock()
+	current := c.conn
+	c.mu.Unlock()
+	if current != nil {
+		c.deliverAsync(current, r)
+	}
 }
 
 func (c *Client) runTool(ctx context.Context, s *clientSession, p toolCallParams) ToolResult {

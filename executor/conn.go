@@ -182,6 +182,11 @@ func (c *rpcConn) readOne(ctx context.Context) error {
 	switch {
 	case m.isRequest() && c.inline != nil && c.inline(m.Method):
 		res, err := c.handler(ctx, m.Method, m.Params)
+		if later, ok := res.(replyLater); ok && err == nil {
+			id := m.ID
+			later(func(result any, err error) error { return c.reply(ctx, id, result, err) })
+			break
+		}
 		if c.syncReply {
 			c.reply(ctx, m.ID, res, err)
 			break
@@ -224,26 +229,34 @@ func (c *rpcConn) readOne(ctx context.Context) error {
 	return nil
 }
 
-// reply sends the response to a request.
-func (c *rpcConn) reply(ctx context.Context, id json.RawMessage, result any, err error) {
+// replyLater is what an inline handler returns to answer its request
+// later: it is called at once, from the read loop, with the function that
+// sends the answer (which it must not call from the read loop itself
+// unless the connection has syncReply).
+type replyLater func(answer func(result any, err error) error)
+
+// reply sends the response to a request and returns the write error.
+func (c *rpcConn) reply(ctx context.Context, id json.RawMessage, result any, err error) error {
 	m := &message{JSONRPC: "2.0", ID: id}
 	if err != nil {
 		m.Error = ptr(toRPCError(err).ToWire())
 	} else {
-		b, merr := json.Marshal(result)
+		b, merr := marshal(result)
 		if merr != nil {
 			m.Error = ptr(NewRPCError(CodeInternalError, "").withDetail(merr.Error()).ToWire())
 		} else {
 			m.Result = b
 		}
 	}
-	if werr := c.write(ctx, m); werr != nil {
+	werr := c.write(ctx, m)
+	if werr != nil {
 		c.logger.Debug("write response", "err", werr)
 	}
 	var ca *closeAfterReply
 	if errors.As(err, &ca) {
 		c.closeWith(ca.code, ca.reason)
 	}
+	return werr
 }
 
 // closeAfterReply is a handler error that closes the connection with a
@@ -351,7 +364,7 @@ func (c *rpcConn) write(ctx context.Context, m *message) error {
 // Without a deadline in ctx the request times out after requestTimeout
 // with a *RequestTimeoutError.
 func (c *rpcConn) call(ctx context.Context, method string, params, result any) error {
-	p, err := json.Marshal(params)
+	p, err := marshal(params)
 	if err != nil {
 		return fmt.Errorf("executor: encode %s params: %w", method, err)
 	}
@@ -394,7 +407,7 @@ func (c *rpcConn) call(ctx context.Context, method string, params, result any) e
 			return &RPCError{Code: m.Error.Code, Message: m.Error.Message, Data: m.Error.Data}
 		}
 		if result != nil {
-			if err := json.Unmarshal(m.Result, result); err != nil {
+			if err := unmarshal(m.Result, result); err != nil {
 				return fmt.Errorf("executor: decode %s result: %w", method, err)
 			}
 		}
@@ -425,7 +438,7 @@ func (c *rpcConn) call(ctx context.Context, method string, params, result any) e
 // request could not be sent. If the connection ends first, done is never
 // called: the caller watches the connection's end itself.
 func (c *rpcConn) callAsync(ctx context.Context, method string, params any, done func(result json.RawMessage, err error)) {
-	p, err := json.Marshal(params)
+	p, err := marshal(params)
 	if err != nil {
 		done(nil, fmt.Errorf("executor: encode %s params: %w", method, err))
 		return
@@ -460,7 +473,7 @@ func (c *rpcConn) callAsync(ctx context.Context, method string, params any, done
 
 // notify sends a notification.
 func (c *rpcConn) notify(ctx context.Context, method string, params any) error {
-	p, err := json.Marshal(params)
+	p, err := marshal(params)
 	if err != nil {
 		return fmt.Errorf("executor: encode %s params: %w", method, err)
 	}

@@ -36,20 +36,15 @@ func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 		}
 		return nil, nullID, NewRPCError(CodeInvalidRequest, "").withDetail(detail)
 	}
-	var raw struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"` // "" is absent or empty: invalid either way
-		Params  json.RawMessage `json:"params"`
-		Result  json.RawMessage `json:"result"`
-		Error   json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, nullID, NewRPCError(CodeParseError, "")
+	var raw rawFrame
+	if !raw.decodeFast(data) {
+		if err := json.Unmarshal(data, &raw); err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return nil, nullID, NewRPCError(CodeParseError, "")
+			}
+			return nil, idOf(data), NewRPCError(CodeInvalidRequest, "").withDetail(err.Error())
 		}
-		return nil, idOf(data), NewRPCError(CodeInvalidRequest, "").withDetail(err.Error())
 	}
 	if bytes.Equal(raw.Error, nullID) {
 		raw.Error = nil

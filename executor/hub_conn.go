@@ -53,7 +53,7 @@ func decodeParams(params json.RawMessage, v any) error {
 	if len(params) == 0 {
 		return NewRPCError(CodeInvalidParams, "").withDetail("params are required")
 	}
-	if err := json.Unmarshal(params, v); err != nil {
+	if err := unmarshal(params, v); err != nil {
 		return NewRPCError(CodeInvalidParams, "").withDetail(err.Error())
 	}
 	return nil
@@ -143,6 +143,7 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 		LeaseTTLMS:          h.opts.LeaseTTL.Milliseconds(),
 		Resumed:             []string{},
 		Lost:                []LostSession{},
+		Features:            []string{FeatureResultInAck},
 	}
 	var resend []*Lease
 	h.mu.Lock()
@@ -298,17 +299,5 @@ func (c *hubConn) toolResult(params json.RawMessage) (any, error) {
 	if l.identity != c.identity {
 		return nil, NewRPCError(CodeForbidden, "").withDetail("the session is held by another executor")
 	}
-	if _, ok := l.results[p.ToolCallID]; ok {
-		return toolResultAck{Duplicate: true}, nil
-	}
-	if p.Content == nil {
-		p.Content = []ContentBlock{}
-	}
-	l.keepResultLocked(p.ToolCallID, p.ToolResult)
-	if tc := l.calls[p.ToolCallID]; tc != nil {
-		delete(l.calls, p.ToolCallID)
-		tc.result = p.ToolResult
-		close(tc.done)
-	}
-	return toolResultAck{}, nil
+	return toolResultAck{Duplicate: !l.acceptResultLocked(p.ToolCallID, p.ToolResult)}, nil
 }

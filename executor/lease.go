@@ -323,12 +323,25 @@ func (l *Lease) CallTool(ctx context.Context, call ToolCall) (ToolResult, error)
 // protocol error ends the call with that error; a lost connection leaves
 // it pending, to be sent again when the executor resumes the session.
 func (l *Lease) send(ctx context.Context, conn *hubConn, tc *toolCall) {
-	conn.rpc.callAsync(ctx, MethodToolCall, tc.params, func(_ json.RawMessage, err error) {
+	conn.rpc.callAsync(ctx, MethodToolCall, tc.params, func(ack json.RawMessage, err error) {
+		h := l.h
+		if err == nil {
+			// The result may have come with the acknowledgement.
+			var a acceptedResult
+			if unmarshal(ack, &a) != nil || a.Result == nil {
+				return
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.leases[l.SessionID] == l && l.state == leaseActive {
+				l.acceptResultLocked(tc.params.ToolCallID, *a.Result)
+			}
+			return
+		}
 		var re *RPCError
 		if !errors.As(err, &re) {
 			return
 		}
-		h := l.h
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if l.calls[tc.params.ToolCallID] != tc {
@@ -338,6 +351,24 @@ func (l *Lease) send(ctx context.Context, conn *hubConn, tc *toolCall) {
 		tc.err = re
 		close(tc.done)
 	})
+}
+
+// acceptResultLocked records the result of a tool call and wakes its
+// caller. It reports false for a result already received (a duplicate).
+func (l *Lease) acceptResultLocked(id string, r ToolResult) bool {
+	if _, ok := l.results[id]; ok {
+		return false
+	}
+	if r.Content == nil {
+		r.Content = []ContentBlock{}
+	}
+	l.keepResultLocked(id, r)
+	if tc := l.calls[id]; tc != nil {
+		delete(l.calls, id)
+		tc.result = r
+		close(tc.done)
+	}
+	return true
 }
 
 // resendPending sends the calls still waiting for a result to the

@@ -69,11 +69,10 @@ func main() {
 		}
 		pprof.StartCPUProfile(f)
 	}
-	tl := roundTrips(lease, *calls)
+	tl, el := interleaved(lease, echo, payload, *calls)
 	if *cpuprofile != "" {
 		pprof.StopCPUProfile()
 	}
-	el := echoLatency(echo, payload, *calls)
 	tt := toolThroughput(lease, *inflight, *dur)
 	et := echoThroughput(echo, payload, *inflight, *dur)
 	closeEcho()
@@ -204,6 +203,31 @@ func roundTrips(l *executor.Lease, n int) latency {
 		d[i] = oneCall(l)
 	}
 	return percentiles(d)
+}
+
+// interleaved measures n tool calls and n echoes in alternating blocks of
+// 50, so that both see the same state of a shared, noisy machine.
+func interleaved(l *executor.Lease, echo *websocket.Conn, payload []byte, n int) (tool, raw latency) {
+	const block = 50
+	td := make([]time.Duration, 0, n)
+	ed := make([]time.Duration, 0, n)
+	ctx := context.Background()
+	for len(td) < n {
+		for range min(block, n-len(td)) {
+			td = append(td, oneCall(l))
+		}
+		for range min(block, n-len(ed)) {
+			start := time.Now()
+			if err := echo.Write(ctx, websocket.MessageText, payload); err != nil {
+				log.Fatal(err)
+			}
+			if _, _, err := echo.Read(ctx); err != nil {
+				log.Fatal(err)
+			}
+			ed = append(ed, time.Since(start))
+		}
+	}
+	return percentiles(td), percentiles(ed)
 }
 
 func toolThroughput(l *executor.Lease, inflight int, dur time.Duration) float64 {

@@ -1,0 +1,140 @@
+package executor
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// outboxState returns how many results the client keeps and how many of
+// them went out in a tool.call acknowledgement.
+func outboxState(c *Client) (kept, inAck int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.outbox {
+		if e.sentInAck != nil {
+			inAck++
+		}
+	}
+	return len(c.outbox), inAck
+}
+
+func TestFastResultTravelsInAckAndIsProvenByHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{HeartbeatInterval: 10 * time.Second, LeaseTTL: 30 * time.Second})
+		ts := &testSessions{}
+		c := f.client(Options{Sessions: ts, Capabilities: testCaps})
+		defer f.shutdown(c)
+		l := f.assign("s1", "noop")
+		res, err := l.CallTool(context.Background(), ToolCall{ID: "c1", Name: "noop"})
+		if err != nil || res.Content[0].Text != "ok noop" {
+			t.Fatalf("CallTool = %+v, %v", res, err)
+		}
+		synctest.Wait()
+		if kept, inAck := outboxState(c); kept != 1 || inAck != 1 {
+			t.Fatalf("outbox kept %d (%d sent in the ack), want the result kept until a heartbeat proves it arrived", kept, inAck)
+		}
+		time.Sleep(11 * time.Second)
+		synctest.Wait()
+		if kept, _ := outboxState(c); kept != 0 {
+			t.Fatalf("outbox still keeps %d results after a heartbeat", kept)
+		}
+	})
+}
+
+func TestSlowResultComesAsToolResultAfterAPlainAck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{})
+		ts := &testSessions{gate: make(chan struct{})}
+		c := f.client(Options{Sessions: ts, Capabilities: testCaps})
+		defer f.shutdown(c)
+		l := f.assign("s1", "block")
+		type answer struct {
+			res ToolResult
+			err error
+		}
+		done := make(chan answer, 1)
+		go func() {
+			res, err := l.CallTool(context.Background(), ToolCall{ID: "c1", Name: "block"})
+			done <- answer{res, err}
+		}()
+		time.Sleep(time.Second) // well past the acknowledgement window
+		synctest.Wait()
+		select {
+		case a := <-done:
+			t.Fatalf("CallTool returned before the tool finished: %+v", a)
+		default:
+		}
+		close(ts.gate)
+		a := <-done
+		if a.err != nil || a.res.Content[0].Text != "ok block" {
+			t.Fatalf("CallTool = %+v, %v", a.res, a.err)
+		}
+		synctest.Wait()
+		if kept, _ := outboxState(c); kept != 0 {
+			t.Fatalf("outbox keeps %d results: the tool.result was not acknowledged", kept)
+		}
+	})
+}
+
+func TestResultSentInAckIsResentAfterReconnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{HeartbeatInterval: 10 * time.Second, LeaseTTL: 30 * time.Second})
+		ts := &testSessions{}
+		var registered int
+		c := f.client(Options{Sessions: ts, Capabilities: testCaps, OnEvent: func(e Event) {
+			if e.Type == EventRegistered {
+				registered++
+			}
+		}})
+		defer f.shutdown(c)
+		l := f.assign("s1", "noop")
+		if _, err := l.CallTool(context.Background(), ToolCall{ID: "c1", Name: "noop"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		// The socket drops before any heartbeat could prove the result
+		// arrived: after re-registering the executor sends it again as
+		// tool.result, which the hub answers as a duplicate.
+		f.net.drop()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if registered < 2 {
+			t.Fatalf("registered %d times, want a reconnect", registered)
+		}
+		if kept, _ := outboxState(c); kept != 0 {
+			t.Fatalf("outbox keeps %d results after the resend", kept)
+		}
+		res, err := l.CallTool(context.Background(), ToolCall{ID: "c1", Name: "noop"})
+		if err != nil || res.Content[0].Text != "ok noop" {
+			t.Fatalf("CallTool again = %+v, %v", res, err)
+		}
+		if n := ts.runs.Load(); n != 1 {
+			t.Fatalf("the tool ran %d times, want once", n)
+		}
+	})
+}
+
+func TestUnprovenResultsAskForAnEarlyHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{HeartbeatInterval: time.Hour, LeaseTTL: 3 * time.Hour})
+		ts := &testSessions{}
+		c := f.client(Options{Sessions: ts, Capabilities: testCaps})
+		defer f.shutdown(c)
+		l := f.assign("s1", "noop")
+		most := 0
+		for i := range 3 * maxUnproven {
+			if _, err := l.CallTool(context.Background(), ToolCall{ID: "c" + strconv.Itoa(i), Name: "noop"}); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			kept, _ := outboxState(c)
+			most = max(most, kept)
+		}
+		if most > maxUnproven {
+			t.Fatalf("the outbox grew to %d results, want at most %d between heartbeats", most, maxUnproven)
+		}
+	})
+}
