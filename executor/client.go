@@ -483,11 +483,14 @@ func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, e
 // outboxEntry is a tool result the harness has not acknowledged yet.
 type outboxEntry struct {
 	r toolResultParams
-	// sentInAck is the connection whose tool.call acknowledgement carried
-	// the result ([FeatureResultInAck]); nil while it was not sent that way.
-	// The harness reads frames in order, so the answer to a heartbeat sent
-	// after that acknowledgement proves it was received.
-	sentInAck *rpcConn
+	// ackConn is the connection whose tool.call acknowledgement carries
+	// the result ([FeatureResultInAck]), nil if it goes as tool.result;
+	// such a result is not sent again on that connection.
+	ackConn *rpcConn
+	// acked: that acknowledgement was written. The harness reads frames
+	// in order, so the answer to a heartbeat sent after it proves it was
+	// received.
+	acked bool
 }
 
 // maxUnproven is how many results sent in acknowledgements may wait for
@@ -504,20 +507,22 @@ func (c *Client) dropResultsLocked(sessionID string) {
 
 // dropLocked forgets an acknowledged result.
 func (c *Client) dropLocked(id string) {
-	if e := c.outbox[id]; e != nil && e.sentInAck != nil && e.sentInAck == c.conn {
+	if e := c.outbox[id]; e != nil && e.acked && e.ackConn == c.conn {
 		c.unproven--
 	}
 	delete(c.outbox, id)
 }
 
-// sentInAckLocked records that the result of id went out in the
-// acknowledgement of its tool.call on conn.
-func (c *Client) sentInAckLocked(conn *rpcConn, id string) {
-	e := c.outbox[id]
-	if e == nil || conn != c.conn {
-		return
+// ackedLocked records that e went out in the acknowledgement of its
+// tool.call.
+func (c *Client) ackedLocked(e *outboxEntry) {
+	if c.outbox[e.r.ToolCallID] != e {
+		return // acknowledged meanwhile
 	}
-	e.sentInAck = conn
+	e.acked = true
+	if e.ackConn != c.conn {
+		return // that connection is gone: the result is sent again
+	}
 	c.unproven++
 	if c.unproven >= maxUnproven {
 		select {
@@ -548,7 +553,7 @@ func (c *Client) heartbeats(ctx context.Context, conn *rpcConn, interval time.Du
 		}
 		var sent []string // written before the heartbeat, so received if it is answered
 		for id, e := range c.outbox {
-			if e.sentInAck == conn {
+			if e.acked && e.ackConn == conn {
 				sent = append(sent, id)
 			}
 		}
@@ -560,7 +565,7 @@ func (c *Client) heartbeats(ctx context.Context, conn *rpcConn, interval time.Du
 		}
 		c.mu.Lock()
 		for _, id := range sent {
-			if e := c.outbox[id]; e != nil && e.sentInAck == conn {
+			if e := c.outbox[id]; e != nil && e.acked && e.ackConn == conn {
 				c.dropLocked(id)
 			}
 		}
@@ -627,7 +632,7 @@ func (c *Client) sendResults(ctx context.Context, conn *rpcConn) {
 		c.mu.Lock()
 		batch := make([]toolResultParams, 0, len(c.outbox))
 		for _, e := range c.outbox {
-			if e.sentInAck == nil || e.sentInAck != conn {
+			if e.ackConn != conn {
 				// Not sent, or sent in an acknowledgement on an earlier
 				// connection that may not have been read.
 				batch = append(batch, e.r)

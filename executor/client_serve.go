@@ -165,7 +165,7 @@ func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
 	if s.a.LeaseID != p.LeaseID {
 		return nil, NewRPCError(CodeLeaseExpired, "").withDetail("the lease is not current")
 	}
-	if !slices.Contains(c.opts.Capabilities, ToolCapability(p.Name)) {
+	if !declaresTool(c.opts.Capabilities, p.Name) {
 		e := NewRPCError(CodeCapabilityUnavailable, "")
 		e.Data = &JSONRPCErrorData{Capability: ToolCapability(p.Name), Detail: "tool " + p.Name + " is not declared"}
 		return nil, e
@@ -179,6 +179,7 @@ func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
 		return nil, NewRPCError(CodeExecutorBusy, "").withDetail("too many tool calls in flight")
 	}
 	c.running++
+	inAck := c.inAck && c.conn == conn
 	c.mu.Unlock()
 	s.seen[p.ToolCallID] = true
 	ctx, cancel := context.WithCancel(context.Background())
@@ -186,9 +187,6 @@ func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
 		ctx, cancel = context.WithTimeout(context.Background(), time.Duration(p.TimeoutMS)*time.Millisecond)
 	}
 	s.calls[p.ToolCallID] = cancel
-	c.mu.Lock()
-	inAck := c.inAck && c.conn == conn
-	c.mu.Unlock()
 	if !inAck {
 		c.wg.Go(func() { c.finishCall(ctx, cancel, s, p, nil, nil) })
 		return acceptedResult{Accepted: true}, nil
@@ -234,13 +232,22 @@ func (c *Client) finishCall(ctx context.Context, cancel context.CancelFunc, s *c
 	}
 	// The result stays in the outbox until acknowledged, so that it is
 	// sent again after a reconnect.
-	c.outbox[p.ToolCallID] = &outboxEntry{r: r}
+	e := &outboxEntry{r: r}
+	if inAck != nil {
+		e.ackConn = conn
+	}
+	c.outbox[p.ToolCallID] = e
 	c.mu.Unlock()
-	if inAck != nil && inAck(&r.ToolResult) {
+	if inAck != nil {
+		sent := inAck(&r.ToolResult)
 		c.mu.Lock()
-		c.sentInAckLocked(conn, p.ToolCallID)
+		if sent {
+			c.ackedLocked(e)
+			c.mu.Unlock()
+			return
+		}
+		e.ackConn = nil // acknowledged without it, or not sent: send it as tool.result
 		c.mu.Unlock()
-		return
 	}
 	c.mu.Lock()
 	current := c.conn
@@ -248,6 +255,18 @@ func (c *Client) finishCall(ctx context.Context, cancel context.CancelFunc, s *c
 	if current != nil {
 		c.deliverAsync(current, r)
 	}
+}
+
+// declaresTool reports whether caps holds "tool:"+name (without building
+// that string on every call).
+func declaresTool(caps []string, name string) bool {
+	const prefix = "tool:"
+	for _, c := range caps {
+		if len(c) == len(prefix)+len(name) && c[:len(prefix)] == prefix && c[len(prefix):] == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Client) runTool(ctx context.Context, s *clientSession, p toolCallParams) ToolResult {
