@@ -41,12 +41,12 @@ func TestFastPathTaken(t *testing.T) {
 
 func TestFastPathFallsBack(t *testing.T) {
 	for _, f := range []string{
-		`{"jsonrpc":"2.0","ID":1,"method":"x"}`,            // case-folded key
-		`{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}`,     // duplicate
-		`{"jsonrpc":"2.0","id":1,"method":null}`,           // null string
-		`{"jsonrpc":"2.0","id":1,"method":"\ud83d\ude00"}`, // surrogate escape
-		`{"jsonrpc":"2.0","id":1,"method":"x"} x`,          // trailing data
-		`{"jsonrpc":"2.0","id":01}`,                        // bad number
+		`{"jsonrpc":"2.0","ID":1,"method":"x"}`,              // case-folded key
+		`{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}`,       // duplicate
+		`{"jsonrpc":"2.0","id":1,"method":null}`,             // null string
+		`{"jsonrpc":"2.0","id":1,"method":"\ud83d\ude00"}`,   // surrogate escape
+		`{"jsonrpc":"2.0","id":1,"method":"x"} x`,            // trailing data
+		`{"jsonrpc":"2.0","id":01}`,                          // bad number
 		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}", // invalid UTF-8
 	} {
 		var r rawFrame
