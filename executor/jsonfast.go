@@ -265,6 +265,25 @@ func (s *jsonScan) text() (string, bool) {
 	return unescape(content)
 }
 
+// word reads a string value like text, returning the one of known it
+// equals without allocating a copy.
+func (s *jsonScan) word(known []string) (string, bool) {
+	if s.next() != '"' {
+		return "", false
+	}
+	start := s.i
+	content, esc, ok := s.str()
+	if ok && !esc {
+		for _, k := range known {
+			if string(content) == k {
+				return k, true
+			}
+		}
+	}
+	s.i = start
+	return s.text()
+}
+
 func unescape(content []byte) (string, bool) {
 	out := make([]byte, 0, len(content))
 	for i := 0; i < len(content); i++ {
@@ -324,45 +343,34 @@ func (s *jsonScan) integer() (int64, bool) {
 	return n, err == nil
 }
 
-// member dispatches one object member to the reader of its key, and
-// skips members no reader wants. It gives up on a key seen twice and on
-// an unknown key that encoding/json would match to a known one (it
-// matches case-insensitively).
-type memberReader struct {
-	s     *jsonScan
-	keys  []string
-	seen  uint64
-	reads func(k int) bool
-}
-
-func (m *memberReader) member(key []byte) bool {
-	for k, want := range m.keys {
-		if string(key) == want {
-			if m.seen&(1<<k) != 0 {
+// readObject reads an object whose members named keys are read by read
+// (called with the key's index, the cursor on the value); the rest are
+// skipped. It gives up on a key seen twice and on an unknown key that
+// encoding/json would match to a known one (it matches case-insensitively).
+func (s *jsonScan) readObject(keys []string, read func(k int) bool) bool {
+	var seen uint64
+	return s.object(func(key []byte) bool {
+		for k, want := range keys {
+			if string(key) == want {
+				if seen&(1<<k) != 0 {
+					return false
+				}
+				seen |= 1 << k
+				return read(k)
+			}
+		}
+		for _, c := range key {
+			if c >= utf8.RuneSelf {
 				return false
 			}
-			m.seen |= 1 << k
-			return m.reads(k)
 		}
-	}
-	for _, c := range key {
-		if c >= utf8.RuneSelf {
-			return false
+		for _, want := range keys {
+			if strings.EqualFold(string(key), want) {
+				return false
+			}
 		}
-	}
-	for _, want := range m.keys {
-		if strings.EqualFold(string(key), want) {
-			return false
-		}
-	}
-	return m.s.value(1)
-}
-
-// readObject reads an object whose members named keys are read by reads
-// (called with the key's index); the rest are skipped.
-func (s *jsonScan) readObject(keys []string, reads func(k int) bool) bool {
-	m := memberReader{s: s, keys: keys, reads: reads}
-	return s.object(m.member)
+		return s.value(1)
+	})
 }
 
 // appendString appends s as a JSON string; false if s is not valid UTF-8

@@ -52,6 +52,18 @@ type rawFrame struct {
 
 var frameKeys = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 
+var (
+	versions = []string{"2.0"}
+	methods  = []string{
+		MethodToolCall, MethodToolCancel, MethodToolResult, MethodHeartbeat,
+		MethodRegister, MethodClose, MethodSessionAssign, MethodSessionRelease,
+		MethodProcessStart, MethodProcessSignal, MethodProcessExit,
+		MethodTerminalOpen, MethodTerminalInput, MethodTerminalResize, MethodTerminalClose,
+		MethodTerminalOutput, MethodTerminalExit,
+	}
+	blockTypes = []string{"text"}
+)
+
 // decodeFast splits a frame (which it copies) into its members.
 func (f *rawFrame) decodeFast(data []byte) bool {
 	s := jsonScan{b: bytes.Clone(data)}
@@ -60,11 +72,11 @@ func (f *rawFrame) decodeFast(data []byte) bool {
 		var ok bool
 		switch k {
 		case 0:
-			r.JSONRPC, ok = s.text()
+			r.JSONRPC, ok = s.word(versions)
 		case 1:
 			r.ID, ok = s.raw()
 		case 2:
-			r.Method, ok = s.text()
+			r.Method, ok = s.word(methods)
 		case 3:
 			r.Params, ok = s.raw()
 		case 4:
@@ -98,9 +110,7 @@ func (p *toolCallParams) decodeFast(data []byte) bool {
 		case 3:
 			r.Name, ok = s.text()
 		case 4:
-			var raw []byte
-			raw, ok = s.raw()
-			r.Input = bytes.Clone(raw)
+			r.Input, ok = s.raw() // aliases data, like the frame's params
 		case 5:
 			r.TimeoutMS, ok = s.integer()
 		}
@@ -172,20 +182,19 @@ func (r *ToolResult) read(s *jsonScan) bool {
 		var ok bool
 		switch k {
 		case 0:
-			r.Content = []ContentBlock{}
+			r.Content = make([]ContentBlock, 0, 1)
 			ok = s.array(func() bool {
-				var cb ContentBlock
-				ok := s.readObject(blockKeys, func(k int) bool {
+				r.Content = append(r.Content, ContentBlock{})
+				cb := &r.Content[len(r.Content)-1]
+				return s.readObject(blockKeys, func(k int) bool {
 					var ok bool
 					if k == 0 {
-						cb.Type, ok = s.text()
+						cb.Type, ok = s.word(blockTypes)
 					} else {
 						cb.Text, ok = s.text()
 					}
 					return ok
 				})
-				r.Content = append(r.Content, cb)
-				return ok
 			})
 		case 1:
 			r.IsError, ok = s.boolean()
