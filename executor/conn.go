@@ -309,9 +309,9 @@ func encodeFrame(buf *bytes.Buffer, m *message) error {
 	}
 	if m.Method != "" {
 		buf.WriteString(`,"method":`)
-		b, err := json.Marshal(m.Method)
-		if err != nil {
-			return err
+		b, ok := appendString(buf.AvailableBuffer(), m.Method)
+		if !ok {
+			return fmt.Errorf("executor: method %q is not valid UTF-8", m.Method)
 		}
 		buf.Write(b)
 	}
