@@ -17,8 +17,25 @@ type clientSession struct {
 
 	mu     sync.Mutex
 	calls  map[string]context.CancelFunc // running tool calls
-	seen   map[string]bool               // every tool_call_id accepted
+	seen   map[string]bool               // the tool_call_ids accepted lately
+	order  []string                      // seen, oldest first
 	closed bool
+}
+
+// maxSeenCalls bounds the tool_call_ids a session remembers to refuse a
+// second run. The hub resends only calls it has no result for, and keeps
+// as many results for its own deduplication.
+const maxSeenCalls = maxKeptResults
+
+// rememberLocked records an accepted tool_call_id, forgetting the oldest
+// beyond maxSeenCalls.
+func (s *clientSession) rememberLocked(id string) {
+	s.seen[id] = true
+	s.order = append(s.order, id)
+	if len(s.order) > maxSeenCalls {
+		delete(s.seen, s.order[0])
+		s.order = s.order[1:]
+	}
 }
 
 // close cancels the session's calls and closes its tool host.
@@ -170,10 +187,14 @@ func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
 		e.Data = &JSONRPCErrorData{Capability: ToolCapability(p.Name), Detail: "tool " + p.Name + " is not declared"}
 		return nil, e
 	}
-	if s.seen[p.ToolCallID] || s.closed {
+	if s.seen[p.ToolCallID] || s.calls[p.ToolCallID] != nil || s.closed {
 		return acceptedResult{Accepted: true}, nil // already running or done: never run twice
 	}
 	c.mu.Lock()
+	if c.outbox[p.ToolCallID] != nil {
+		c.mu.Unlock()
+		return acceptedResult{Accepted: true}, nil // done, its result not yet acknowledged
+	}
 	if c.running >= c.opts.MaxConcurrentCalls {
 		c.mu.Unlock()
 		return nil, NewRPCError(CodeExecutorBusy, "").withDetail("too many tool calls in flight")
@@ -181,7 +202,7 @@ func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
 	c.running++
 	inAck := c.inAck && c.conn == conn
 	c.mu.Unlock()
-	s.seen[p.ToolCallID] = true
+	s.rememberLocked(p.ToolCallID)
 	ctx, cancel := context.WithCancel(context.Background())
 	if p.TimeoutMS > 0 {
 		ctx, cancel = context.WithTimeout(context.Background(), time.Duration(p.TimeoutMS)*time.Millisecond)
