@@ -28,14 +28,11 @@ type jsonScan struct {
 const maxScanDepth = 64
 
 func (s *jsonScan) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
+	b, i := s.b, s.i
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
+	s.i = i
 }
 
 // next skips white space and returns the next byte, or 0 at the end.
@@ -166,32 +163,37 @@ func (s *jsonScan) array(elem func() bool) bool {
 // str reads a string and returns its content between the quotes and
 // whether it holds escapes.
 func (s *jsonScan) str() (content []byte, escaped, ok bool) {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
+	b := s.b
+	if s.i >= len(b) || b[s.i] != '"' {
 		return nil, false, false
 	}
 	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
-		switch c := s.b[j]; {
+	for j := start; j < len(b); j++ {
+		c := b[j]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		switch {
 		case c == '"':
 			s.i = j + 1
-			return s.b[start:j], escaped, true
+			return b[start:j], escaped, true
 		case c == '\\':
 			escaped = true
 			j++
-			if j >= len(s.b) {
+			if j >= len(b) {
 				return nil, false, false
 			}
-			switch s.b[j] {
+			switch b[j] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
-				if j+4 >= len(s.b) || !isHex4(s.b[j+1:j+5]) {
+				if j+4 >= len(b) || !isHex4(b[j+1:j+5]) {
 					return nil, false, false
 				}
 				j += 4
 			default:
 				return nil, false, false
 			}
-		case c < 0x20:
+		default: // a control character
 			return nil, false, false
 		}
 	}
