@@ -18,7 +18,7 @@ type clientSession struct {
 	mu     sync.Mutex
 	calls  map[string]context.CancelFunc // running tool calls
 	seen   map[string]bool               // the tool_call_ids accepted lately
-	order  []string                      // seen, oldest first
+	order  recentIDs                     // seen ids
 	closed bool
 }
 
@@ -31,10 +31,8 @@ const maxSeenCalls = maxKeptResults
 // beyond maxSeenCalls.
 func (s *clientSession) rememberLocked(id string) {
 	s.seen[id] = true
-	s.order = append(s.order, id)
-	if len(s.order) > maxSeenCalls {
-		delete(s.seen, s.order[0])
-		s.order = s.order[1:]
+	if old := s.order.add(id, maxSeenCalls); old != "" {
+		delete(s.seen, old)
 	}
 }
 

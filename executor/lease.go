@@ -67,7 +67,7 @@ type Lease struct {
 	timer     *time.Timer
 	calls     map[string]*toolCall
 	results   map[string]ToolResult // for deduplication, bounded by maxKeptResults
-	order     []string              // result ids, oldest first
+	order     recentIDs             // result ids
 }
 
 // maxKeptResults bounds the results a lease remembers for deduplication.
@@ -76,10 +76,8 @@ const maxKeptResults = 4096
 // keepResultLocked records a result, forgetting the oldest beyond the bound.
 func (l *Lease) keepResultLocked(id string, r ToolResult) {
 	l.results[id] = r
-	l.order = append(l.order, id)
-	if len(l.order) > maxKeptResults {
-		delete(l.results, l.order[0])
-		l.order = l.order[1:]
+	if old := l.order.add(id, maxKeptResults); old != "" {
+		delete(l.results, old)
 	}
 }
 
