@@ -25,6 +25,8 @@ type runner struct {
 	proj       *projector  // the view of the log, fed incrementally
 	projClient bool        // the client mode proj was built with
 
+	settled bool // tool uses left running by an earlier runner were answered
+
 	mu         sync.Mutex
 	gen        uint64             // incremented by each interrupt
 	cancelTurn context.CancelFunc // cancels the current model/tool call or wait
@@ -354,6 +356,10 @@ func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
 	if st := tx.Session().Status; st != ma.StatusRunning && !((st == ma.StatusIdle || st == ma.StatusRescheduling) && v.turnActive) {
 		return nil
 	}
+	// The turn ends: tool calls it cut off are not answered later.
+	if err := tx.UnmarkToolRunning(""); err != nil {
+		return err
+	}
 	if v.openSpan != "" {
 		if err := tx.Append(spanEnd(v.openSpan, true, nil, now)); err != nil {
 			return err
@@ -648,6 +654,11 @@ func (r *runner) reschedule(ctx context.Context, gen uint64, wait <-chan struct{
 // result as soon as it is known.
 func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, uses []*toolUse) error {
 	builtins := slices.ContainsFunc(uses, func(u *toolUse) bool { return u.ev.Type == ma.EventAgentToolUse })
+	if builtins {
+		if answered, err := r.settleInterrupted(ctx, uses); answered || err != nil {
+			return err // the next step runs the others
+		}
+	}
 	if p, ok := r.h.cfg.Tools.(Placer); ok && builtins {
 		tctx, done := r.turnContext(ctx, gen)
 		wait, err := p.Place(tctx, sess)
@@ -684,6 +695,11 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 			}
 			continue
 		}
+		// The mark says the tool may have run if this process stops before
+		// its result is in the log; the next runner answers it then.
+		if err := r.update(ctx, func(tx store.Tx) error { return tx.MarkToolRunning(u.ev.ID) }); err != nil {
+			return err
+		}
 		tctx, done := r.turnContext(ctx, gen)
 		res := r.h.cfg.Tools.RunTool(tctx, sess, ToolCall{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
@@ -697,7 +713,10 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 		isErr := res.IsError
 		err := r.update(ctx, func(tx store.Tx) error {
 			now := r.h.now()
-			return tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, Content: res.Content, IsError: &isErr, ProcessedAt: &now})
+			if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, Content: res.Content, IsError: &isErr, ProcessedAt: &now}); err != nil {
+				return err
+			}
+			return tx.UnmarkToolRunning(u.ev.ID)
 		})
 		if err != nil {
 			return err

@@ -154,6 +154,14 @@ type Tx interface {
 	Append(evs ...*ma.Event) error
 	// Event returns the live event with that id.
 	Event(id string) (ma.Event, error)
+	// MarkToolRunning records that a tool use is about to run outside the
+	// log (a built-in tool on an executor). A mark still there after a
+	// crash tells the next runner the tool may have run.
+	MarkToolRunning(toolUseID string) error
+	// UnmarkToolRunning removes a mark; "" removes all of the session's.
+	UnmarkToolRunning(toolUseID string) error
+	// ToolsRunning returns the marked tool uses.
+	ToolsRunning() ([]string, error)
 }
 
 // Entry is one log entry: an event and its position.

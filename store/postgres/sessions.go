@@ -115,6 +115,9 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM running_tools WHERE session_id = $1`, id); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `DELETE FROM events WHERE session_id = $1`, id)
 		return err
 	})

@@ -115,6 +115,9 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM running_tools WHERE session_id = ?`, id); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ?`, id)
 		return err
 	})

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SessionListFilters", testSessionListFilters},
 		{"DeleteSession", testDeleteSession},
 		{"EventFilters", testEventFilters},
+		{"RunningTools", testRunningTools},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

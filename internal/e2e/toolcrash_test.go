@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reinsdev/reins/harness"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// TestToolCutOffByAKillIsNotRunAgain kills the server while a bash call
+// runs. After the restart the model is told the tool may or may not have
+// run, and the command is not started a second time.
+func TestToolCutOffByAKillIsNotRunAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a child process")
+	}
+	bin, err := buildReins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	key := "sk-reins-tool-crash-key"
+	addr := freeAddr(t)
+	c := startChild(t, bin, dataDir, addr, key)
+	defer func() { c.kill() }()
+
+	var agent ma.Agent
+	if _, err := call(c.url, key, "POST", "/v1/agents", map[string]any{"name": "tools", "model": "scripted",
+		"tools": []any{map[string]any{"type": "agent_toolset_20260401"}}}, &agent); err != nil {
+		t.Fatal(err)
+	}
+	var env ma.Environment
+	if _, err := call(c.url, key, "POST", "/v1/environments", map[string]any{"name": "cloud"}, &env); err != nil {
+		t.Fatal(err)
+	}
+	var s ma.Session
+	if _, err := call(c.url, key, "POST", "/v1/sessions", map[string]any{"agent": agent.ID, "environment_id": env.ID}, &s); err != nil {
+		t.Fatal(err)
+	}
+	script := `@tool bash {"command":"echo start >> ran.txt; sleep 15"}` + "\n@then finished"
+	body := map[string]any{"events": []any{map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": script}}}}}
+	if _, err := call(c.url, key, "POST", "/v1/sessions/"+s.ID+"/events", body, nil); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(dataDir, "workspaces", env.ID, s.ID, "ran.txt")
+	starts := func() int {
+		b, _ := os.ReadFile(ran)
+		return strings.Count(string(b), "start")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for starts() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the bash call did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	c.kill() // mid-tool
+	c = startChild(t, bin, dataDir, addr, key)
+
+	var result, answer *ma.Event
+	deadline = time.Now().Add(30 * time.Second)
+	for answer == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session did not finish its turn after the restart (tool result %+v)", result)
+		}
+		time.Sleep(50 * time.Millisecond)
+		var evs struct{ Data []ma.Event }
+		if _, err := call(c.url, key, "GET", "/v1/sessions/"+s.ID+"/events?limit=100", nil, &evs); err != nil {
+			t.Fatal(err)
+		}
+		for i := range evs.Data {
+			switch e := &evs.Data[i]; e.Type {
+			case ma.EventAgentToolResult:
+				result = e
+			case ma.EventAgentMessage:
+				answer = e
+			}
+		}
+	}
+	if result == nil || result.IsError == nil || !*result.IsError || len(result.Content) == 0 || result.Content[0].Text != harness.ToolInterruptedText {
+		t.Fatalf("tool result after the restart = %+v, want the interrupted-tool error", result)
+	}
+	if len(answer.Content) == 0 || answer.Content[0].Text != "finished" {
+		t.Fatalf("answer = %+v", answer)
+	}
+	if n := starts(); n != 1 {
+		t.Fatalf("the command started %d times, want once", n)
+	}
+}
