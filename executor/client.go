@@ -473,7 +473,7 @@ func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, e
 		}
 	}
 	c.conn = conn
-	c.inAck = slices.Contains(res.Features, FeatureResultInAck)
+	c.inAck = slices.Contains(res.Features, featureResultInAck)
 	c.unproven = 0
 	c.mu.Unlock()
 	c.wake()
@@ -484,7 +484,7 @@ func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, e
 type outboxEntry struct {
 	r toolResultParams
 	// ackConn is the connection whose tool.call acknowledgement carries
-	// the result ([FeatureResultInAck]), nil if it goes as tool.result;
+	// the result ([featureResultInAck]), nil if it goes as tool.result;
 	// such a result is not sent again on that connection.
 	ackConn *rpcConn
 	// acked: that acknowledgement was written. The harness reads frames

@@ -155,7 +155,7 @@ func (c *Client) assign(ctx context.Context, params json.RawMessage) (any, error
 
 // resultInAckWindow is how long a tool call may run before its tool.call is
 // acknowledged without the result, when the harness accepts results in
-// acknowledgements ([FeatureResultInAck]).
+// acknowledgements ([featureResultInAck]).
 const resultInAckWindow = 20 * time.Millisecond
 
 // toolCall starts a tool call. It runs in the read loop, so the tool runs

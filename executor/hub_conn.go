@@ -143,7 +143,7 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 		LeaseTTLMS:          h.opts.LeaseTTL.Milliseconds(),
 		Resumed:             []string{},
 		Lost:                []LostSession{},
-		Features:            []string{FeatureResultInAck},
+		Features:            []string{featureResultInAck},
 	}
 	var resend []*Lease
 	h.mu.Lock()

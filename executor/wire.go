@@ -81,18 +81,18 @@ type registerResult struct {
 	Resumed             []string      `json:"resumed"`
 	Lost                []LostSession `json:"lost"`
 	// Features lists the optional protocol features the harness speaks
-	// (see [FeatureResultInAck]).
+	// (see [featureResultInAck]).
 	Features []string `json:"features,omitempty"`
 }
 
-// FeatureResultInAck is the protocol feature "result_in_ack": the harness
+// featureResultInAck is the protocol feature "result_in_ack": the harness
 // accepts a tool call's result inside the tool.call response
 // ({accepted:true, result:{…}}), so that a tool that finishes quickly costs
 // two frames instead of four. Only an executor whose registration result
 // lists it may answer that way; it still keeps the result until a later
 // heartbeat proves the harness read it, and resends it as tool.result after
 // a reconnect.
-const FeatureResultInAck = "result_in_ack"
+const featureResultInAck = "result_in_ack"
 
 type heartbeatParams struct {
 	Sessions []SessionLease `json:"sessions"`
@@ -155,7 +155,7 @@ type toolCallParams struct {
 type acceptedResult struct {
 	Accepted bool `json:"accepted"`
 	// Result is the call's outcome when it finished before the
-	// acknowledgement was sent ([FeatureResultInAck]).
+	// acknowledgement was sent ([featureResultInAck]).
 	Result *ToolResult `json:"result,omitempty"`
 }
 
