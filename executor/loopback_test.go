@@ -125,3 +125,47 @@ func TestSocketDroppedMidToolOverLoopback(t *testing.T) {
 		t.Fatalf("CallTool after the reconnect = %+v, %v", res, err)
 	}
 }
+
+func TestTokenExpiry4001OverLoopback(t *testing.T) {
+	f := newFixture(t, HubOptions{TokenTTL: 1500 * time.Millisecond})
+	ts := &testSessions{}
+	registered := make(chan struct{}, 16)
+	closed := make(chan int, 16)
+	f.client(Options{Sessions: ts, Capabilities: testCaps, OnEvent: func(e Event) {
+		switch e.Type {
+		case EventRegistered:
+			registered <- struct{}{}
+		case EventDisconnected:
+			closed <- CloseCode(e.Err)
+		}
+	}})
+	select {
+	case <-registered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no registration")
+	}
+	l := f.assign("s1", "noop")
+	select {
+	case code := <-closed:
+		if code != CloseTokenExpired {
+			t.Fatalf("connection closed with %d, want %d", code, CloseTokenExpired)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub did not close the connection when the token expired")
+	}
+	select {
+	case <-registered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the executor did not reconnect with a new token")
+	}
+	res, err := l.CallTool(context.Background(), ToolCall{ID: "c1", Name: "noop"})
+	if err != nil || res.Content[0].Text != "ok noop" {
+		t.Fatalf("CallTool after the refresh = %+v, %v (the lease should have resumed)", res, err)
+	}
+	ts.mu.Lock()
+	opened := ts.opened
+	ts.mu.Unlock()
+	if opened != 1 {
+		t.Fatalf("session opened %d times, want 1 (resumed)", opened)
+	}
+}
