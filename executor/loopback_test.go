@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -167,5 +168,33 @@ func TestTokenExpiry4001OverLoopback(t *testing.T) {
 	ts.mu.Unlock()
 	if opened != 1 {
 		t.Fatalf("session opened %d times, want 1 (resumed)", opened)
+	}
+}
+
+func TestMaxReconnectAttemptsOverLoopback(t *testing.T) {
+	f := newFixture(t, HubOptions{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there any more
+	attempts := 0
+	c := f.client(Options{URL: down, Sessions: &testSessions{}, Capabilities: testCaps, MaxReconnectAttempts: 3,
+		BackoffMin: time.Millisecond, BackoffMax: 5 * time.Millisecond, OnEvent: func(e Event) {
+			if e.Type == EventConnecting {
+				attempts++
+			}
+		}})
+	err = waitErr(t, c)
+	if !errors.Is(err, ErrReconnectExhausted) {
+		t.Fatalf("Err = %v, want ErrReconnectExhausted", err)
+	}
+	var op *net.OpError
+	if !errors.As(err, &op) {
+		t.Fatalf("Err = %v, want it to wrap the last dial failure", err)
+	}
+	if attempts < 3 {
+		t.Fatalf("%d connection attempts, want at least 3", attempts)
 	}
 }
