@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -215,18 +216,9 @@ func agentsUpdate(cf *clientFlags) *cobra.Command {
 }
 
 func agentsArchive(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "archive AGENT_ID",
-		Short: "Archive an agent (no new sessions can use it)",
-		Args:  cobra.ExactArgs(1),
-		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
-			a, err := c.Beta.Agents.Archive(cmd.Context(), args[0], anthropic.BetaAgentArchiveParams{})
-			if err != nil {
-				return err
-			}
-			return printAgent(cmd.OutOrStdout(), c.output, a)
-		}),
-	}
+	return byID(cf, "archive AGENT_ID", "Archive an agent (no new sessions can use it)", func(ctx context.Context, c *apiClient, id string) (*anthropic.BetaManagedAgentsAgent, error) {
+		return c.Beta.Agents.Archive(ctx, id, anthropic.BetaAgentArchiveParams{})
+	}, printAgent)
 }
 
 func agentsVersions(cf *clientFlags) *cobra.Command {

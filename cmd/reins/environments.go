@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -142,18 +143,9 @@ func envCreate(cf *clientFlags) *cobra.Command {
 }
 
 func envGet(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "get ENVIRONMENT_ID",
-		Short: "Show an environment",
-		Args:  cobra.ExactArgs(1),
-		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
-			e, err := c.Beta.Environments.Get(cmd.Context(), args[0], anthropic.BetaEnvironmentGetParams{})
-			if err != nil {
-				return err
-			}
-			return printEnvironment(cmd.OutOrStdout(), c.output, e)
-		}),
-	}
+	return byID(cf, "get ENVIRONMENT_ID", "Show an environment", func(ctx context.Context, c *apiClient, id string) (*anthropic.BetaEnvironment, error) {
+		return c.Beta.Environments.Get(ctx, id, anthropic.BetaEnvironmentGetParams{})
+	}, printEnvironment)
 }
 
 func envList(cf *clientFlags) *cobra.Command {
@@ -223,37 +215,15 @@ func envUpdate(cf *clientFlags) *cobra.Command {
 }
 
 func envArchive(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "archive ENVIRONMENT_ID",
-		Short: "Archive an environment (no new sessions can use it)",
-		Args:  cobra.ExactArgs(1),
-		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
-			e, err := c.Beta.Environments.Archive(cmd.Context(), args[0], anthropic.BetaEnvironmentArchiveParams{})
-			if err != nil {
-				return err
-			}
-			return printEnvironment(cmd.OutOrStdout(), c.output, e)
-		}),
-	}
+	return byID(cf, "archive ENVIRONMENT_ID", "Archive an environment (no new sessions can use it)", func(ctx context.Context, c *apiClient, id string) (*anthropic.BetaEnvironment, error) {
+		return c.Beta.Environments.Archive(ctx, id, anthropic.BetaEnvironmentArchiveParams{})
+	}, printEnvironment)
 }
 
 func envDelete(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete ENVIRONMENT_ID",
-		Short: "Delete an environment",
-		Args:  cobra.ExactArgs(1),
-		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
-			d, err := c.Beta.Environments.Delete(cmd.Context(), args[0], anthropic.BetaEnvironmentDeleteParams{})
-			if err != nil {
-				return err
-			}
-			if c.output == outputJSON {
-				return printJSON(cmd.OutOrStdout(), d)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", d.ID)
-			return err
-		}),
-	}
+	return byID(cf, "delete ENVIRONMENT_ID", "Delete an environment", func(ctx context.Context, c *apiClient, id string) (*anthropic.BetaEnvironmentDeleteResponse, error) {
+		return c.Beta.Environments.Delete(ctx, id, anthropic.BetaEnvironmentDeleteParams{})
+	}, printDeleted)
 }
 
 func printEnvironment(w io.Writer, output string, e rawJSONer) error {

@@ -154,18 +154,9 @@ func sessionsCreate(cf *clientFlags) *cobra.Command {
 }
 
 func sessionsGet(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "get SESSION_ID",
-		Short: "Show a session",
-		Args:  cobra.ExactArgs(1),
-		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
-			s, err := c.Beta.Sessions.Get(cmd.Context(), args[0], anthropic.BetaSessionGetParams{})
-			if err != nil {
-				return err
-			}
-			return printSession(cmd.OutOrStdout(), c.output, s)
-		}),
-	}
+	return byID(cf, "get SESSION_ID", "Show a session", func(ctx context.Context, c *apiClient, id string) (*anthropic.BetaManagedAgentsSession, error) {
+		return c.Beta.Sessions.Get(ctx, id, anthropic.BetaSessionGetParams{})
+	}, printSession)
 }
 
 func sessionsList(cf *clientFlags) *cobra.Command {
@@ -224,37 +215,15 @@ func sessionsList(cf *clientFlags) *cobra.Command {
 }
 
 func sessionsArchive(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "archive SESSION_ID",
-		Short: "Archive a session (it becomes read-only)",
-		Args:  cobra.ExactArgs(1),
-		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
-			s, err := c.Beta.Sessions.Archive(cmd.Context(), args[0], anthropic.BetaSessionArchiveParams{})
-			if err != nil {
-				return err
-			}
-			return printSession(cmd.OutOrStdout(), c.output, s)
-		}),
-	}
+	return byID(cf, "archive SESSION_ID", "Archive a session (it becomes read-only)", func(ctx context.Context, c *apiClient, id string) (*anthropic.BetaManagedAgentsSession, error) {
+		return c.Beta.Sessions.Archive(ctx, id, anthropic.BetaSessionArchiveParams{})
+	}, printSession)
 }
 
 func sessionsDelete(cf *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete SESSION_ID",
-		Short: "Delete a session and its history",
-		Args:  cobra.ExactArgs(1),
-		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
-			d, err := c.Beta.Sessions.Delete(cmd.Context(), args[0], anthropic.BetaSessionDeleteParams{})
-			if err != nil {
-				return err
-			}
-			if c.output == outputJSON {
-				return printJSON(cmd.OutOrStdout(), d)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", d.ID)
-			return err
-		}),
-	}
+	return byID(cf, "delete SESSION_ID", "Delete a session and its history", func(ctx context.Context, c *apiClient, id string) (*anthropic.BetaManagedAgentsDeletedSession, error) {
+		return c.Beta.Sessions.Delete(ctx, id, anthropic.BetaSessionDeleteParams{})
+	}, printDeleted)
 }
 
 // sendFlags build the events of `sessions send`.
