@@ -654,11 +654,6 @@ func (r *runner) reschedule(ctx context.Context, gen uint64, wait <-chan struct{
 // result as soon as it is known.
 func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, uses []*toolUse) error {
 	builtins := slices.ContainsFunc(uses, func(u *toolUse) bool { return u.ev.Type == ma.EventAgentToolUse })
-	if builtins {
-		if answered, err := r.settleInterrupted(ctx, uses); answered || err != nil {
-			return err // the next step runs the others
-		}
-	}
 	if p, ok := r.h.cfg.Tools.(Placer); ok && builtins {
 		tctx, done := r.turnContext(ctx, gen)
 		wait, err := p.Place(tctx, sess)
@@ -697,8 +692,22 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 		}
 		// The mark says the tool may have run if this process stops before
 		// its result is in the log; the next runner answers it then.
-		if err := r.update(ctx, func(tx store.Tx) error { return tx.MarkToolRunning(u.ev.ID) }); err != nil {
+		answered := false
+		if err := r.update(ctx, func(tx store.Tx) error {
+			if !r.settled {
+				var err error
+				if answered, err = r.answerInterrupted(tx, uses); err != nil || answered {
+					return err
+				}
+			}
+			return tx.MarkToolRunning(u.ev.ID)
+		}); err != nil {
 			return err
+		}
+		r.settled = true
+		if answered {
+			r.h.log.Warn("tools were running when the server stopped; told the model they may or may not have run", "session", r.id)
+			return nil // the next step runs the others
 		}
 		tctx, done := r.turnContext(ctx, gen)
 		res := r.h.cfg.Tools.RunTool(tctx, sess, ToolCall{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
