@@ -1,0 +1,303 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Names under which the binary is re-executed (its argv[0]).
+const (
+	initArg0 = "reins-sandbox-init"
+	execArg0 = "reins-sandbox-exec"
+)
+
+// initControlFD is init's end of the control socket.
+const initControlFD = 3
+
+// initConfig is what the server tells init (its argv[1], JSON).
+type initConfig struct {
+	// Workspace is the host path of the workspace. Init opens it before
+	// anything else, while it still has the server's file access.
+	Workspace string `json:"workspace"`
+	// SwitchUser: init starts with the server's (root's) ids and switches
+	// to the sandbox's mapped user once it has opened the workspace.
+	SwitchUser bool     `json:"switch_user,omitempty"`
+	ReadOnly   bool     `json:"read_only,omitempty"`
+	Env      []string `json:"env"`
+	Limits   Limits   `json:"limits"`
+	Hostname string   `json:"hostname"`
+}
+
+// MaybeRun does the work of a sandbox's own processes and exits when the
+// current process is one of them (a sandbox's init or the launcher of a
+// process inside it); otherwise it returns at once. Call it first thing
+// in main, and in TestMain of tests that start sandboxes.
+func MaybeRun() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[0] {
+	case initArg0:
+		err := runInit(os.Args[1])
+		fmt.Fprintln(os.Stderr, "reins sandbox init:", err)
+		os.Exit(1)
+	case execArg0:
+		err := runExec(os.Args[1])
+		fmt.Fprintln(os.Stderr, "reins sandbox:", err)
+		os.Exit(127)
+	}
+}
+
+// runInit is the sandbox's PID 1: it builds the sandbox, hands the
+// server the proxy listener, then starts and reaps processes on the
+// server's behalf until the server goes away. It returns only on failure.
+func runInit(arg string) error {
+	var cfg initConfig
+	if err := json.Unmarshal([]byte(arg), &cfg); err != nil {
+		return err
+	}
+	ctl, err := newConn(os.NewFile(initControlFD, "control"))
+	if err != nil {
+		return err
+	}
+	ln, err := setup(&cfg)
+	if err != nil {
+		ctl.send(msg{Op: opFailed, Err: err.Error()})
+		return err
+	}
+	lf, err := ln.(*net.TCPListener).File()
+	ln.Close()
+	if err != nil {
+		return err
+	}
+	if err := ctl.send(msg{Op: opReady}, lf); err != nil {
+		return err
+	}
+	lf.Close()
+	in := &initProc{ctl: ctl, cfg: &cfg, procs: map[int]bool{}}
+	go in.reap()
+	in.serve()
+	// The server went away: PID 1 exits and the kernel kills every
+	// process left in the sandbox.
+	os.Exit(0)
+	return nil
+}
+
+// setup builds the sandbox from inside: file system, host name, loopback,
+// the proxy's listening socket. Nothing of the server stays reachable.
+func setup(cfg *initConfig) (net.Listener, error) {
+	// Signals sent from inside the sandbox to its init are dropped by the
+	// kernel unless init handles them: ignore them all (SIGCHLD aside).
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	// Not dumpable: processes of the sandbox cannot ptrace init or open
+	// its /proc files (its exe, its memory).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("prctl dumpable: %w", err)
+	}
+	ws, err := openWorkspace(cfg)
+	if err != nil {
+		return nil, err
+	}
+	err = setupRoot(cfg, ws)
+	ws.Close()
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
+		return nil, fmt.Errorf("sethostname: %w", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", ProxyAddr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy listener: %w", err)
+	}
+	return ln, nil
+}
+
+// openWorkspace opens the workspace by its path in the sandbox's mount
+// namespace (a descriptor opened by the server would name a mount of the
+// server's namespace, which cannot be bound here), then gives up the
+// server's ids when it started with them.
+func openWorkspace(cfg *initConfig) (*os.File, error) {
+	ws, err := os.OpenFile(cfg.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if !cfg.SwitchUser {
+		return ws, nil
+	}
+	// Go's syscall package applies these to every thread.
+	if err := syscall.Setgroups(nil); err != nil {
+		ws.Close()
+		return nil, fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setresgid(0, 0, 0); err != nil {
+		ws.Close()
+		return nil, fmt.Errorf("setresgid: %w", err)
+	}
+	if err := syscall.Setresuid(0, 0, 0); err != nil {
+		ws.Close()
+		return nil, fmt.Errorf("setresuid: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		ws.Close()
+		return nil, fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	return ws, nil
+}
+
+// loopbackUp brings up lo, the only interface of the sandbox's network
+// namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback up: %w", err)
+	}
+	return nil
+}
+
+// initProc is the running init: it starts processes and reports the exits
+// of those it started.
+type initProc struct {
+	ctl *conn
+	cfg *initConfig
+
+	mu    sync.Mutex // held across fork so that reap sees every pid it started
+	procs map[int]bool
+}
+
+func (in *initProc) serve() {
+	for {
+		m, files, err := in.ctl.recv()
+		if err != nil {
+			return
+		}
+		switch m.Op {
+		case opSpawn:
+			in.spawn(m, files)
+		case opSignal:
+			pid := m.Pid
+			if m.Group {
+				pid = -pid
+			}
+			if m.Pid > 1 {
+				unix.Kill(pid, syscall.Signal(m.Sig))
+			}
+		}
+		closeAll(files)
+	}
+}
+
+// spawn starts a process through the launcher (runExec), which confines
+// it and then executes the program.
+func (in *initProc) spawn(m msg, files []*os.File) {
+	reply := msg{Op: opStarted, ID: m.ID}
+	pid, err := in.launch(m, files)
+	if err != nil {
+		reply.Err = err.Error()
+	}
+	reply.Pid = pid
+	in.ctl.send(reply)
+}
+
+func (in *initProc) launch(m msg, files []*os.File) (int, error) {
+	if len(files) != 3 || len(m.Argv) == 0 {
+		return 0, errors.New("a process needs argv and three descriptors")
+	}
+	spec := execSpec{Argv: m.Argv, Dir: m.Dir, Env: append(append([]string{}, in.cfg.Env...), m.Env...),
+		Limits: in.cfg.Limits, ReadOnly: in.cfg.ReadOnly}
+	arg, err := json.Marshal(spec)
+	if err != nil {
+		return 0, err
+	}
+	status, w, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer status.Close()
+	attr := &syscall.ProcAttr{
+		Env:   []string{},
+		Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd(), w.Fd()},
+		Sys:   launchAttr(m.Flags),
+	}
+	in.mu.Lock()
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{execArg0, string(arg)}, attr)
+	if err == nil {
+		in.procs[pid] = true
+	}
+	in.mu.Unlock()
+	w.Close()
+	if err != nil {
+		return 0, fmt.Errorf("start %s: %w", m.Argv[0], err)
+	}
+	// The launcher's status pipe closes on a successful exec; anything
+	// written to it is the reason the exec failed.
+	why, _ := io.ReadAll(io.LimitReader(status, 4096))
+	if len(why) > 0 {
+		return 0, errors.New(string(why))
+	}
+	return pid, nil
+}
+
+// launchAttr starts the launcher as the unprivileged user: in a user
+// namespace of its own (nested in the sandbox's) whose only id is UID,
+// so it has no capabilities anywhere once it executes.
+func launchAttr(flags int) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: UID, HostID: 0, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: GID, HostID: 0, Size: 1}},
+		Setsid:      flags&flagSetsid != 0,
+		Setctty:     flags&flagSetctty != 0,
+		Setpgid:     flags&flagSetpgid != 0 && flags&flagSetsid == 0,
+		Ctty:        0,
+		Pdeathsig:   syscall.SIGKILL,
+	}
+}
+
+// reap waits for every process of the sandbox (orphans are re-parented
+// to init) and reports the exits of those init started.
+func (in *initProc) reap() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGCHLD)
+	for range sigs {
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+			in.mu.Lock()
+			mine := in.procs[pid]
+			delete(in.procs, pid)
+			in.mu.Unlock()
+			if mine {
+				in.ctl.send(msg{Op: opExit, Pid: pid, Status: int(ws)})
+			}
+		}
+	}
+}

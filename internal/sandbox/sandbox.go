@@ -1,0 +1,168 @@
+// Package sandbox runs the processes of a session (bash, the processes and
+// terminals it starts) in a sandbox of their own: on Linux, new user, PID,
+// mount, network, IPC, UTS and cgroup namespaces, a root file system made of
+// read-only binds of the host's system directories plus the session's
+// workspace, an unprivileged user, no capabilities, no_new_privs, a seccomp
+// filter, Landlock and resource limits.
+//
+// A sandbox is a re-execution of the current binary as the sandbox's init
+// (PID 1 of its PID namespace). The server talks to it over a socket pair:
+// it asks init to start processes (handing over their stdin, stdout and
+// stderr as file descriptors) and to signal them, and init reports their
+// exits. Init hands the server the listening socket of the sandbox's only
+// way out, an HTTP proxy address on the sandbox's loopback, so the server
+// serves the egress proxy for that sandbox directly.
+//
+// Programs that start sandboxes must call [MaybeRun] first thing in main
+// (and in TestMain of tests that start sandboxes).
+package sandbox
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Inside are the paths and values processes see inside a sandbox.
+const (
+	// WorkspaceDir is where the session's workspace is mounted.
+	WorkspaceDir = "/workspace"
+	// ProxyAddr is the egress proxy's address on the sandbox's loopback.
+	ProxyAddr = "127.0.0.1:3128"
+	// User is the name of the unprivileged user tools run as.
+	User = "user"
+	// UID and GID are the ids tools run as inside the sandbox.
+	UID, GID = 1000, 1000
+	// Path is the PATH of processes inside a sandbox.
+	Path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+// Limits bound the resources of one sandbox. Zero fields take the
+// defaults of [DefaultLimits].
+type Limits struct {
+	// Memory caps the memory of the whole sandbox where a cgroup can be
+	// made, and of each process (address space) otherwise, in bytes.
+	Memory int64
+	// Processes caps the number of processes and threads.
+	Processes int
+	// CPU caps the sandbox's CPU time, in CPUs (1.5 = one and a half
+	// cores), where a cgroup can be made; processes run at a lower
+	// priority (nice 10) everywhere.
+	CPU float64
+	// Files caps the open files of each process.
+	Files int
+	// TmpBytes caps each of the private /tmp and /dev/shm.
+	TmpBytes int64
+}
+
+// DefaultLimits are the limits of a sandbox when the operator sets none.
+func DefaultLimits() Limits {
+	return Limits{Memory: 2 << 30, Processes: 512, CPU: 1, Files: 4096, TmpBytes: 512 << 20}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.Memory <= 0 {
+		l.Memory = d.Memory
+	}
+	if l.Processes <= 0 {
+		l.Processes = d.Processes
+	}
+	if l.CPU <= 0 {
+		l.CPU = d.CPU
+	}
+	if l.Files <= 0 {
+		l.Files = d.Files
+	}
+	if l.TmpBytes <= 0 {
+		l.TmpBytes = d.TmpBytes
+	}
+	return l
+}
+
+// Config configures a [Manager].
+type Config struct {
+	// Limits bound each sandbox.
+	Limits Limits
+	// HostUID and HostGID are the host ids that sandboxes run as when the
+	// server runs as root (default 65534, "nobody"). A server that is not
+	// root runs its sandboxes as its own user: the namespaces keep them
+	// apart from it.
+	HostUID, HostGID int
+	// StateDir holds the sandboxes' bookkeeping (pid files), so that a
+	// start after a crash can reap what a killed server left behind.
+	StateDir string
+	// Logger receives diagnostics.
+	Logger *slog.Logger
+}
+
+// Options describe one sandbox.
+type Options struct {
+	// Name identifies the sandbox (a session id): it names its cgroup and
+	// its state file.
+	Name string
+	// Workspace is the host directory mounted at [WorkspaceDir].
+	Workspace string
+	// ReadOnly mounts the workspace read-only.
+	ReadOnly bool
+	// Env is added to the environment of every process in the sandbox.
+	Env []string
+	// Egress serves the sandbox's egress proxy on ln until ln is closed.
+	// Nil leaves the sandbox without any network beyond its loopback.
+	Egress func(ln net.Listener)
+}
+
+// ProcSpec describes a process to start inside a sandbox.
+type ProcSpec struct {
+	// Argv is the program and its arguments; a program without a slash
+	// is looked up in [Path].
+	Argv []string
+	// Dir is the working directory inside the sandbox (default
+	// [WorkspaceDir]).
+	Dir string
+	// Env is added to the sandbox's environment.
+	Env []string
+	// Stdin, Stdout and Stderr become the process's descriptors 0, 1
+	// and 2.
+	Stdin, Stdout, Stderr *os.File
+	// Setsid starts a new session; Setctty also makes Stdin its
+	// controlling terminal. Setpgid starts a new process group.
+	Setsid, Setctty, Setpgid bool
+}
+
+// ErrUnavailable is returned (wrapped) when sandboxes cannot be made on
+// this host; the message says why and what to do.
+var ErrUnavailable = errors.New("sandboxes are unavailable on this host")
+
+// ErrClosed is returned for operations on a sandbox that has ended.
+var ErrClosed = errors.New("the sandbox has ended")
+
+// ExitStatus is how a process ended.
+type ExitStatus struct {
+	// Code is the exit code, or 128+signal when Signal is set.
+	Code int
+	// Signal is the signal that killed the process, or 0.
+	Signal syscall.Signal
+}
+
+// String describes the exit.
+func (e ExitStatus) String() string {
+	if e.Signal != 0 {
+		return "killed by " + e.Signal.String()
+	}
+	return "exit status " + strconv.Itoa(e.Code)
+}
+
+// envValue returns the value of name in env ("NAME=value" entries).
+func envValue(env []string, name string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,332 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// startTimeout bounds how long a sandbox may take to get ready.
+const startTimeout = 10 * time.Second
+
+// Manager starts sandboxes and tears them down.
+type Manager struct {
+	cfg    Config
+	log    *slog.Logger
+	cgroup *cgroups // nil when resource limits fall back to rlimits
+
+	mu   sync.Mutex
+	live map[*Sandbox]bool
+}
+
+// NewManager returns a manager. It reaps the sandboxes a killed server
+// left behind (normally none: a sandbox dies with its server).
+func NewManager(cfg Config) (*Manager, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HostUID == 0 {
+		cfg.HostUID = 65534
+	}
+	if cfg.HostGID == 0 {
+		cfg.HostGID = 65534
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	m := &Manager{cfg: cfg, log: cfg.Logger, live: map[*Sandbox]bool{}}
+	if cfg.StateDir != "" {
+		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox state dir: %w", err)
+		}
+		m.reapLeftovers()
+	}
+	cg, err := newCgroups(cfg.Limits)
+	if err != nil {
+		m.log.Warn("sandboxes are limited by rlimits only (per process, not per sandbox)", "reason", err)
+	} else {
+		m.cgroup = cg
+		m.log.Debug("sandboxes are limited by cgroups", "version", cg.version)
+	}
+	return m, nil
+}
+
+// Limits reports the limits of each sandbox and how they are enforced
+// ("cgroup v1", "cgroup v2" or "rlimits").
+func (m *Manager) Limits() (Limits, string) {
+	if m.cgroup == nil {
+		return m.cfg.Limits, "rlimits"
+	}
+	return m.cfg.Limits, m.cgroup.version
+}
+
+// Check starts a sandbox on an empty directory and runs a program in it:
+// it reports why sandboxes cannot be made here (wrapping
+// [ErrUnavailable]), and how long a start took.
+func (m *Manager) Check(ctx context.Context) (time.Duration, error) {
+	dir, err := os.MkdirTemp("", "reins-sandbox-check-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	t0 := time.Now()
+	sb, err := m.Start(ctx, Options{Name: "check", Workspace: dir})
+	if err != nil {
+		return 0, err
+	}
+	defer sb.Close()
+	took := time.Since(t0)
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer devnull.Close()
+	p, err := sb.Spawn(ProcSpec{Argv: []string{"true"}, Stdin: devnull, Stdout: devnull, Stderr: devnull})
+	if err != nil {
+		return 0, fmt.Errorf("%w: running a program in a sandbox failed: %v", ErrUnavailable, err)
+	}
+	if st := p.Wait(); st.Code != 0 {
+		return 0, fmt.Errorf("%w: `true` in a sandbox ended with %s", ErrUnavailable, st)
+	}
+	return took, nil
+}
+
+// Start makes a sandbox. It returns once the sandbox is ready to run
+// processes.
+func (m *Manager) Start(ctx context.Context, o Options) (*Sandbox, error) {
+	if o.Name == "" || o.Workspace == "" {
+		return nil, errors.New("sandbox: a sandbox needs a name and a workspace")
+	}
+	sb, err := m.start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.live[sb] = true
+	m.mu.Unlock()
+	return sb, nil
+}
+
+func (m *Manager) start(ctx context.Context, o Options) (*Sandbox, error) {
+	if err := m.prepareWorkspace(o.Workspace); err != nil {
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
+	}
+	theirs := os.NewFile(uintptr(fds[1]), "control")
+	ours, err := newConn(os.NewFile(uintptr(fds[0]), "control"))
+	if err != nil {
+		theirs.Close()
+		return nil, err
+	}
+	cmd, err := m.initCommand(o, theirs)
+	if err != nil {
+		theirs.Close()
+		ours.Close()
+		return nil, err
+	}
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("%w: starting the sandbox's namespaces failed: %v (user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)", ErrUnavailable, err)
+	}
+	sb := &Sandbox{m: m, name: o.Name, cmd: cmd, ctl: ours, pending: map[uint64]chan msg{},
+		procs: map[int]*Process{}, early: map[int]int{}, done: make(chan struct{})}
+	if err := m.adopt(sb); err != nil {
+		sb.teardown()
+		return nil, err
+	}
+	if err := sb.ready(ctx, o.Egress); err != nil {
+		sb.teardown()
+		return nil, err
+	}
+	go sb.read()
+	return sb, nil
+}
+
+// prepareWorkspace checks the workspace directory and, when the server
+// runs as root, gives it to the sandbox's user.
+func (m *Manager) prepareWorkspace(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("sandbox: workspace %s is not a directory", dir)
+	}
+	if os.Geteuid() != 0 || int(st.Uid) == m.cfg.HostUID {
+		return nil
+	}
+	if err := chownTree(dir, m.cfg.HostUID, m.cfg.HostGID); err != nil {
+		return fmt.Errorf("sandbox: workspace owner: %w", err)
+	}
+	return nil
+}
+
+// chownTree gives dir and everything in it to uid:gid, without following
+// symbolic links.
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+// Uid returns the host uid that owns the files sandboxes write, and its
+// gid: the configured ids when the server runs as root, else the
+// server's own.
+func (m *Manager) Uid() (uid, gid int) {
+	if os.Geteuid() != 0 {
+		return os.Geteuid(), os.Getegid()
+	}
+	return m.cfg.HostUID, m.cfg.HostGID
+}
+
+func (m *Manager) initCommand(o Options, ctl *os.File) (*exec.Cmd, error) {
+	env := append([]string{"PATH=" + Path, "HOME=" + WorkspaceDir, "USER=" + User, "LOGNAME=" + User,
+		"LANG=C.UTF-8"}, proxyEnv(o.Egress != nil)...)
+	abs, err := filepath.Abs(o.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	cfg := initConfig{Workspace: abs, SwitchUser: os.Geteuid() == 0, ReadOnly: o.ReadOnly, Env: append(env, o.Env...), Limits: m.cfg.Limits, Hostname: "reins"}
+	if m.cgroup != nil {
+		cfg.Limits.Memory = 0 // the cgroup bounds the whole sandbox instead
+	}
+	arg, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{initArg0, string(arg)},
+		Env:        []string{},
+		ExtraFiles: []*os.File{ctl},
+		Stderr:     &logWriter{log: m.log, sandbox: o.Name},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
+				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
+			Setsid:    true,
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	uid, gid := m.Uid()
+	sys := cmd.SysProcAttr
+	sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
+	sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
+	if os.Geteuid() == 0 {
+		// A root server's init keeps root's ids until it has opened the
+		// workspace (see openWorkspace), so it needs these capabilities
+		// (in its own user namespace only) carried through exec; it then
+		// drops root's groups and ids.
+		sys.GidMappingsEnableSetgroups = true
+		sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_NET_ADMIN,
+			// Mapping the launcher's user onto init's (root of the sandbox's
+			// namespace) needs CAP_SETFCAP there.
+			unix.CAP_SETFCAP}
+	}
+	return cmd, nil
+}
+
+// proxyEnv points programs at the egress proxy.
+func proxyEnv(egress bool) []string {
+	if !egress {
+		return nil
+	}
+	u := "http://" + ProxyAddr
+	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "ALL_PROXY=" + u, "http_proxy=" + u,
+		"https_proxy=" + u, "all_proxy=" + u, "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1"}
+}
+
+// adopt puts the new sandbox in its cgroup and records it for the reaper.
+func (m *Manager) adopt(sb *Sandbox) error {
+	pid := sb.cmd.Process.Pid
+	if m.cgroup != nil {
+		dirs, err := m.cgroup.add(sb.name, pid)
+		if err != nil {
+			return fmt.Errorf("sandbox: cgroup: %w", err)
+		}
+		sb.cgroups = dirs
+	}
+	if m.cfg.StateDir != "" {
+		sb.pidFile = filepath.Join(m.cfg.StateDir, fmt.Sprintf("%d.pid", pid))
+		rec, _ := json.Marshal(pidRecord{Pid: pid, Start: procStart(pid), Cgroups: sb.cgroups})
+		if err := os.WriteFile(sb.pidFile, rec, 0o600); err != nil {
+			return fmt.Errorf("sandbox: state: %w", err)
+		}
+	}
+	return nil
+}
+
+// Close tears down every sandbox.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	live := make([]*Sandbox, 0, len(m.live))
+	for sb := range m.live {
+		live = append(live, sb)
+	}
+	m.mu.Unlock()
+	for _, sb := range live {
+		sb.Close()
+	}
+	return nil
+}
+
+// logWriter logs what a sandbox's init writes to its stderr (only the
+// reason of a failed setup).
+type logWriter struct {
+	log     *slog.Logger
+	sandbox string
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.log.Warn("sandbox init", "sandbox", w.sandbox, "output", string(p[:min(len(p), 2048)]))
+	return len(p), nil
+}
+
+// ready waits for init's ready message and starts the egress proxy on the
+// listener it hands over.
+func (sb *Sandbox) ready(ctx context.Context, egress func(net.Listener)) error {
+	deadline := time.Now().Add(startTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	sb.ctl.c.SetReadDeadline(deadline)
+	defer sb.ctl.c.SetReadDeadline(time.Time{})
+	m, files, err := sb.ctl.recv()
+	if err != nil {
+		return fmt.Errorf("%w: the sandbox did not start: %v", ErrUnavailable, err)
+	}
+	defer closeAll(files)
+	if m.Op == opFailed {
+		return fmt.Errorf("%w: setting up the sandbox failed: %s", ErrUnavailable, m.Err)
+	}
+	if m.Op != opReady || len(files) != 1 {
+		return fmt.Errorf("sandbox: unexpected %q from init", m.Op)
+	}
+	ln, err := net.FileListener(files[0])
+	if err != nil {
+		return fmt.Errorf("sandbox: proxy listener: %w", err)
+	}
+	sb.ln = ln
+	if egress == nil {
+		ln.Close() // no way out at all: connections to the proxy address are refused
+		return nil
+	}
+	go egress(ln)
+	return nil
+}
