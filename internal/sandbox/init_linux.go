@@ -32,9 +32,9 @@ type initConfig struct {
 	// to the sandbox's mapped user once it has opened the workspace.
 	SwitchUser bool     `json:"switch_user,omitempty"`
 	ReadOnly   bool     `json:"read_only,omitempty"`
-	Env      []string `json:"env"`
-	Limits   Limits   `json:"limits"`
-	Hostname string   `json:"hostname"`
+	Env        []string `json:"env"`
+	Limits     Limits   `json:"limits"`
+	Hostname   string   `json:"hostname"`
 }
 
 // MaybeRun does the work of a sandbox's own processes and exits when the

@@ -65,4 +65,3 @@ func (*Process) Done() <-chan struct{} { c := make(chan struct{}); close(c); ret
 
 // Signal reports that the process is done.
 func (*Process) Signal(syscall.Signal, bool) error { return os.ErrProcessDone }
-
