@@ -27,12 +27,23 @@ func BuiltinCapabilities() []string {
 type BuiltinSessions struct {
 	// Dir is the directory that holds the session workspaces.
 	Dir string
-	// NoSandbox disables Landlock confinement of bash and processes.
+	// NoSandbox disables Landlock confinement of bash and processes (when
+	// Launchers is nil).
 	NoSandbox bool
+	// Launchers, if set, starts each session's processes somewhere other
+	// than this process's host: a sandbox. The workspace closes the
+	// launcher when the session ends.
+	Launchers LauncherFactory
 	// MaxOutputBytes caps one tool result (default tools.DefaultMaxOutputBytes).
 	MaxOutputBytes int
 	// Logger receives diagnostics.
 	Logger *slog.Logger
+}
+
+// A LauncherFactory makes the launcher of an assigned session's bash,
+// processes and terminals (see [tools.Launcher]).
+type LauncherFactory interface {
+	Launcher(ctx context.Context, a Assignment, dir string) (tools.Launcher, error)
 }
 
 var safeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
@@ -50,11 +61,22 @@ func (b *BuiltinSessions) OpenSession(ctx context.Context, a Assignment) (Sessio
 	for k, v := range a.Env {
 		env = append(env, k+"="+v)
 	}
-	w, err := tools.OpenWorkspace(dir, tools.WorkspaceOptions{
+	opts := tools.WorkspaceOptions{
 		ReadOnly: a.Workspace.ReadOnly, NoSandbox: b.NoSandbox,
 		MaxOutputBytes: b.MaxOutputBytes, Env: env, Logger: b.Logger,
-	})
+	}
+	if b.Launchers != nil {
+		l, err := b.Launchers.Launcher(ctx, a, dir)
+		if err != nil {
+			return nil, WithReason(CodeResourceUnavailable, ReasonWorkspaceUnavailable, err.Error())
+		}
+		opts.Launcher = l
+	}
+	w, err := tools.OpenWorkspace(dir, opts)
 	if err != nil {
+		if opts.Launcher != nil {
+			opts.Launcher.Close()
+		}
 		return nil, WithReason(CodeResourceUnavailable, ReasonWorkspaceUnavailable, err.Error())
 	}
 	return &builtinSession{w: w, s: tools.NewSession(w)}, nil

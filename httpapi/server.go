@@ -52,6 +52,16 @@ type Config struct {
 	// WebSocket connect). Those paths authenticate with environment keys
 	// and executor tokens, not API keys.
 	Executors http.Handler
+	// Lifecycle, if set, is told when a session is archived or deleted.
+	Lifecycle SessionLifecycle
+}
+
+// SessionLifecycle is told when sessions end for good, so that what they
+// hold (sandboxes, workspaces) goes with them.
+type SessionLifecycle interface {
+	// SessionEnded is called after sess was archived, or deleted when
+	// deleted is set.
+	SessionEnded(ctx context.Context, sess *ma.Session, deleted bool)
 }
 
 // Server is the HTTP API. It is an http.Handler.

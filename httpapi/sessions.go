@@ -391,6 +391,9 @@ func (s *Server) archiveSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Lifecycle != nil {
+		s.cfg.Lifecycle.SessionEnded(r.Context(), &sess, false)
+	}
 	writeJSON(w, withStats(sess))
 	return nil
 }
@@ -408,6 +411,9 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.cfg.Bus.Publish(id) // open streams notice and send session.deleted
+	if s.cfg.Lifecycle != nil {
+		s.cfg.Lifecycle.SessionEnded(r.Context(), &sess, true)
+	}
 	writeJSON(w, ma.Deleted{ID: id, Type: "session_deleted"})
 	return nil
 }

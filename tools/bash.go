@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,24 +29,11 @@ type shell struct {
 	env    []string
 	marker []byte
 
-	cmd   *exec.Cmd
+	proc  Proc
 	stdin io.WriteCloser
 	pr    *os.File    // read end of the output pipe
 	out   chan []byte // output chunks; closed when the shell's output ends
 	done  chan struct{}
-}
-
-// env is the environment of the shell, processes and terminals.
-func (w *Workspace) env() []string {
-	path := os.Getenv("PATH")
-	if path == "" {
-		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	}
-	env := []string{"PATH=" + path, "HOME=" + w.dir, "PWD=" + w.dir, "TERM=dumb", "LANG=C.UTF-8", "PAGER=cat", "GIT_PAGER=cat"}
-	if w.tmp != "" {
-		env = append(env, "TMPDIR="+w.tmp)
-	}
-	return append(env, w.opts.Env...)
 }
 
 func startShell(w *Workspace) (*shell, error) {
@@ -63,25 +49,24 @@ func startShell(w *Workspace) (*shell, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("bash", "--noprofile", "--norc")
-	cmd.Dir = w.dir
-	cmd.Env = w.env()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		pr.Close()
 		pw.Close()
 		return nil, err
 	}
-	if err := w.sandbox.start(cmd.Start); err != nil {
+	proc, err := w.launch.Launch(LaunchSpec{
+		Argv: []string{"bash", "--noprofile", "--norc"}, Dir: w.procDir("."), Env: w.env(),
+		Stdin: inR, Stdout: pw, Stderr: pw, Setpgid: true,
+	})
+	pw.Close()
+	inR.Close()
+	if err != nil {
 		pr.Close()
-		pw.Close()
-		stdin.Close()
+		inW.Close()
 		return nil, &Error{Code: CodeSpawnFailed, Msg: "bash could not be started", Err: err}
 	}
-	pw.Close()
-	s.cmd, s.stdin, s.pr = cmd, stdin, pr
+	s.proc, s.stdin, s.pr = proc, inW, pr
 	go func() { // owned by the shell: ends when the shell's output closes
 		defer close(s.done)
 		defer close(s.out)
@@ -93,7 +78,7 @@ func startShell(w *Workspace) (*shell, error) {
 				s.out <- buf[:n]
 			}
 			if err != nil {
-				cmd.Wait()
+				proc.Wait()
 				return
 			}
 		}
@@ -103,9 +88,7 @@ func startShell(w *Workspace) (*shell, error) {
 
 // kill ends the shell and everything it started, and waits for it.
 func (s *shell) kill() {
-	if s.cmd.Process != nil {
-		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	}
+	s.proc.Signal(syscall.SIGKILL, true)
 	s.stdin.Close()
 	// A program that left the process group may still hold the pipe:
 	// closing the read end ends the reader regardless.

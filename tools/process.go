@@ -1,12 +1,10 @@
 package tools
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -54,7 +52,7 @@ const maxProcesses = 64
 
 type process struct {
 	spec  ProcessSpec
-	cmd   *exec.Cmd
+	proc  Proc
 	tty   *os.File
 	state string
 	done  chan struct{}
@@ -100,7 +98,7 @@ func (p *processes) start(id string, spec ProcessSpec, onExit func(ProcessExit))
 		if !sameSpec(old.spec, spec) {
 			return ProcessInfo{}, errorf(CodeSpecMismatch, "process %s exists with another spec", id)
 		}
-		return ProcessInfo{ProcessID: id, PID: old.cmd.Process.Pid, State: old.state}, nil
+		return ProcessInfo{ProcessID: id, PID: old.proc.Pid(), State: old.state}, nil
 	}
 	if p.procs == nil {
 		return ProcessInfo{}, errorf(CodeCanceled, "the session was closed")
@@ -115,27 +113,16 @@ func (p *processes) start(id string, spec ProcessSpec, onExit func(ProcessExit))
 	if fi, err := p.w.root.Stat(cwd); err != nil || !fi.IsDir() {
 		return ProcessInfo{}, errorf(CodeSpawnFailed, "cwd %q is not a directory of the workspace", spec.Cwd)
 	}
-	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
-	cmd.Dir = p.w.dir + "/" + cwd
-	cmd.Env = p.w.env()
+	env := p.w.env()
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
-		cmd.Env = append(cmd.Env, k+"="+spec.Env[k])
+		env = append(env, k+"="+spec.Env[k])
 	}
-	pr := &process{spec: spec, cmd: cmd, state: ProcessRunning, done: make(chan struct{})}
-	var startErr error
-	if spec.PTY != nil {
-		startErr = p.w.sandbox.start(func() error {
-			f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: spec.PTY.Cols, Rows: spec.PTY.Rows})
-			pr.tty = f
-			return err
-		})
-	} else {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		startErr = p.w.sandbox.start(cmd.Start)
+	pr := &process{spec: spec, state: ProcessRunning, done: make(chan struct{})}
+	proc, tty, err := p.w.launchProc(LaunchSpec{Argv: spec.Argv, Dir: p.w.procDir(cwd), Env: env}, spec.PTY)
+	if err != nil {
+		return ProcessInfo{}, &Error{Code: CodeSpawnFailed, Msg: "exec " + strings.Join(spec.Argv, " ") + " failed", Err: stripPath(err)}
 	}
-	if startErr != nil {
-		return ProcessInfo{}, &Error{Code: CodeSpawnFailed, Msg: "exec " + strings.Join(spec.Argv, " ") + " failed", Err: stripPath(startErr)}
-	}
+	pr.proc, pr.tty = proc, tty
 	p.procs[id] = pr
 	if pr.tty != nil {
 		p.wg.Add(1)
@@ -147,16 +134,13 @@ func (p *processes) start(id string, spec ProcessSpec, onExit func(ProcessExit))
 	p.wg.Add(1)
 	go func() { // owned by processes: killAll waits for it
 		defer p.wg.Done()
-		err := cmd.Wait()
+		st := proc.Wait()
 		if pr.tty != nil {
 			pr.tty.Close()
 		}
-		exit := ProcessExit{ProcessID: id, State: ProcessExited, ExitCode: cmd.ProcessState.ExitCode()}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				exit.State, exit.Reason, exit.ExitCode = ProcessKilled, ws.Signal().String(), 128+int(ws.Signal())
-			}
+		exit := ProcessExit{ProcessID: id, State: ProcessExited, ExitCode: st.Code}
+		if st.Signal != 0 {
+			exit.State, exit.Reason = ProcessKilled, st.Signal.String()
 		}
 		p.mu.Lock()
 		pr.state = exit.State
@@ -166,7 +150,7 @@ func (p *processes) start(id string, spec ProcessSpec, onExit func(ProcessExit))
 			onExit(exit)
 		}
 	}()
-	return ProcessInfo{ProcessID: id, PID: cmd.Process.Pid, State: ProcessRunning}, nil
+	return ProcessInfo{ProcessID: id, PID: proc.Pid(), State: ProcessRunning}, nil
 }
 
 var signals = map[string]syscall.Signal{
@@ -194,9 +178,7 @@ func (s *Session) SignalProcess(id, signal string) (string, error) {
 		return "", errorf(CodeInvalidInput, "unknown signal %q", signal)
 	}
 	if pr.state == ProcessRunning {
-		if err := syscall.Kill(-pr.cmd.Process.Pid, sig); err != nil {
-			pr.cmd.Process.Signal(sig)
-		}
+		pr.proc.Signal(sig, true)
 	}
 	return pr.state, nil
 }
@@ -205,9 +187,7 @@ func (p *processes) killAll() {
 	p.mu.Lock()
 	for _, pr := range p.procs {
 		if pr.state == ProcessRunning {
-			if syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL) != nil {
-				pr.cmd.Process.Kill()
-			}
+			pr.proc.Signal(syscall.SIGKILL, true)
 		}
 	}
 	p.procs = nil
@@ -218,4 +198,35 @@ func (p *processes) killAll() {
 // String describes the exit for logs.
 func (e ProcessExit) String() string {
 	return fmt.Sprintf("process %s %s (exit %d)", e.ProcessID, e.State, e.ExitCode)
+}
+
+// launchProc starts a process with /dev/null as its descriptors, or on a
+// new pseudo-terminal of the given size (returned: its controlling side).
+func (w *Workspace) launchProc(spec LaunchSpec, size *PTYSize) (Proc, *os.File, error) {
+	if size == nil {
+		null, err := devNull()
+		if err != nil {
+			return nil, nil, err
+		}
+		defer null.Close()
+		spec.Stdin, spec.Stdout, spec.Stderr, spec.Setpgid = null, null, null, true
+		proc, err := w.launch.Launch(spec)
+		return proc, nil, err
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tty.Close()
+	if err := pty.Setsize(ptmx, &pty.Winsize{Cols: size.Cols, Rows: size.Rows}); err != nil {
+		ptmx.Close()
+		return nil, nil, err
+	}
+	spec.Stdin, spec.Stdout, spec.Stderr, spec.Setsid, spec.Setctty = tty, tty, tty, true, true
+	proc, err := w.launch.Launch(spec)
+	if err != nil {
+		ptmx.Close()
+		return nil, nil, err
+	}
+	return proc, ptmx, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 
@@ -15,7 +14,7 @@ import (
 const maxTerminals = 8
 
 type terminal struct {
-	cmd  *exec.Cmd
+	proc Proc
 	tty  *os.File
 	done chan struct{}
 }
@@ -66,19 +65,12 @@ func (s *Session) OpenTerminal(id string, argv []string, cols, rows uint16, outp
 	if s.w.opts.ReadOnly {
 		return "", &Error{Code: CodeWorkspaceReadOnly, Msg: "the workspace is read-only"}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = s.w.dir
-	cmd.Env = append(s.w.env(), "TERM=xterm-256color")
-	var tty *os.File
-	err := s.w.sandbox.start(func() error {
-		var err error
-		tty, err = pty.StartWithSize(cmd, &pty.Winsize{Cols: cols, Rows: rows})
-		return err
-	})
+	spec := LaunchSpec{Argv: argv, Dir: s.w.procDir("."), Env: append(s.w.env(), "TERM=xterm-256color")}
+	proc, tty, err := s.w.launchProc(spec, &PTYSize{Cols: cols, Rows: rows})
 	if err != nil {
 		return "", &Error{Code: TerminalUnavailable, Msg: "the terminal could not be started", Err: stripPath(err)}
 	}
-	term := &terminal{cmd: cmd, tty: tty, done: make(chan struct{})}
+	term := &terminal{proc: proc, tty: tty, done: make(chan struct{})}
 	t.terms[id] = term
 	t.wg.Add(1)
 	go func() { // owned by terminals: closeAll waits for it
@@ -93,7 +85,7 @@ func (s *Session) OpenTerminal(id string, argv []string, cols, rows uint16, outp
 				break
 			}
 		}
-		cmd.Wait()
+		st := proc.Wait()
 		tty.Close()
 		close(term.done)
 		t.mu.Lock()
@@ -102,7 +94,11 @@ func (s *Session) OpenTerminal(id string, argv []string, cols, rows uint16, outp
 		}
 		t.mu.Unlock()
 		if exit != nil {
-			exit(cmd.ProcessState.ExitCode())
+			code := st.Code
+			if st.Signal != 0 {
+				code = -1
+			}
+			exit(code)
 		}
 	}()
 	return id, nil
@@ -157,15 +153,15 @@ func (s *Session) CloseTerminal(id string) error {
 		}
 		return err
 	}
-	term.cmd.Process.Signal(syscall.SIGHUP)
-	term.cmd.Process.Kill()
+	term.proc.Signal(syscall.SIGHUP, false)
+	term.proc.Signal(syscall.SIGKILL, false)
 	return nil
 }
 
 func (t *terminals) closeAll() {
 	t.mu.Lock()
 	for _, term := range t.terms {
-		term.cmd.Process.Kill()
+		term.proc.Signal(syscall.SIGKILL, false)
 	}
 	t.terms = nil
 	t.mu.Unlock()

@@ -29,6 +29,10 @@ type WorkspaceOptions struct {
 	Env []string
 	// Logger receives diagnostics, such as whether Landlock is in force.
 	Logger *slog.Logger
+	// Launcher, if set, starts bash, processes and terminals (a sandbox);
+	// the workspace closes it. By default they run on the host, confined
+	// by Landlock unless NoSandbox is set.
+	Launcher Launcher
 }
 
 // Workspace is a directory the tools of a session work in. Every path is
@@ -39,6 +43,7 @@ type Workspace struct {
 	root    *os.Root
 	opts    WorkspaceOptions
 	sandbox *sandbox
+	launch  Launcher
 }
 
 // OpenWorkspace opens the existing directory dir as a workspace.
@@ -60,7 +65,11 @@ func OpenWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: open workspace: %w", err)
 	}
-	w := &Workspace{dir: abs, root: root, opts: opts}
+	w := &Workspace{dir: abs, root: root, opts: opts, launch: opts.Launcher}
+	if w.launch != nil {
+		return w, nil
+	}
+	w.launch = hostLauncher{w}
 	// Programs need a writable temporary directory, and under Landlock /tmp
 	// is out of reach: each workspace gets a private one.
 	if tmp, err := os.MkdirTemp("", "reins-tmp-"); err == nil {
@@ -78,11 +87,29 @@ func (w *Workspace) Dir() string { return w.dir }
 // ReadOnly reports whether the workspace refuses mutation.
 func (w *Workspace) ReadOnly() bool { return w.opts.ReadOnly }
 
-// Sandboxed reports whether bash and processes run confined by Landlock.
-func (w *Workspace) Sandboxed() bool { return w.sandbox != nil && w.sandbox.enabled() }
+// Sandboxed reports whether bash and processes run confined: in a
+// sandbox, or on the host under Landlock.
+func (w *Workspace) Sandboxed() bool {
+	return w.opts.Launcher != nil || w.sandbox != nil && w.sandbox.enabled()
+}
 
-// Close releases the workspace's root.
+// env is the environment the workspace gives bash, processes and
+// terminals (the launcher adds PATH and the like).
+func (w *Workspace) env() []string {
+	dir := w.launch.WorkspaceDir()
+	env := []string{"HOME=" + dir, "PWD=" + dir, "TERM=dumb", "LANG=C.UTF-8", "PAGER=cat", "GIT_PAGER=cat"}
+	return append(env, w.opts.Env...)
+}
+
+// procDir is the working directory rel (relative to the workspace) as
+// launched processes see it.
+func (w *Workspace) procDir(rel string) string {
+	return filepath.Join(w.launch.WorkspaceDir(), rel)
+}
+
+// Close releases the workspace's root and closes its launcher.
 func (w *Workspace) Close() error {
+	w.launch.Close()
 	if w.sandbox != nil {
 		w.sandbox.close()
 	}

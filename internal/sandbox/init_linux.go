@@ -228,7 +228,7 @@ func (in *initProc) launch(m msg, files []*os.File) (int, error) {
 	if len(files) != 3 || len(m.Argv) == 0 {
 		return 0, errors.New("a process needs argv and three descriptors")
 	}
-	spec := execSpec{Argv: m.Argv, Dir: m.Dir, Env: append(append([]string{}, in.cfg.Env...), m.Env...),
+	spec := execSpec{Argv: m.Argv, Dir: m.Dir, Env: mergeEnv(in.cfg.Env, m.Env),
 		Limits: in.cfg.Limits, ReadOnly: in.cfg.ReadOnly}
 	arg, err := json.Marshal(spec)
 	if err != nil {

@@ -166,3 +166,20 @@ func envValue(env []string, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// mergeEnv returns base with the entries of add, a later entry replacing
+// an earlier one of the same name.
+func mergeEnv(base, add []string) []string {
+	out := make([]string, 0, len(base)+len(add))
+	at := map[string]int{}
+	for _, kv := range append(append([]string{}, base...), add...) {
+		name, _, _ := strings.Cut(kv, "=")
+		if i, ok := at[name]; ok {
+			out[i] = kv
+			continue
+		}
+		at[name] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
