@@ -20,7 +20,7 @@
 // call through the x32 ABI (bit 30 of the number set) fails with ENOSYS, as on
 // a kernel built without x32.
 //
-// These calls fail with EPERM without reaching the kernel:
+// These calls fail with EPERM before the kernel runs them:
 //
 //   - mounts and the new mount API: mount, umount2, pivot_root, chroot,
 //     move_mount, open_tree, fsopen, fsconfig, fsmount, fspick, mount_setattr;
@@ -49,8 +49,12 @@
 //   - mknod (amd64) and mknodat creating a character or block device.
 //
 // clone3 fails with ENOSYS instead: its flags sit in a structure behind a
-// pointer, which the filter cannot inspect, and ENOSYS makes glibc (and Go)
-// fall back to clone, whose flags it can.
+// pointer, which the filter cannot inspect, and ENOSYS makes glibc fall back
+// to clone, whose flags it can. (Go's os/exec uses clone already.)
+//
+// chroot needs CAP_SYS_CHROOT, which the sandbox does not hold, so the kernel
+// would refuse it anyway; it is refused here too because no tool needs it and
+// it is a step of classic escapes should a capability ever leak.
 //
 // # What it deliberately allows
 //
@@ -58,10 +62,12 @@
 // flags (fork, vfork, threads), mknodat of FIFOs, sockets and regular files,
 // kcmp (it only compares two processes the caller may already inspect),
 // socket(AF_NETLINK) (ip and ss use it, and it only sees the sandbox's own
-// network namespace) and socket(AF_PACKET) (the kernel asks for CAP_NET_RAW,
-// which the sandbox does not have), seccomp itself (a new filter can only
-// narrow this one) and Landlock. io_uring is allowed too: what it can do is
-// what the allowed calls can do.
+// network namespace), socket(AF_PACKET) (the kernel asks for CAP_NET_RAW,
+// which the sandbox's unprivileged uid does not hold, and it too would only
+// see the sandbox's own interfaces), seccomp itself (a new filter can only
+// narrow this one) and Landlock. io_uring is allowed: none of its operations
+// does what the calls above do, though it is a large kernel surface, and
+// refusing it is a separate decision.
 //
 // Arguments are checked as the kernel reads them: the seccomp data holds
 // 64-bit arguments, but the flags of clone, the request of ioctl, the mode of
