@@ -8,6 +8,8 @@ import (
 	"runtime"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/reinsdev/reins/internal/sandbox/seccomp"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,7 +122,10 @@ func confine(readOnly bool) error {
 	if err := landlock(readOnly); err != nil {
 		return err
 	}
-	return installSeccomp()
+	if err := seccomp.Install(); err != nil {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	return nil
 }
 
 func landlock(readOnly bool) error {
@@ -189,6 +194,3 @@ func addRule(fd int, path string, access, handled uint64) error {
 	}
 	return ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: access & handled, ParentFd: pfd}, 0)
 }
-
-// installSeccomp is replaced by the seccomp filter.
-func installSeccomp() error { return nil }

@@ -65,9 +65,9 @@
 // network namespace), socket(AF_PACKET) (the kernel asks for CAP_NET_RAW,
 // which the sandbox's unprivileged uid does not hold, and it too would only
 // see the sandbox's own interfaces), seccomp itself (a new filter can only
-// narrow this one) and Landlock. io_uring is allowed: none of its operations
-// does what the calls above do, though it is a large kernel surface, and
-// refusing it is a separate decision.
+// narrow this one) and Landlock. io_uring is refused (EPERM): it is a large
+// kernel surface with a history of exploits, and programs that use it fall
+// back to ordinary system calls when it is unavailable.
 //
 // Arguments are checked as the kernel reads them: the seccomp data holds
 // 64-bit arguments, but the flags of clone, the request of ioctl, the mode of

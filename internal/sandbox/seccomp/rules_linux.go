@@ -129,6 +129,9 @@ func rules() []rule {
 
 		// Memory and hardware.
 		{name: "userfaultfd", nr: unix.SYS_USERFAULTFD, errno: eperm, reason: "stalls kernel page faults at will, a common exploit ingredient"},
+		{name: "io_uring_setup", nr: unix.SYS_IO_URING_SETUP, errno: eperm, reason: "a large kernel surface with a history of exploits; programs fall back to ordinary system calls"},
+		{name: "io_uring_enter", nr: unix.SYS_IO_URING_ENTER, errno: eperm, reason: "as io_uring_setup"},
+		{name: "io_uring_register", nr: unix.SYS_IO_URING_REGISTER, errno: eperm, reason: "as io_uring_setup"},
 		{name: "iopl", nr: sysIopl, errno: eperm, reason: "raw I/O port access"},
 		{name: "ioperm", nr: sysIoperm, errno: eperm, reason: "raw I/O port access"},
 		{name: "personality", nr: unix.SYS_PERSONALITY, when: argMatch{op: noneOf, arg: 0, mask: allBits, values: []uint32{perLinux, perLinux32, perQuery}}, errno: eperm, reason: "other personalities switch off ASLR or make readable memory executable"},
