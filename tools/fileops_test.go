@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -160,6 +161,28 @@ func TestReadLimit(t *testing.T) {
 		if r.ErrorCode != CodeInvalidInput || !strings.Contains(r.Text(), "limit") {
 			t.Errorf("%s of a file over the limit = %q (code %q)", tool, r.Text(), r.ErrorCode)
 		}
+	}
+}
+
+// TestGrepBudget checks that grep stops, and says so, once it has read
+// maxGrepBytes, here in sparse files just under the limit of one file.
+func TestGrepBudget(t *testing.T) {
+	f := newFixture(t, WorkspaceOptions{})
+	for i := range maxGrepBytes/maxFileBytes + 1 {
+		name := filepath.Join(f.dir, fmt.Sprintf("sparse%02d", i))
+		if err := os.WriteFile(name, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(name, maxFileBytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "zz.txt"), []byte("needle\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := f.callPromptly("grep", m{"pattern": "needle"})
+	if got.IsError || strings.Contains(got.Text(), "zz.txt") || !strings.Contains(got.Text(), "at most") {
+		t.Fatalf("grep past its budget = %q", got.Text())
 	}
 }
 
