@@ -3,7 +3,7 @@ package tools
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -16,19 +16,9 @@ func (w *Workspace) Read(in *ReadInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fi, err := w.root.Stat(rel)
+	data, err := w.readRegular(rel, maxFileBytes)
 	if err != nil {
-		return "", fsError(in.FilePath, err)
-	}
-	if fi.IsDir() {
-		return "", errorf(CodeInvalidInput, "%s is a directory", in.FilePath)
-	}
-	if fi.Size() > maxFileBytes {
-		return "", errorf(CodeInvalidInput, "%s is %d bytes, over the %d byte limit of read", in.FilePath, fi.Size(), maxFileBytes)
-	}
-	data, err := w.root.ReadFile(rel)
-	if err != nil {
-		return "", fsError(in.FilePath, err)
+		return "", err
 	}
 	lines := strings.SplitAfter(string(data), "\n")
 	if n := len(lines); n > 0 && lines[n-1] == "" {
@@ -55,7 +45,8 @@ func (w *Workspace) Read(in *ReadInput) (string, error) {
 	return truncate(b.String(), w.opts.MaxOutputBytes), nil
 }
 
-// Write creates or replaces a file, creating its parent directories.
+// Write creates or replaces a file, creating its parent directories. An
+// existing file is rewritten in place and keeps its mode and owner.
 func (w *Workspace) Write(in *WriteInput) (string, error) {
 	if err := w.mutable(); err != nil {
 		return "", err
@@ -64,26 +55,23 @@ func (w *Workspace) Write(in *WriteInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if dir := filepath.Dir(rel); dir != "." {
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
-			return "", fsError(in.FilePath, err)
-		}
+	if err := w.mkdirAll(filepath.Dir(rel)); err != nil {
+		return "", err
 	}
-	perm := fs.FileMode(0o644)
-	if fi, err := w.root.Stat(rel); err == nil {
-		if fi.IsDir() {
-			return "", errorf(CodeInvalidInput, "%s is a directory", in.FilePath)
-		}
-		perm = fi.Mode().Perm()
+	f, err := w.create(rel)
+	if err != nil {
+		return "", err
 	}
-	if err := w.root.WriteFile(rel, []byte(in.Content), perm); err != nil {
-		return "", fsError(in.FilePath, err)
+	defer f.Close()
+	if err := rewrite(f, []byte(in.Content)); err != nil {
+		return "", fsError(rel, err)
 	}
 	return fmt.Sprintf("wrote %d bytes to %s", len(in.Content), in.FilePath), nil
 }
 
 // Edit replaces exact occurrences of OldString with NewString: exactly one
-// unless ReplaceAll is set.
+// unless ReplaceAll is set. The file is rewritten in place and keeps its
+// mode and owner.
 func (w *Workspace) Edit(in *EditInput) (string, error) {
 	if err := w.mutable(); err != nil {
 		return "", err
@@ -92,34 +80,47 @@ func (w *Workspace) Edit(in *EditInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fi, err := w.root.Stat(rel)
+	f, fi, err := w.openRegular(rel, os.O_RDWR, 0)
 	if err != nil {
-		return "", fsError(in.FilePath, err)
+		return "", err
 	}
-	if fi.IsDir() || fi.Size() > maxFileBytes {
-		return "", errorf(CodeInvalidInput, "%s is a directory or too large to edit", in.FilePath)
-	}
-	data, err := w.root.ReadFile(rel)
+	defer f.Close()
+	data, err := readAll(f, fi, rel, maxFileBytes)
 	if err != nil {
-		return "", fsError(in.FilePath, err)
+		return "", err
 	}
+	out, n, err := replace(data, in)
+	if err != nil {
+		return "", err
+	}
+	if err := rewrite(f, out); err != nil {
+		return "", fsError(rel, err)
+	}
+	return fmt.Sprintf("replaced %d occurrence(s) in %s", n, in.FilePath), nil
+}
+
+// replace applies the edit in to data and returns the result with the
+// number of occurrences replaced.
+func replace(data []byte, in *EditInput) ([]byte, int, error) {
 	n := bytes.Count(data, []byte(in.OldString))
 	switch {
 	case n == 0:
-		return "", errorf(CodeInvalidInput, "old_string was not found in %s", in.FilePath)
+		return nil, 0, errorf(CodeInvalidInput, "old_string was not found in %s", in.FilePath)
 	case n > 1 && !in.ReplaceAll:
-		return "", errorf(CodeInvalidInput, "old_string occurs %d times in %s; add context to make it unique or set replace_all", n, in.FilePath)
+		return nil, 0, errorf(CodeInvalidInput, "old_string occurs %d times in %s; add context to make it unique or set replace_all", n, in.FilePath)
+	case !in.ReplaceAll:
+		return bytes.Replace(data, []byte(in.OldString), []byte(in.NewString), 1), 1, nil
 	}
-	limit := 1
-	if in.ReplaceAll {
-		limit = -1
+	return bytes.ReplaceAll(data, []byte(in.OldString), []byte(in.NewString)), n, nil
+}
+
+// rewrite replaces the content of the open file f with data and closes it.
+func rewrite(f *os.File, data []byte) error {
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return err
 	}
-	out := bytes.Replace(data, []byte(in.OldString), []byte(in.NewString), limit)
-	if err := w.root.WriteFile(rel, out, fi.Mode().Perm()); err != nil {
-		return "", fsError(in.FilePath, err)
+	if err := f.Truncate(int64(len(data))); err != nil {
+		return err
 	}
-	if !in.ReplaceAll {
-		n = 1
-	}
-	return fmt.Sprintf("replaced %d occurrence(s) in %s", n, in.FilePath), nil
+	return f.Close()
 }

@@ -33,12 +33,28 @@ type WorkspaceOptions struct {
 	// the workspace closes it. By default they run on the host, confined
 	// by Landlock unless NoSandbox is set.
 	Launcher Launcher
+	// VisibleDir is the absolute path at which bash and processes see the
+	// workspace, when a sandbox mounts it elsewhere (for example
+	// "/workspace"); the default is the Launcher's WorkspaceDir, else the
+	// workspace directory itself. The
+	// file tools take absolute paths under either, and never print the
+	// host path.
+	VisibleDir string
+	// Owner, if set, is given every file and directory the file tools
+	// create, so that a bash running as another user can change them.
+	// Existing files keep their owner. Giving files away needs privilege
+	// (CAP_CHOWN), typically a server running as root.
+	Owner *Owner
 }
+
+// Owner is the numeric user and group that files belong to.
+type Owner struct{ UID, GID int }
 
 // Workspace is a directory the tools of a session work in. Every path is
 // resolved through an [os.Root] so that nothing escapes it.
 type Workspace struct {
 	dir     string
+	visible string // the path at which the sandbox sees dir
 	tmp     string // private TMPDIR of bash and processes, outside the workspace
 	root    *os.Root
 	opts    WorkspaceOptions
@@ -54,6 +70,9 @@ func OpenWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.VisibleDir != "" && !filepath.IsAbs(opts.VisibleDir) {
+		return nil, fmt.Errorf("tools: workspace visible directory %q is not an absolute path", opts.VisibleDir)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("tools: workspace %s: %w", dir, err)
@@ -65,7 +84,13 @@ func OpenWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: open workspace: %w", err)
 	}
-	w := &Workspace{dir: abs, root: root, opts: opts, launch: opts.Launcher}
+	w := &Workspace{dir: abs, visible: abs, root: root, opts: opts, launch: opts.Launcher}
+	switch {
+	case opts.VisibleDir != "":
+		w.visible = filepath.Clean(opts.VisibleDir)
+	case w.launch != nil:
+		w.visible = w.launch.WorkspaceDir()
+	}
 	if w.launch != nil {
 		return w, nil
 	}
@@ -81,8 +106,12 @@ func OpenWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 	return w, nil
 }
 
-// Dir returns the absolute path of the workspace directory.
+// Dir returns the absolute path of the workspace directory on the host.
 func (w *Workspace) Dir() string { return w.dir }
+
+// VisibleDir returns the absolute path at which bash and processes see the
+// workspace: [WorkspaceOptions.VisibleDir], or else [Workspace.Dir].
+func (w *Workspace) VisibleDir() string { return w.visible }
 
 // ReadOnly reports whether the workspace refuses mutation.
 func (w *Workspace) ReadOnly() bool { return w.opts.ReadOnly }
@@ -96,7 +125,7 @@ func (w *Workspace) Sandboxed() bool {
 // env is the environment the workspace gives bash, processes and
 // terminals (the launcher adds PATH and the like).
 func (w *Workspace) env() []string {
-	dir := w.launch.WorkspaceDir()
+	dir := w.visible
 	env := []string{"HOME=" + dir, "PWD=" + dir, "TERM=dumb", "LANG=C.UTF-8", "PAGER=cat", "GIT_PAGER=cat"}
 	return append(env, w.opts.Env...)
 }
@@ -104,7 +133,7 @@ func (w *Workspace) env() []string {
 // procDir is the working directory rel (relative to the workspace) as
 // launched processes see it.
 func (w *Workspace) procDir(rel string) string {
-	return filepath.Join(w.launch.WorkspaceDir(), rel)
+	return filepath.Join(w.visible, rel)
 }
 
 // Close releases the workspace's root and closes its launcher.
@@ -120,17 +149,18 @@ func (w *Workspace) Close() error {
 }
 
 // rel turns a path given by the model into a path relative to the
-// workspace root, refusing anything that points outside it.
+// workspace root, refusing anything that points outside it. An absolute
+// path may be under the host directory or under the visible one.
 func (w *Workspace) rel(p string) (string, error) {
 	if p == "" {
 		return ".", nil
 	}
 	if filepath.IsAbs(p) {
 		p = filepath.Clean(p)
-		if p == w.dir {
-			return ".", nil
+		r, ok := cutDir(p, w.dir)
+		if !ok {
+			r, ok = cutDir(p, w.visible)
 		}
-		r, ok := strings.CutPrefix(p, w.dir+string(filepath.Separator))
 		if !ok {
 			return "", errorf(CodeWorkspaceBoundary, "path %s is outside the workspace", p)
 		}
@@ -141,6 +171,15 @@ func (w *Workspace) rel(p string) (string, error) {
 		return "", errorf(CodeWorkspaceBoundary, "path %s is outside the workspace", p)
 	}
 	return c, nil
+}
+
+// cutDir returns the clean absolute path p relative to the directory dir,
+// and whether p is dir or under it.
+func cutDir(p, dir string) (string, bool) {
+	if p == dir {
+		return ".", true
+	}
+	return strings.CutPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
 }
 
 func (w *Workspace) mutable() error {
