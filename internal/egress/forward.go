@@ -1,0 +1,117 @@
+package egress
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// tunnel connects to t, answers 200 and copies bytes both ways until both
+// sides have finished, the connection idles out or the proxy stops.
+func (cn *conn) tunnel(t target) {
+	up, err := cn.p.dial(cn.ctx, "tcp", t.String())
+	if err != nil {
+		cn.upstreamError(t, err)
+		return
+	}
+	defer up.Close()
+	stop := context.AfterFunc(cn.ctx, func() { up.Close() })
+	defer stop()
+	cn.p.allowed.Add(1)
+	if _, err := io.WriteString(cn.c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	upA := activeConn{up, cn.touch}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pipe(upA, cn.br, up) // client to upstream, starting with what is buffered
+	}()
+	pipe(cn.c, upA, cn.raw)
+	<-done
+}
+
+// pipe copies src to dst. At EOF it half-closes dst so the other side
+// sees the end; on any other error it closes whole, ending the other
+// direction too.
+func pipe(dst io.Writer, src io.Reader, whole net.Conn) {
+	_, err := io.Copy(dst, src)
+	cw, ok := dst.(interface{ CloseWrite() error })
+	if err != nil || !ok {
+		whole.Close()
+		return
+	}
+	cw.CloseWrite()
+}
+
+// hopHeaders are the hop-by-hop headers a proxy must not forward
+// (RFC 9110 §7.6.1), besides those named in Connection and any Proxy-*.
+var hopHeaders = []string{"Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// removeHopHeaders deletes hop-by-hop and Proxy-* headers from h.
+func removeHopHeaders(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			h.Del(strings.TrimSpace(name))
+		}
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
+	for name := range h {
+		if strings.HasPrefix(name, "Proxy-") {
+			delete(h, name)
+		}
+	}
+}
+
+// forward sends a plain HTTP request upstream and streams the response
+// back. It reports whether the client connection may carry another
+// request.
+func (cn *conn) forward(req *http.Request, t target) bool {
+	out := req.WithContext(cn.ctx)
+	out.RequestURI = ""
+	// ReadRequest already takes Host from an absolute URL; clearing it
+	// keeps the Host header on the URL the policy checked whatever the
+	// caller of forward did.
+	out.Host = ""
+	out.URL.User = nil
+	out.Close = false
+	removeHopHeaders(out.Header)
+	resp, err := cn.transport().RoundTrip(out)
+	if err != nil {
+		cn.upstreamError(t, err)
+		return false
+	}
+	defer resp.Body.Close()
+	cn.p.allowed.Add(1)
+	removeHopHeaders(resp.Header)
+	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
+	// Response.Write closes a response of unknown length that is not
+	// chunked; the connection must then end with it.
+	delimitedByClose := resp.ContentLength < 0 && !isChunked(resp.TransferEncoding)
+	resp.Close = req.Close || req.ContentLength != 0 || delimitedByClose
+	if err := resp.Write(cn.c); err != nil {
+		return false
+	}
+	return !resp.Close
+}
+
+func isChunked(te []string) bool { return len(te) > 0 && te[0] == "chunked" }
+
+// transport returns the connection's upstream transport, which dials
+// through the guard and leaves bodies as they are.
+func (cn *conn) transport() *http.Transport {
+	if cn.tr == nil {
+		cn.tr = &http.Transport{
+			DialContext:           cn.p.dial,
+			DisableCompression:    true,
+			MaxIdleConnsPerHost:   2,
+			IdleConnTimeout:       cn.idleTO,
+			ResponseHeaderTimeout: cn.idleTO,
+		}
+	}
+	return cn.tr
+}
