@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -124,13 +125,30 @@ func parseTarget(req *http.Request) (target, error) {
 		return t, fmt.Errorf("only CONNECT and absolute-form http:// requests are proxied, got %s %q", req.Method, req.RequestURI)
 	}
 	t.host = normalizeHost(t.host)
-	if t.host == "" || strings.ContainsAny(t.host, "%/ ") {
+	if !validHost(t.host) {
 		return t, fmt.Errorf("invalid host in %q", req.RequestURI)
 	}
 	if !validPort(t.port) {
 		return t, fmt.Errorf("invalid port in %q", req.RequestURI)
 	}
 	return t, nil
+}
+
+// validHost reports whether h is an IP literal without a zone or a name
+// made of letters, digits, '-', '_' and '.'.
+func validHost(h string) bool {
+	if ip, err := netip.ParseAddr(h); err == nil {
+		return ip.Zone() == ""
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, c := range []byte(h) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 func validPort(s string) bool {

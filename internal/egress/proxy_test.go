@@ -326,6 +326,8 @@ func TestMalformedRequests(t *testing.T) {
 		{"CONNECT example.com:0 HTTP/1.1\r\n\r\n", 400},
 		{"CONNECT example.com:99999 HTTP/1.1\r\n\r\n", 400},
 		{"NONSENSE\r\n\r\n", 400},
+		{"GET http://0]/ HTTP/1.1\r\n\r\n", 400},
+		{"CONNECT [fe80::1%25eth0]:80 HTTP/1.1\r\n\r\n", 400},
 		{"GET http://example.com/ HTTP/1.1\r\nX-Big: " + strings.Repeat("a", 8<<10) + "\r\n\r\n", 431},
 	}
 	for _, tt := range tests {
@@ -392,5 +394,35 @@ func TestHopByHopHeadersStripped(t *testing.T) {
 	}
 	if h.Get("X-Seen-Host") != host {
 		t.Errorf("upstream saw Host %q, want the URL's %q", h.Get("X-Seen-Host"), host)
+	}
+}
+
+// TestPlainHTTPBodies sends a request body upstream and streams a chunked
+// response back while the upstream is still writing it.
+func TestPlainHTTPBodies(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "got %q\n", b)
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, "done\n")
+	}))
+	defer srv.Close()
+	proxy := startProxy(t, &Proxy{Policy: Policy{Unrestricted: true}, Guard: &netguard.Guard{Allow: loopbackOnly}})
+	r, err := proxyClient(t, proxy, nil).Post(srv.URL, "text/plain", strings.NewReader("payload"))
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	br := bufio.NewReader(r.Body)
+	first, err := br.ReadString('\n') // arrives before the upstream finishes
+	close(release)
+	if err != nil || first != "got \"payload\"\n" {
+		t.Fatalf("first line %q, %v", first, err)
+	}
+	if rest, _ := io.ReadAll(br); string(rest) != "done\n" {
+		t.Errorf("rest %q", rest)
 	}
 }

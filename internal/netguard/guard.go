@@ -41,6 +41,8 @@ func (e *DeniedError) Error() string {
 type Guard struct {
 	// Allow lists prefixes the operator permits even though Classify
 	// forbids them, for example a private network the sandboxes may reach.
+	// It applies to addresses only: names such as localhost, *.internal
+	// and numeric forms such as 0x7f000001 stay refused; dial the address.
 	Allow []netip.Prefix
 	// Resolver looks up host names; nil means net.DefaultResolver.
 	Resolver Resolver
