@@ -34,6 +34,9 @@ type BuiltinSessions struct {
 	// than this process's host: a sandbox. The workspace closes the
 	// launcher when the session ends.
 	Launchers LauncherFactory
+	// Owner, if set, owns the files the file tools create (the user the
+	// launched processes run as, when that is not this process's).
+	Owner *tools.Owner
 	// MaxOutputBytes caps one tool result (default tools.DefaultMaxOutputBytes).
 	MaxOutputBytes int
 	// Logger receives diagnostics.
@@ -63,7 +66,7 @@ func (b *BuiltinSessions) OpenSession(ctx context.Context, a Assignment) (Sessio
 	}
 	opts := tools.WorkspaceOptions{
 		ReadOnly: a.Workspace.ReadOnly, NoSandbox: b.NoSandbox,
-		MaxOutputBytes: b.MaxOutputBytes, Env: env, Logger: b.Logger,
+		MaxOutputBytes: b.MaxOutputBytes, Env: env, Logger: b.Logger, Owner: b.Owner,
 	}
 	if b.Launchers != nil {
 		l, err := b.Launchers.Launcher(ctx, a, dir)

@@ -26,7 +26,6 @@ const (
 // and exported variables carries over from one command to the next.
 type shell struct {
 	w      *Workspace
-	env    []string
 	marker []byte
 
 	proc  Proc

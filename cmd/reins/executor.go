@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/app"
 )
 
 // newExecutorCommand returns `reins executor`: a self-hosted executor
@@ -30,6 +31,7 @@ func newExecutorCommand() *cobra.Command {
 		maxSessions, maxReconnect int
 		confirm, noSandbox        bool
 		confirmTimeout            time.Duration
+		sbx                       sandboxFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "executor",
@@ -72,13 +74,22 @@ executor with the same name, a refused registration).`,
 			out := cmd.ErrOrStderr()
 			st := &executorStatus{w: out, started: make(map[string]time.Time)}
 			logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			if noSandbox {
+				sbx.mode = app.SandboxNone
+			}
+			sessions := &executor.BuiltinSessions{Dir: dir, NoSandbox: noSandbox, Logger: logger}
+			closeSandboxes, err := sbx.executorSandboxes(ctx, sessions, dir, logger)
+			if err != nil {
+				return fmt.Errorf("reins executor: %w", err)
+			}
+			defer closeSandboxes()
 			opts := executor.Options{
 				URL:                  url,
 				EnvironmentKey:       key,
 				Executor:             executor.ExecutorInfo{Name: name, Version: executorVersion()},
 				MaxSessions:          maxSessions,
 				MaxReconnectAttempts: maxReconnect,
-				Sessions:             &executor.BuiltinSessions{Dir: dir, NoSandbox: noSandbox, Logger: logger},
+				Sessions:             sessions,
 				Capabilities:         executor.BuiltinCapabilities(),
 				OnEvent:              st.event,
 				Logger:               logger,
@@ -106,7 +117,8 @@ executor with the same name, a refused registration).`,
 	f.IntVar(&maxReconnect, "max-reconnect-attempts", 0, "give up after this many failed reconnects in a row (0: never)")
 	f.BoolVar(&confirm, "confirm", false, "ask at this terminal before each bash, write or edit call")
 	f.DurationVar(&confirmTimeout, "confirm-timeout", time.Minute, "how long a --confirm question waits for an answer")
-	f.BoolVar(&noSandbox, "no-sandbox", false, "run bash without Landlock confinement")
+	f.BoolVar(&noSandbox, "no-sandbox", false, "no confinement at all: --sandbox=none, and without Landlock either")
+	sbx.register(f, "the sessions'")
 	return cmd
 }
 

@@ -33,6 +33,7 @@ type serveOptions struct {
 	retryMax         time.Duration
 	shutdownGrace    time.Duration
 	logLevel         string
+	sandbox          sandboxFlags
 }
 
 func newServeCommand() *cobra.Command {
@@ -59,6 +60,7 @@ in the data dir; nothing else needs installing.`,
 	f.DurationVar(&o.retryMax, "model-retry-max", envDuration("REINS_MODEL_RETRY_MAX", 30*time.Second), "longest retry delay (REINS_MODEL_RETRY_MAX)")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown waits for requests and runners")
 	f.StringVar(&o.logLevel, "log-level", envOr("REINS_LOG_LEVEL", "info"), "debug, info, warn or error (REINS_LOG_LEVEL)")
+	o.sandbox.register(f, "cloud sessions'")
 	return cmd
 }
 
@@ -89,9 +91,13 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	sbx, err := o.sandbox.config()
+	if err != nil {
+		return err
+	}
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
-		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}})
+		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx})
 	if err != nil {
 		return err
 	}

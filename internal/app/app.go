@@ -55,6 +55,8 @@ type Config struct {
 	Logger *slog.Logger
 	// HTTP tunes the API (ping and poll intervals, body limit).
 	HTTP httpapi.Config
+	// Sandbox configures the sandboxes cloud sessions' tools run in.
+	Sandbox SandboxConfig
 }
 
 // App is an assembled server.
@@ -120,6 +122,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	hub := executor.NewHub(hubOpts)
 	ht := newHubTools(hub, st, keys, filepath.Join(cfg.DataDir, "workspaces"), cfg.Logger)
+	ht.sandboxes, err = newSandboxes(ht.ctx, cfg.Sandbox, st, cfg.DataDir, cfg.Logger)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	tools := cfg.Tools
 	if tools == nil {
 		tools = ht
@@ -136,6 +143,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys}
+	hc.Lifecycle = ht
 	api := httpapi.New(hc)
 	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, log: cfg.Logger}, nil
 }
@@ -143,6 +151,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 // Start resumes interrupted sessions and serves the API on ln until
 // Shutdown. It returns at once; serving errors are logged.
 func (a *App) Start(ctx context.Context, ln net.Listener) error {
+	if a.tools.sandboxes != nil {
+		a.tools.sandboxes.check(ctx)
+	} else {
+		a.log.Warn("--sandbox=none: cloud sessions' tools run on this host as the server's user, confined by Landlock only; they can read the server's files and reach its network. Use this only on a trusted single-user machine.")
+	}
+	a.tools.sweepWorkspaces(ctx)
 	if err := a.Harness.Start(ctx); err != nil {
 		return fmt.Errorf("resume sessions: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/reinsdev/reins/harness"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/tools"
 	"github.com/reinsdev/reins/vault"
 )
 
@@ -59,6 +60,7 @@ type hubTools struct {
 	st        store.Store
 	keys      *vault.Keyring // opens environment_variable credentials
 	workspace string         // root of the local executors' workspaces
+	sandboxes *sandboxes     // nil: cloud sessions' tools run on the host (--sandbox=none)
 	log       *slog.Logger
 
 	ctx    context.Context // lifetime of the local executors
@@ -208,7 +210,13 @@ func (t *hubTools) ensureLocal(envID string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	c := executor.NewLocal(t.hub, executor.LocalOptions{EnvironmentID: envID, Workspace: dir, Logger: t.log})
+	sessions := &executor.BuiltinSessions{Dir: dir, Logger: t.log}
+	if t.sandboxes != nil {
+		sessions.Launchers = t.sandboxes
+		uid, gid := t.sandboxes.owner()
+		sessions.Owner = &tools.Owner{UID: uid, GID: gid}
+	}
+	c := executor.NewLocal(t.hub, executor.LocalOptions{EnvironmentID: envID, Sessions: sessions, Capabilities: executor.BuiltinCapabilities(), Logger: t.log})
 	t.locals[envID] = c
 	t.wg.Go(func() {
 		if err := c.Run(t.ctx); err != nil && t.ctx.Err() == nil {
@@ -272,8 +280,53 @@ func (t *hubTools) Release(sessionID string) {
 	}
 }
 
-// stop stops the local executors.
+// SessionEnded implements httpapi.SessionLifecycle: an archived or
+// deleted session's sandbox is torn down at once, and a deleted
+// session's workspace is removed.
+func (t *hubTools) SessionEnded(ctx context.Context, sess *ma.Session, deleted bool) {
+	t.Release(sess.ID)
+	if t.sandboxes != nil {
+		t.sandboxes.end(sess.ID)
+	}
+	if deleted {
+		t.removeWorkspace(sess.EnvironmentID, sess.ID)
+	}
+}
+
+func (t *hubTools) removeWorkspace(envID, sessionID string) {
+	if !safeName(envID) || !safeName(sessionID) {
+		return
+	}
+	if err := os.RemoveAll(filepath.Join(t.workspace, envID, sessionID)); err != nil {
+		t.log.Warn("remove a deleted session's workspace", "session", sessionID, "err", err)
+	}
+}
+
+// safeName reports whether an id can name a directory.
+func safeName(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, `/\`)
+}
+
+// sweepWorkspaces removes the workspaces of sessions deleted while the
+// server was down.
+func (t *hubTools) sweepWorkspaces(ctx context.Context) {
+	envs, _ := os.ReadDir(t.workspace)
+	for _, env := range envs {
+		sessions, _ := os.ReadDir(filepath.Join(t.workspace, env.Name()))
+		for _, s := range sessions {
+			_, err := t.st.GetSession(ctx, s.Name())
+			if errors.Is(err, store.ErrNotFound) {
+				t.removeWorkspace(env.Name(), s.Name())
+			}
+		}
+	}
+}
+
+// stop stops the local executors and tears down their sandboxes.
 func (t *hubTools) stop() {
 	t.cancel()
 	t.wg.Wait()
+	if t.sandboxes != nil {
+		t.sandboxes.close()
+	}
 }

@@ -17,10 +17,12 @@ import (
 	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/internal/app"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/internal/sandbox"
 	"github.com/reinsdev/reins/model"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.MaybeRun() // the in-process servers' sandboxes re-execute this binary
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
 		goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"))

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/egress"
+	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/internal/sandbox"
+	"github.com/reinsdev/reins/tools"
+)
+
+// sandboxFlags are the flags of `reins serve` and `reins executor` that
+// configure the sandboxes tools run in.
+type sandboxFlags struct {
+	mode        string
+	memory      string
+	processes   int
+	cpu         float64
+	egressAllow []string
+}
+
+func (s *sandboxFlags) register(f *pflag.FlagSet, whose string) {
+	d := sandbox.DefaultLimits()
+	f.StringVar(&s.mode, "sandbox", envOr("REINS_SANDBOX", app.SandboxNamespaces),
+		"where "+whose+" tools run: \"namespaces\" (a sandbox per session) or \"none\" (on this host, confined by Landlock only: a trusted single-user machine) (REINS_SANDBOX)")
+	f.StringVar(&s.memory, "sandbox-memory", envOr("REINS_SANDBOX_MEMORY", formatBytes(d.Memory)), "memory of each sandbox, e.g. 512M or 4G (REINS_SANDBOX_MEMORY)")
+	f.IntVar(&s.processes, "sandbox-processes", envInt("REINS_SANDBOX_PROCESSES", d.Processes), "processes and threads of each sandbox (REINS_SANDBOX_PROCESSES)")
+	f.Float64Var(&s.cpu, "sandbox-cpu", d.CPU, "CPUs each sandbox may use, where cgroups are available")
+	f.StringSliceVar(&s.egressAllow, "egress-allow", splitList(os.Getenv("REINS_EGRESS_ALLOW")),
+		"internal addresses (CIDR or IP: loopback, private, link-local) that sandboxes may reach through the egress proxy anyway; refused by default (REINS_EGRESS_ALLOW)")
+}
+
+func (s *sandboxFlags) config() (app.SandboxConfig, error) {
+	mem, err := parseBytes(s.memory)
+	if err != nil {
+		return app.SandboxConfig{}, fmt.Errorf("--sandbox-memory: %w", err)
+	}
+	allow, err := netguard.ParseAllow(s.egressAllow)
+	if err != nil {
+		return app.SandboxConfig{}, fmt.Errorf("--egress-allow: %w", err)
+	}
+	if s.mode != app.SandboxNamespaces && s.mode != app.SandboxNone {
+		return app.SandboxConfig{}, fmt.Errorf("--sandbox: %q is not \"namespaces\" or \"none\"", s.mode)
+	}
+	return app.SandboxConfig{Mode: s.mode, EgressAllow: allow,
+		Limits: sandbox.Limits{Memory: mem, Processes: s.processes, CPU: s.cpu}}, nil
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// parseBytes reads a size such as 512M, 4G or 1048576.
+func parseBytes(s string) (int64, error) {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	case strings.HasSuffix(s, "G"):
+		mult, s = 1<<30, strings.TrimSuffix(s, "G")
+	}
+	var n int64
+	if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size (such as 512M or 4G)", s)
+	}
+	return n * mult, nil
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n%(1<<30) == 0:
+		return fmt.Sprintf("%dG", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dM", n>>20)
+	}
+	return fmt.Sprint(n)
+}
+
+// executorSandboxes makes `reins executor` run each session's processes
+// in a sandbox whose egress proxy reaches any public address (and the
+// --egress-allow ones). It returns what tears the sandboxes down.
+func (s *sandboxFlags) executorSandboxes(ctx context.Context, sessions *executor.BuiltinSessions, workspace string, log *slog.Logger) (func(), error) {
+	cfg, err := s.config()
+	if err != nil || cfg.Mode == app.SandboxNone {
+		if err == nil {
+			log.Warn("--sandbox=none: the sessions' tools run as this user on this host (confined by Landlock only)")
+		}
+		return func() {}, err
+	}
+	m, err := sandbox.NewManager(sandbox.Config{Limits: cfg.Limits, StateDir: filepath.Join(workspace, ".reins-sandboxes"), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.Check(ctx); err != nil {
+		return nil, fmt.Errorf("%w (or run with --sandbox=none on a trusted machine)", err)
+	}
+	guard := &netguard.Guard{Allow: cfg.EgressAllow}
+	sessions.Launchers = executorLaunchers{m: m, guard: guard, ctx: ctx, log: log}
+	uid, gid := m.Uid()
+	sessions.Owner = &tools.Owner{UID: uid, GID: gid}
+	return func() { m.Close() }, nil
+}
+
+// executorLaunchers starts a sandbox per session for `reins executor`.
+type executorLaunchers struct {
+	m     *sandbox.Manager
+	guard *netguard.Guard
+	ctx   context.Context
+	log   *slog.Logger
+}
+
+func (e executorLaunchers) Launcher(_ context.Context, a executor.Assignment, dir string) (tools.Launcher, error) {
+	return e.m.Launcher(sandbox.Options{Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
+		Egress: func(ln net.Listener) {
+			p := &egress.Proxy{Policy: egress.Policy{Unrestricted: true}, Guard: e.guard, Logger: e.log, AllowHint: "allow it with --egress-allow"}
+			p.Serve(e.ctx, ln)
+		}}), nil
+}

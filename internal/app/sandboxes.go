@@ -1,0 +1,171 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/egress"
+	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/internal/sandbox"
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/tools"
+)
+
+// Sandbox modes.
+const (
+	// SandboxNamespaces runs each cloud session's tools in a sandbox of
+	// Linux namespaces (the default).
+	SandboxNamespaces = "namespaces"
+	// SandboxNone runs them on the server's host, confined by Landlock
+	// only: for a trusted, single-user machine.
+	SandboxNone = "none"
+)
+
+// SandboxConfig configures the sandboxes of cloud sessions.
+type SandboxConfig struct {
+	// Mode is SandboxNamespaces (default) or SandboxNone.
+	Mode string
+	// Limits bound each sandbox (zero fields: sandbox.DefaultLimits).
+	Limits sandbox.Limits
+	// EgressAllow are internal addresses (loopback, private, link-local)
+	// that the egress proxy may reach anyway, e.g. a test server on
+	// 127.0.0.1. Public addresses need no entry.
+	EgressAllow []netip.Prefix
+}
+
+// egressAllowHint follows a refusal of an internal address.
+const egressAllowHint = "an operator can allow it with --egress-allow"
+
+// sandboxes makes the sandboxes of cloud sessions, one per session, and
+// serves each one's egress proxy with its environment's network policy.
+type sandboxes struct {
+	m     *sandbox.Manager
+	st    store.Store
+	guard *netguard.Guard
+	log   *slog.Logger
+	ctx   context.Context // lifetime of the proxies
+
+	mu        sync.Mutex
+	launchers map[string]*sandbox.Launcher // by session id
+}
+
+// newSandboxes returns nil when cfg.Mode is SandboxNone.
+func newSandboxes(ctx context.Context, cfg SandboxConfig, st store.Store, dataDir string, log *slog.Logger) (*sandboxes, error) {
+	switch cfg.Mode {
+	case "", SandboxNamespaces:
+	case SandboxNone:
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("sandbox mode %q: use %q or %q", cfg.Mode, SandboxNamespaces, SandboxNone)
+	}
+	m, err := sandbox.NewManager(sandbox.Config{Limits: cfg.Limits, StateDir: filepath.Join(dataDir, "sandboxes"), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx,
+		launchers: map[string]*sandbox.Launcher{}}, nil
+}
+
+// check makes one sandbox and runs a program in it, so that `reins
+// serve` says at start whether cloud sessions' tools can run.
+func (s *sandboxes) check(ctx context.Context) {
+	took, err := s.m.Check(ctx)
+	if err != nil {
+		s.log.Error("SANDBOXES ARE UNAVAILABLE: cloud sessions' tool calls will fail with this error until it is fixed (or run with --sandbox=none on a trusted single-user machine)", "err", err)
+		return
+	}
+	limits, how := s.m.Limits()
+	s.log.Info("cloud sessions' tools run in sandboxes", "start", took.Round(time.Millisecond),
+		"memory", limits.Memory, "processes", limits.Processes, "cpu", limits.CPU, "limits", how)
+}
+
+// Launcher implements executor.LauncherFactory: the session's processes
+// run in its own sandbox, started on the first tool call that needs one.
+func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir string) (tools.Launcher, error) {
+	policy, err := s.policy(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	l := s.m.Launcher(sandbox.Options{
+		Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
+		Egress: func(ln net.Listener) { s.serveEgress(ln, a.SessionID, policy) },
+	})
+	s.mu.Lock()
+	if old := s.launchers[a.SessionID]; old != nil {
+		go old.Close()
+	}
+	s.launchers[a.SessionID] = l
+	s.mu.Unlock()
+	return l, nil
+}
+
+func (s *sandboxes) serveEgress(ln net.Listener, sessionID string, policy egress.Policy) {
+	p := &egress.Proxy{Policy: policy, Guard: s.guard, Logger: s.log.With("session", sessionID), AllowHint: egressAllowHint}
+	if err := p.Serve(s.ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
+		s.log.Debug("egress proxy stopped", "session", sessionID, "err", err)
+	}
+}
+
+// policy is the environment's network policy as the egress proxy applies
+// it. Environment changes apply to sandboxes started afterwards.
+func (s *sandboxes) policy(ctx context.Context, a executor.Assignment) (egress.Policy, error) {
+	env, err := s.st.GetEnvironment(ctx, a.EnvironmentID)
+	if err != nil {
+		return egress.Policy{}, fmt.Errorf("environment %s: %w", a.EnvironmentID, err)
+	}
+	n := env.Config.Networking
+	if n == nil || n.Type != "limited" {
+		return egress.Policy{Unrestricted: true}, nil
+	}
+	hosts := append([]string{}, n.AllowedHosts...)
+	if n.AllowPackageManagers != nil && *n.AllowPackageManagers {
+		hosts = append(hosts, egress.PackageRegistryHosts()...)
+	}
+	if n.AllowMCPServers != nil && *n.AllowMCPServers {
+		sess, err := s.st.GetSession(ctx, a.SessionID)
+		if err != nil {
+			return egress.Policy{}, fmt.Errorf("session %s: %w", a.SessionID, err)
+		}
+		hosts = append(hosts, mcpHosts(&sess)...)
+	}
+	return egress.Policy{AllowedHosts: hosts}, nil
+}
+
+// mcpHosts returns the hosts of the MCP servers of the session's agent.
+func mcpHosts(sess *ma.Session) []string {
+	var hosts []string
+	for _, srv := range sess.Agent.MCPServers {
+		if u, err := url.Parse(srv.URL); err == nil && u.Hostname() != "" {
+			hosts = append(hosts, u.Hostname())
+		}
+	}
+	return hosts
+}
+
+// end tears down a session's sandbox and waits for it.
+func (s *sandboxes) end(sessionID string) {
+	s.mu.Lock()
+	l := s.launchers[sessionID]
+	delete(s.launchers, sessionID)
+	s.mu.Unlock()
+	if l != nil {
+		l.Close()
+	}
+}
+
+// close tears down every sandbox.
+func (s *sandboxes) close() { s.m.Close() }
+
+// owner is who must own the files the file tools write, so that the
+// sandboxed processes can change them.
+func (s *sandboxes) owner() (uid, gid int) { return s.m.Uid() }
