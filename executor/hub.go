@@ -38,6 +38,10 @@ type Registration struct {
 	Executor     ExecutorInfo
 	Capabilities []string
 	MaxSessions  int
+	// Local is set for an in-process executor made by [NewLocal]: it
+	// connected through the hub's in-memory listener, which nothing
+	// outside the process can reach.
+	Local bool
 }
 
 // Notification is a notification an executor sent about one of its
@@ -72,8 +76,9 @@ type HubOptions struct {
 	// returned by the token endpoint. Empty means the request's host.
 	PublicURL string
 	// AllowRegistration, if set, may refuse a registration (for example
-	// of an archived environment); the connection is then closed with
-	// 4002.
+	// of an archived environment, or of an outside executor in an
+	// environment only local executors serve); the connection is then
+	// closed with 4002.
 	AllowRegistration func(ctx context.Context, r Registration) error
 	// OnNotification, if set, receives process and terminal notifications.
 	// It must not block.

@@ -17,6 +17,7 @@ type hubConn struct {
 	h         *Hub
 	rpc       *rpcConn
 	principal principal
+	local     bool // connected through the in-memory listener (NewLocal)
 
 	// guarded by h.mu
 	registered  bool
@@ -126,7 +127,7 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 	if h.opts.AllowRegistration != nil {
 		err := h.opts.AllowRegistration(ctx, Registration{
 			EnvironmentID: c.principal.EnvironmentID, MachineID: c.principal.MachineID,
-			Executor: p.Executor, Capabilities: p.Capabilities, MaxSessions: p.MaxSessions,
+			Executor: p.Executor, Capabilities: p.Capabilities, MaxSessions: p.MaxSessions, Local: c.local,
 		})
 		if err != nil {
 			h.logger.Info("executor registration refused", "executor", p.Executor.Name, "err", err)

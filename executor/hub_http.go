@@ -76,7 +76,7 @@ func (h *Hub) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case errors.Is(err, ErrCredentialRejected):
-		httpError(w, http.StatusUnauthorized, "authentication_error", "invalid, revoked or archived executor credential")
+		httpError(w, http.StatusUnauthorized, "authentication_error", rejection(err))
 		return
 	case err != nil:
 		h.logger.Warn("executor credential check failed", "err", err)
@@ -99,6 +99,15 @@ func (h *Hub) serveToken(w http.ResponseWriter, r *http.Request) {
 		ExpiresAt: expires.UTC(),
 		URL:       connectURL(base),
 	})
+}
+
+// rejection is the message of the token endpoint's 401: the reason the
+// Credentials gave, else a generic sentence.
+func rejection(err error) string {
+	if reason, ok := strings.CutPrefix(err.Error(), ErrCredentialRejected.Error()+": "); ok {
+		return "executor credential rejected: " + reason
+	}
+	return "invalid, revoked or archived executor credential"
 }
 
 // connectURL turns a base http(s) URL into the WebSocket connect URL.
@@ -133,7 +142,7 @@ func (h *Hub) serveConnect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	c := &hubConn{h: h, principal: claims.principal, leases: make(map[string]*Lease)}
+	c := &hubConn{h: h, principal: claims.principal, local: isLocalConn(r.Context()), leases: make(map[string]*Lease)}
 	c.rpc = newRPCConn(ws, connConfig{
 		handler:        c.handle,
 		inline:         func(m string) bool { return m == MethodToolResult || m == MethodHeartbeat },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 )
@@ -73,6 +74,22 @@ func (t localTokens) Token(ctx context.Context) (Token, error) {
 	}, nil
 }
 
+// localConnKey marks the context of connections to the hub's in-memory
+// listener.
+type localConnKey struct{}
+
+// markLocalConn is the ConnContext of the in-memory listener's server.
+func markLocalConn(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, localConnKey{}, true)
+}
+
+// isLocalConn reports whether a request came through the in-memory
+// listener, that is from an executor made by [NewLocal].
+func isLocalConn(ctx context.Context) bool {
+	local, _ := ctx.Value(localConnKey{}).(bool)
+	return local
+}
+
 // localListener starts, once, the hub's in-memory HTTP server.
 func (h *Hub) localListener() *memListener {
 	h.local.once.Do(func() {
@@ -80,7 +97,7 @@ func (h *Hub) localListener() *memListener {
 		defer h.mu.Unlock()
 		h.local.ln = newMemListener()
 		h.local.done = make(chan struct{})
-		h.local.srv = &http.Server{Handler: h}
+		h.local.srv = &http.Server{Handler: h, ConnContext: markLocalConn}
 		go func() { // owned by the hub: Shutdown closes the server
 			defer close(h.local.done)
 			h.local.srv.Serve(h.local.ln)

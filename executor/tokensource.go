@@ -39,6 +39,20 @@ type TokenEndpoint struct {
 	HTTPClient *http.Client
 }
 
+// errorMessage returns ": " and the message of an error envelope, or ""
+// if body is not one.
+func errorMessage(body []byte) string {
+	var env struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.Error.Message == "" {
+		return ""
+	}
+	return ": " + env.Error.Message
+}
+
 // Token requests a new executor token. 401 and 403 answers wrap
 // [ErrCredentialRejected].
 func (t *TokenEndpoint) Token(ctx context.Context) (Token, error) {
@@ -62,7 +76,7 @@ func (t *TokenEndpoint) Token(ctx context.Context) (Token, error) {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return Token{}, fmt.Errorf("%w: token endpoint answered %s", ErrCredentialRejected, resp.Status)
+		return Token{}, fmt.Errorf("%w: token endpoint answered %s%s", ErrCredentialRejected, resp.Status, errorMessage(b))
 	case resp.StatusCode != http.StatusOK:
 		return Token{}, fmt.Errorf("executor: token endpoint answered %s", resp.Status)
 	}

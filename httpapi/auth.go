@@ -43,9 +43,9 @@ func CreateKey(ctx context.Context, st store.Keys, name string) (string, store.A
 // Authenticator checks API keys: x-api-key or Authorization: Bearer.
 type Authenticator struct {
 	Keys store.Keys
-	// EnvironmentKeys, if set, accepts environment keys (reins_ek_…) with
-	// a scope limited to their environment.
-	EnvironmentKeys store.EnvironmentKeys
+	// EnvironmentKeys, if set, accepts environment keys (reins_ek_…) of
+	// self-hosted environments with a scope limited to their environment.
+	EnvironmentKeys EnvironmentKeyStore
 	// Bootstrap, if set, is accepted as a key (REINS_API_KEY).
 	Bootstrap string
 	// CacheTTL is how long a valid API key is remembered without reading
@@ -56,6 +56,13 @@ type Authenticator struct {
 
 	mu    sync.Mutex
 	valid map[string]time.Time // key hash -> remembered until
+}
+
+// EnvironmentKeyStore is what an [Authenticator] reads to check
+// environment keys: the key, then its environment.
+type EnvironmentKeyStore interface {
+	EnvironmentKeyByHash(ctx context.Context, hash string) (store.EnvironmentKey, error)
+	GetEnvironment(ctx context.Context, id string) (ma.Environment, error)
 }
 
 // cached reports whether the hash was found valid within CacheTTL.
@@ -101,14 +108,7 @@ func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, 
 		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "missing API key: send it as the x-api-key header or as Authorization: Bearer")
 	}
 	if strings.HasPrefix(key, executor.EnvironmentKeyPrefix) && a.EnvironmentKeys != nil {
-		k, err := a.EnvironmentKeys.EnvironmentKeyByHash(ctx, executor.HashSecret(key))
-		if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
-			return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked environment key")
-		}
-		if err != nil {
-			return Principal{}, err
-		}
-		return Principal{EnvironmentID: k.EnvironmentID}, nil
+		return a.checkEnvironmentKey(ctx, key)
 	}
 	if a.Bootstrap != "" && subtle.ConstantTimeCompare([]byte(key), []byte(a.Bootstrap)) == 1 {
 		return Principal{}, nil
@@ -125,4 +125,30 @@ func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, 
 		a.remember(hash)
 	}
 	return Principal{}, err
+}
+
+// checkEnvironmentKey authenticates an environment key: it must be known,
+// not revoked, and belong to an environment that outside workers may
+// serve (a key of a cloud environment, made before they were refused, is
+// rejected).
+func (a *Authenticator) checkEnvironmentKey(ctx context.Context, key string) (Principal, error) {
+	invalid := errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked environment key")
+	k, err := a.EnvironmentKeys.EnvironmentKeyByHash(ctx, executor.HashSecret(key))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
+		return Principal{}, invalid
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	env, err := a.EnvironmentKeys.GetEnvironment(ctx, k.EnvironmentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Principal{}, invalid
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if err := env.CheckOutsideExecutors(); err != nil {
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "environment key %s rejected: %v", k.ID, err)
+	}
+	return Principal{EnvironmentID: k.EnvironmentID}, nil
 }

@@ -185,7 +185,6 @@ func (s *Server) updateEnvironment(w http.ResponseWriter, r *http.Request) error
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	s.envTypes.Delete(r.PathValue("id"))
 	e, err := s.cfg.Store.UpdateEnvironment(r.Context(), r.PathValue("id"), func(cur *ma.Environment) error {
 		if cur.ArchivedAt != nil {
 			return conflict("environment %s is archived and read-only", cur.ID)
@@ -210,6 +209,10 @@ func (s *Server) updateEnvironment(w http.ResponseWriter, r *http.Request) error
 			cfg, err := resolveEnvConfig(p.Config)
 			if err != nil {
 				return err
+			}
+			if cfg.Type != cur.Config.Type {
+				return badRequest("config.type: environment %s is %s and its type cannot change (its keys, executors and live sessions depend on it); create a new %s environment instead",
+					cur.ID, cur.Config.Type, cfg.Type)
 			}
 			cur.Config = cfg
 		}

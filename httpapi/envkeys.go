@@ -25,12 +25,16 @@ func keyView(k store.EnvironmentKey) environmentKey {
 		CreatedAt: ma.Time(k.CreatedAt), RevokedAt: ma.TimePtr(k.RevokedAt)}
 }
 
-// createEnvironmentKey mints a key for an environment's executors and
-// workers; the key is in this response only.
+// createEnvironmentKey mints a key for a self-hosted environment's
+// executors and workers; the key is in this response only. A cloud
+// environment has no keys: 400.
 func (s *Server) createEnvironmentKey(w http.ResponseWriter, r *http.Request) error {
 	env, err := s.cfg.Store.GetEnvironment(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
+	}
+	if err := env.CheckOutsideExecutors(); err != nil {
+		return badRequest("%v", err)
 	}
 	if env.ArchivedAt != nil {
 		return conflict("environment %s is archived; it takes no new keys", env.ID)

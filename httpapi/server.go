@@ -71,7 +71,8 @@ type Server struct {
 	mux *http.ServeMux
 
 	tails *tails
-	// envTypes caches whether an environment is self-hosted (id -> bool).
+	// envTypes caches whether an environment is self-hosted (id -> bool);
+	// an environment's type never changes.
 	envTypes sync.Map
 
 	// done is closed by Shutdown: streams end cleanly.

@@ -40,7 +40,7 @@ func (s *Server) selfHosted(ctx context.Context, envID string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	hosted := env.Config.Type == ma.EnvSelfHosted
+	hosted := env.CheckOutsideExecutors() == nil
 	s.envTypes.Store(envID, hosted)
 	return hosted, nil
 }
@@ -87,8 +87,8 @@ func (s *Server) workEnv(r *http.Request) (ma.Environment, error) {
 	if err != nil {
 		return env, err
 	}
-	if env.Config.Type != ma.EnvSelfHosted {
-		return env, badRequest("environment %s is a %s environment; only self_hosted environments have a work queue", env.ID, env.Config.Type)
+	if err := env.CheckOutsideExecutors(); err != nil {
+		return env, badRequest("%v", err)
 	}
 	return env, nil
 }

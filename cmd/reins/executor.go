@@ -128,7 +128,7 @@ func executorVersion() string { return "reins" }
 func explainExecutorError(err error) string {
 	switch {
 	case errors.Is(err, executor.ErrCredentialRejected):
-		return "the environment key was rejected (invalid, revoked or archived): " + err.Error()
+		return "the environment key was rejected (invalid, revoked, archived, or of a cloud environment): " + err.Error()
 	case errors.Is(err, executor.ErrReplaced):
 		return "another executor with the same name connected to this environment (close 4004); this one stops"
 	case errors.Is(err, executor.ErrRegistrationRefused):

@@ -117,6 +117,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	b := bus.New()
 	hubOpts := cfg.Hub
 	hubOpts.Credentials = credentials{st}
+	hubOpts.AllowRegistration = chainRegistration(credentials{st}.allowRegistration, cfg.Hub.AllowRegistration)
 	if hubOpts.Logger == nil {
 		hubOpts.Logger = cfg.Logger
 	}

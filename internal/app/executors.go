@@ -44,11 +44,45 @@ func (c credentials) VerifyEnvironmentKey(ctx context.Context, keyHash string) (
 	if env.ArchivedAt != nil {
 		return "", fmt.Errorf("%w: environment %s is archived", executor.ErrCredentialRejected, env.ID)
 	}
+	if err := env.CheckOutsideExecutors(); err != nil {
+		return "", fmt.Errorf("%w: environment key %s: %w", executor.ErrCredentialRejected, k.ID, err)
+	}
 	return env.ID, nil
+}
+
+// allowRegistration is the hub's AllowRegistration: an outside executor
+// may only register in an environment that outside executors may serve.
+// It holds whatever token the executor has, including one issued before
+// its environment's keys were refused, so a cloud environment's sessions,
+// and the credentials assigned with them, only ever reach its in-process
+// executor.
+func (c credentials) allowRegistration(ctx context.Context, r executor.Registration) error {
+	if r.Local || r.EnvironmentID == "" {
+		return nil
+	}
+	env, err := c.st.GetEnvironment(ctx, r.EnvironmentID)
+	if err != nil {
+		return err
+	}
+	return env.CheckOutsideExecutors()
 }
 
 func (credentials) VerifyMachineToken(context.Context, string) (string, error) {
 	return "", fmt.Errorf("%w: this server does not issue machine tokens yet", executor.ErrCredentialRejected)
+}
+
+// chainRegistration returns an AllowRegistration that asks first, then
+// next if it is set.
+func chainRegistration(first, next func(context.Context, executor.Registration) error) func(context.Context, executor.Registration) error {
+	if next == nil {
+		return first
+	}
+	return func(ctx context.Context, r executor.Registration) error {
+		if err := first(ctx, r); err != nil {
+			return err
+		}
+		return next(ctx, r)
+	}
 }
 
 // hubTools runs built-in tools through the executor hub: sessions of
@@ -148,7 +182,8 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (<-chan struct{}
 		return nil, err
 	}
 	req := executor.AssignRequest{EnvironmentID: env.ID, SessionID: sess.ID, Tools: harness.BuiltinTools(&sess.Agent)}
-	if env.Config.Type != ma.EnvSelfHosted && t.keys != nil && len(sess.VaultIDs) > 0 {
+	local := env.CheckOutsideExecutors() != nil
+	if local && t.keys != nil && len(sess.VaultIDs) > 0 {
 		// Cloud environments get the session's environment_variable
 		// credentials (self-hosted machines do not, as in the
 		// Managed Agents API).
@@ -161,7 +196,7 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (<-chan struct{}
 		t.secrets[sess.ID] = secrets
 		t.mu.Unlock()
 	}
-	if env.Config.Type != ma.EnvSelfHosted {
+	if local {
 		if err := t.ensureLocal(env.ID); err != nil {
 			return nil, err
 		}

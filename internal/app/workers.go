@@ -28,8 +28,7 @@ type workers struct {
 // acknowledged and its lease holds.
 func (w *workers) Serving(ctx context.Context, sess *ma.Session) (client, present bool, err error) {
 	// Only self-hosted environments have workers; the type of an
-	// environment is remembered (changing it under live sessions is not
-	// supported).
+	// environment is remembered (an update cannot change it).
 	w.mu.Lock()
 	hosted, known := w.selfHosted[sess.EnvironmentID]
 	w.mu.Unlock()
@@ -41,7 +40,7 @@ func (w *workers) Serving(ctx context.Context, sess *ma.Session) (client, presen
 		if err != nil {
 			return false, true, err
 		}
-		hosted = env.Config.Type == ma.EnvSelfHosted
+		hosted = env.CheckOutsideExecutors() == nil
 		w.mu.Lock()
 		if w.selfHosted == nil {
 			w.selfHosted = map[string]bool{}
