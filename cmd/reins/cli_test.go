@@ -18,10 +18,12 @@ import (
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
 func TestMain(m *testing.M) {
+	sandbox.MaybeRun() // the sandboxes the commands start re-execute this binary
 	goleak.VerifyTestMain(m)
 }
 

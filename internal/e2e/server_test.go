@@ -16,8 +16,8 @@ import (
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/internal/app"
-	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/internal/sandbox"
+	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/model"
 )
 
