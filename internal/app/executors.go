@@ -261,10 +261,6 @@ func (t *hubTools) ensureLocal(envID string) error {
 	return nil
 }
 
-// outcomeUnknown is what the model reads when the executor was lost
-// before it reported a result.
-const outcomeUnknown = "The executor running this tool was lost before it reported a result: the tool may or may not have run. Check its effects before running it again."
-
 // RunTool implements harness.ToolRunner.
 func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
 	t.mu.Lock()
@@ -278,7 +274,7 @@ func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.T
 	case err == nil:
 	case errors.Is(err, executor.ErrToolOutcomeUnknown), errors.Is(err, executor.ErrSessionEnded):
 		t.drop(sess.ID, l)
-		return harness.ErrorResult(outcomeUnknown)
+		return harness.ErrorResult(executor.OutcomeUnknownText)
 	case ctx.Err() != nil:
 		return harness.ErrorResult("The tool call was interrupted.")
 	default:

@@ -41,7 +41,7 @@ func TestToolCutOffByAKillIsNotRunAgain(t *testing.T) {
 	if _, err := call(c.url, key, "POST", "/v1/sessions", map[string]any{"agent": agent.ID, "environment_id": env.ID}, &s); err != nil {
 		t.Fatal(err)
 	}
-	script := `@tool bash {"command":"echo start >> ran.txt; sleep 15"}` + "\n@then finished"
+	script := `@tool bash {"command":"echo start >> ran.txt; (setsid sleep 1515 &); sleep 15"}` + "\n@then finished"
 	body := map[string]any{"events": []any{map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": script}}}}}
 	if _, err := call(c.url, key, "POST", "/v1/sessions/"+s.ID+"/events", body, nil); err != nil {
 		t.Fatal(err)
@@ -59,7 +59,22 @@ func TestToolCutOffByAKillIsNotRunAgain(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
+	for countHostProcesses("sleep 1515") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the tool's detached process did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	c.kill() // mid-tool
+	// Nothing the tool started outlives the server: its sandbox dies with
+	// it, setsid or not.
+	deadline = time.Now().Add(5 * time.Second)
+	for countHostProcesses("sleep 15")+countHostProcesses("sleep 1515") > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("tool processes survived the server's SIGKILL")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	c = startChild(t, bin, dataDir, addr, key)
 
 	var result, answer *ma.Event

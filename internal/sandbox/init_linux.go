@@ -65,7 +65,7 @@ func runInit(arg string) error {
 	if err := json.Unmarshal([]byte(arg), &cfg); err != nil {
 		return err
 	}
-	ctl, err := newConn(os.NewFile(initControlFD, "control"))
+	ctl, err := newConn(os.NewFile(initControlFD, "control"), maxToInit)
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,12 @@ const (
 	opExit    = "exit"    // init → server: Pid ended with Status
 )
 
-// maxMsg bounds one control message.
-const maxMsg = 256 << 10
+// Bounds of one control message: what init reads (a spawn carries an
+// argv and environment) and what the server reads (init's short replies).
+const (
+	maxToInit   = 256 << 10
+	maxToServer = 4 << 10
+)
 
 // msg is a control message.
 type msg struct {
@@ -47,10 +51,15 @@ const (
 	flagSetpgid
 )
 
-// conn is one end of the control socket.
-type conn struct{ c *net.UnixConn }
+// conn is one end of the control socket. recv is not safe for
+// concurrent use (one reader), send is.
+type conn struct {
+	c   *net.UnixConn
+	buf []byte // what recv reads into
+	oob []byte
+}
 
-func newConn(f *os.File) (*conn, error) {
+func newConn(f *os.File, max int) (*conn, error) {
 	nc, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
@@ -61,7 +70,7 @@ func newConn(f *os.File) (*conn, error) {
 		nc.Close()
 		return nil, errors.New("sandbox: control socket is not a unix socket")
 	}
-	return &conn{c: uc}, nil
+	return &conn{c: uc, buf: make([]byte, max), oob: make([]byte, unix.CmsgSpace(4*8))}, nil
 }
 
 func (c *conn) send(m msg, files ...*os.File) error {
@@ -83,8 +92,7 @@ func (c *conn) send(m msg, files ...*os.File) error {
 
 // recv reads one message and the files attached to it.
 func (c *conn) recv() (msg, []*os.File, error) {
-	b := make([]byte, maxMsg)
-	oob := make([]byte, unix.CmsgSpace(4*8))
+	b, oob := c.buf, c.oob
 	n, oobn, flags, _, err := c.c.ReadMsgUnix(b, oob)
 	if err != nil {
 		return msg{}, nil, err

@@ -125,7 +125,7 @@ func (m *Manager) start(ctx context.Context, o Options) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
 	theirs := os.NewFile(uintptr(fds[1]), "control")
-	ours, err := newConn(os.NewFile(uintptr(fds[0]), "control"))
+	ours, err := newConn(os.NewFile(uintptr(fds[0]), "control"), maxToServer)
 	if err != nil {
 		theirs.Close()
 		return nil, err
