@@ -1,11 +1,19 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,12 +71,213 @@ func TestSandboxBasics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	out, st := run(t, sb, `id; hostname; pwd; echo $MY_VAR; echo hi > f; ls /; ls /proc | grep -c '^[0-9]'; cat /etc/shadow; ls -la /dev; env`)
-	t.Logf("%s\n%v", out, st)
+	out, st := run(t, sb, `id; hostname; pwd; echo $MY_VAR; echo hi > f; ls /proc | grep -c '^[0-9]'; cat /etc/shadow; ls /; ls /dev`)
+	if st.Code != 0 {
+		t.Errorf("exit %v:\n%s", st, out)
+	}
 	if b, err := os.ReadFile(ws + "/f"); err != nil || string(b) != "hi\n" {
 		t.Fatalf("workspace write: %q %v", b, err)
 	}
-	if !strings.Contains(out, "uid=1000(user)") {
-		t.Errorf("not the sandbox user: %s", out)
+	for _, want := range []string{"uid=1000(user) gid=1000(user)", "\nreins\n", "\n/workspace\n", "\nhello\n",
+		"\n4\n", // init, bash, ls and grep: nothing else is in the sandbox's /proc
+		"/etc/shadow: No such file"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+	for _, dev := range []string{"null", "zero", "urandom", "tty", "pts", "shm"} {
+		if !strings.Contains(out, "\n"+dev+"\n") {
+			t.Errorf("/dev/%s is missing:\n%s", dev, out)
+		}
+	}
+	if strings.Contains(out, "\nroot\n") || strings.Contains(out, "\nhome\n") {
+		t.Errorf("the host's directories are visible:\n%s", out)
+	}
+}
+
+func TestSpawnFailure(t *testing.T) {
+	sb := start(t, newManager(t), Options{})
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	_, err := sb.Spawn(ProcSpec{Argv: []string{"no-such-program-here"}, Stdin: devnull, Stdout: devnull, Stderr: devnull})
+	if err == nil || !strings.Contains(err.Error(), "no-such-program-here: command not found") {
+		t.Fatalf("err = %v", err)
+	}
+	if out, st := run(t, sb, "exit 3"); st.Code != 3 {
+		t.Fatalf("after a failed spawn: %v %s", st, out)
+	}
+}
+
+func start(t *testing.T, m *Manager, o Options) *Sandbox {
+	t.Helper()
+	if o.Name == "" {
+		o.Name = t.Name()
+	}
+	if o.Workspace == "" {
+		o.Workspace = t.TempDir()
+	}
+	sb, err := m.Start(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	return sb
+}
+
+// TestCloseKillsEverything: a detached process dies with its sandbox,
+// and a process of a closed sandbox reports SIGKILL.
+func TestCloseKillsEverything(t *testing.T) {
+	sb := start(t, newManager(t), Options{})
+	tag := fmt.Sprintf("%d", 200000+time.Now().UnixNano()%700000)
+	run(t, sb, "setsid sleep "+tag+" </dev/null >/dev/null 2>&1 &")
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	p, err := sb.Spawn(ProcSpec{Argv: []string{"sleep", "600"}, Stdin: devnull, Stdout: devnull, Stderr: devnull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := hostProcesses("sleep " + tag); n != 1 {
+		t.Fatalf("%d detached sleeps on the host, want 1", n)
+	}
+	sb.Close()
+	if st := p.Wait(); st.Signal != syscall.SIGKILL {
+		t.Errorf("a process of a closed sandbox ended with %v", st)
+	}
+	if n := hostProcesses("sleep " + tag); n != 0 {
+		t.Errorf("a detached process survived its sandbox")
+	}
+	if _, err := sb.Spawn(ProcSpec{Argv: []string{"true"}, Stdin: devnull, Stdout: devnull, Stderr: devnull}); !errors.Is(err, ErrClosed) {
+		t.Errorf("spawn in a closed sandbox: %v", err)
+	}
+}
+
+func hostProcesses(args string) int {
+	n := 0
+	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ") == args {
+			n++
+		}
+	}
+	return n
+}
+
+// TestManyShortProcesses: exits that reach the server before the
+// process's start is reported are not lost.
+func TestManyShortProcesses(t *testing.T) {
+	sb := start(t, newManager(t), Options{})
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	for i := 0; i < 30; i++ {
+		p, err := sb.Spawn(ProcSpec{Argv: []string{"true"}, Stdin: devnull, Stdout: devnull, Stderr: devnull})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("process %d never ended", i)
+		}
+	}
+}
+
+func TestSignalGroup(t *testing.T) {
+	sb := start(t, newManager(t), Options{})
+	r, w, _ := os.Pipe()
+	defer r.Close()
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	p, err := sb.Spawn(ProcSpec{Argv: []string{"bash", "-c", "sleep 600 & echo up; wait"}, Stdin: devnull, Stdout: w, Stderr: w, Setpgid: true})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufio.NewReader(r).ReadString('\n')
+	if err := p.Signal(syscall.SIGTERM, true); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Wait(); st.Signal != syscall.SIGTERM {
+		t.Errorf("exit %v, want SIGTERM", st)
+	}
+	if out, _ := run(t, sb, "ps -eo args | grep -c '^sleep 600'"); strings.TrimSpace(out) != "0" {
+		t.Errorf("the group's other process survived: %q", out)
+	}
+}
+
+func TestReadOnlyWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "f"), []byte("x"), 0o644)
+	sb := start(t, newManager(t), Options{Workspace: ws, ReadOnly: true})
+	out, st := run(t, sb, "cat f; echo y > f")
+	if st.Code == 0 || !strings.Contains(out, "Read-only file system") {
+		t.Errorf("wrote to a read-only workspace: %v %s", st, out)
+	}
+}
+
+// TestEgressListener: the sandbox's only way out is the listener handed
+// to Options.Egress; everything else fails.
+func TestEgressListener(t *testing.T) {
+	served := make(chan struct{})
+	egress := func(ln net.Listener) {
+		defer close(served)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "from the server\n")
+			c.Close()
+		}
+	}
+	host, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	sb := start(t, newManager(t), Options{Egress: egress})
+	port := host.Addr().(*net.TCPAddr).Port
+	out, _ := run(t, sb, fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/3128 && head -1 <&3; echo $HTTPS_PROXY
+(exec 4<>/dev/tcp/127.0.0.1/%d) 2>/dev/null && echo HOST-REACHED; ip -o link 2>/dev/null | wc -l`, port))
+	if !strings.Contains(out, "from the server\nhttp://127.0.0.1:3128\n") || strings.Contains(out, "HOST-REACHED") {
+		t.Errorf("egress:\n%s", out)
+	}
+	sb.Close()
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		t.Error("the egress listener was not closed with the sandbox")
+	}
+}
+
+// TestReapLeftovers: a new manager kills what a state file records, if
+// it is still the same process.
+func TestReapLeftovers(t *testing.T) {
+	state := t.TempDir()
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	rec, _ := json.Marshal(pidRecord{Pid: cmd.Process.Pid, Start: procStart(cmd.Process.Pid)})
+	os.WriteFile(filepath.Join(state, "1.pid"), rec, 0o600)
+	other := exec.Command("sleep", "600")
+	other.Start()
+	defer other.Process.Kill()
+	rec, _ = json.Marshal(pidRecord{Pid: other.Process.Pid, Start: "1"}) // a reused pid
+	os.WriteFile(filepath.Join(state, "2.pid"), rec, 0o600)
+	m, err := NewManager(Config{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the leftover was not killed: %v", err)
+	}
+	if other.Process.Signal(syscall.Signal(0)) != nil {
+		t.Error("a process whose start time differs was killed")
+	}
+	if left, _ := filepath.Glob(filepath.Join(state, "*.pid")); len(left) != 0 {
+		t.Errorf("state files left: %v", left)
 	}
 }
