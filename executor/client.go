@@ -128,7 +128,6 @@ type Client struct {
 	token    *Token
 	stopped  bool
 	err      error
-	cancel   context.CancelFunc
 	kick     chan struct{} // wakes the result sender
 	prove    chan struct{} // asks for an early heartbeat (too many unproven results)
 

@@ -44,12 +44,6 @@ func (p *Previews) Subscribe(sessionID string) (<-chan ma.Preview, func()) {
 	}
 }
 
-func (p *Previews) active(sessionID string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.subs[sessionID]) > 0
-}
-
 func (p *Previews) publish(sessionID string, pv ma.Preview) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 )
 
@@ -91,7 +90,6 @@ type hostProc struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	status ExitStatus
-	once   sync.Once
 }
 
 func (p *hostProc) wait() {

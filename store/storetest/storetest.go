@@ -294,7 +294,7 @@ func testSessionLog(t *testing.T, s store.Store) {
 		}
 		ev, err := tx.Event(msg.ID)
 		if err != nil || ev.ProcessedAt == nil {
-			return fmt.Errorf("Event = %+v %v", ev, err)
+			return fmt.Errorf("tx.Event = %+v %v", ev, err)
 		}
 		return nil
 	}); err != nil {
