@@ -255,10 +255,15 @@ func (in *initProc) launch(m msg, files []*os.File) (int, error) {
 		return 0, fmt.Errorf("start %s: %w", m.Argv[0], err)
 	}
 	// The launcher's status pipe closes on a successful exec; anything
-	// written to it is the reason the exec failed.
+	// written to it is the reason the exec failed. Its exit is then not
+	// reported: either it was already (before the failed "started", which
+	// the server takes as the end of that pid), or it will not be.
 	why, _ := io.ReadAll(io.LimitReader(status, 4096))
 	if len(why) > 0 {
-		return 0, errors.New(string(why))
+		in.mu.Lock()
+		delete(in.procs, pid)
+		in.mu.Unlock()
+		return pid, errors.New(string(why))
 	}
 	return pid, nil
 }
@@ -291,13 +296,14 @@ func (in *initProc) reap() {
 			if pid <= 0 || err != nil {
 				break
 			}
+			// Sent under the lock, so that an exit always reaches the
+			// server before a failed "started" for the same pid.
 			in.mu.Lock()
-			mine := in.procs[pid]
-			delete(in.procs, pid)
-			in.mu.Unlock()
-			if mine {
+			if in.procs[pid] {
+				delete(in.procs, pid)
 				in.ctl.send(msg{Op: opExit, Pid: pid, Status: int(ws)})
 			}
+			in.mu.Unlock()
 		}
 	}
 }

@@ -103,6 +103,11 @@ func (sb *Sandbox) Spawn(spec ProcSpec) (*Process, error) {
 		return nil, ErrClosed
 	}
 	if r.Err != "" {
+		if r.Pid > 0 { // the launcher ran but could not execute the program
+			sb.mu.Lock()
+			delete(sb.early, r.Pid)
+			sb.mu.Unlock()
+		}
 		return nil, errors.New(r.Err)
 	}
 	return sb.track(r.Pid), nil

@@ -106,6 +106,12 @@ func TestSpawnFailure(t *testing.T) {
 	if out, st := run(t, sb, "exit 3"); st.Code != 3 {
 		t.Fatalf("after a failed spawn: %v %s", st, out)
 	}
+	sb.mu.Lock()
+	early := len(sb.early)
+	sb.mu.Unlock()
+	if early != 0 {
+		t.Errorf("the failed launcher's exit is still remembered (%d)", early)
+	}
 }
 
 func start(t *testing.T, m *Manager, o Options) *Sandbox {
