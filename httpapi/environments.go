@@ -270,6 +270,9 @@ func (s *Server) deleteEnvironment(w http.ResponseWriter, r *http.Request) error
 	if err := s.cfg.Store.DeleteEnvironment(r.Context(), id); err != nil {
 		return err
 	}
+	if s.cfg.Lifecycle != nil {
+		s.cfg.Lifecycle.EnvironmentDeleted(r.Context(), id)
+	}
 	writeJSON(w, ma.Deleted{ID: id, Type: "environment_deleted"})
 	return nil
 }

@@ -52,16 +52,18 @@ type Config struct {
 	// WebSocket connect). Those paths authenticate with environment keys
 	// and executor tokens, not API keys.
 	Executors http.Handler
-	// Lifecycle, if set, is told when a session is archived or deleted.
-	Lifecycle SessionLifecycle
+	// Lifecycle, if set, is told when sessions and environments end.
+	Lifecycle Lifecycle
 }
 
-// SessionLifecycle is told when sessions end for good, so that what they
-// hold (sandboxes, workspaces) goes with them.
-type SessionLifecycle interface {
+// Lifecycle is told when sessions and environments end for good, so that
+// what they hold (sandboxes, workspaces, executors) goes with them.
+type Lifecycle interface {
 	// SessionEnded is called after sess was archived, or deleted when
 	// deleted is set.
 	SessionEnded(ctx context.Context, sess *ma.Session, deleted bool)
+	// EnvironmentDeleted is called after an environment was deleted.
+	EnvironmentDeleted(ctx context.Context, id string)
 }
 
 // Server is the HTTP API. It is an http.Handler.

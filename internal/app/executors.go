@@ -324,6 +324,18 @@ func (t *hubTools) SessionEnded(ctx context.Context, sess *ma.Session, deleted b
 	}
 }
 
+// EnvironmentDeleted implements httpapi.Lifecycle: the environment's
+// in-process executor stops, and with it its sessions' sandboxes.
+func (t *hubTools) EnvironmentDeleted(ctx context.Context, id string) {
+	t.mu.Lock()
+	c := t.locals[id]
+	delete(t.locals, id)
+	t.mu.Unlock()
+	if c != nil {
+		c.Stop()
+	}
+}
+
 func (t *hubTools) removeWorkspace(envID, sessionID string) {
 	if !safeName(envID) || !safeName(sessionID) {
 		return

@@ -631,3 +631,34 @@ func TestExecutorSandboxEscapes(t *testing.T) {
 		t.Errorf("the executor stopped serving: %q", got)
 	}
 }
+
+// TestEnvironmentDeletedRetiresItsSandboxes: deleting a cloud environment
+// stops its in-process executor and tears its sessions' sandboxes down.
+func TestEnvironmentDeletedRetiresItsSandboxes(t *testing.T) {
+	s := start(t, options{})
+	var env ma.Environment
+	if _, err := call(s.url, s.key, "POST", "/v1/environments", map[string]any{"name": "doomed"}, &env); err != nil {
+		t.Fatal(err)
+	}
+	var agent ma.Agent
+	if _, err := call(s.url, s.key, "POST", "/v1/agents", map[string]any{"name": "a", "model": "scripted",
+		"tools": []any{map[string]any{"type": "agent_toolset_20260401"}}}, &agent); err != nil {
+		t.Fatal(err)
+	}
+	es := &escapeServer{child: &child{url: s.url}, key: s.key, agent: agent.ID}
+	tag := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%800000)
+	es.bash(t, es.session(t, env.ID), "setsid sleep "+tag+" </dev/null >/dev/null 2>&1 & echo detached")
+	if n := countHostProcesses("sleep " + tag); n != 1 {
+		t.Fatalf("the detached process is not running (%d)", n)
+	}
+	if _, err := call(s.url, s.key, "DELETE", "/v1/environments/"+env.ID, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for countHostProcesses("sleep "+tag) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a sandbox of a deleted environment is still running")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
