@@ -47,6 +47,8 @@ type escapeServer struct {
 	key, dataDir string
 	agent        string
 	stderr       *bytes.Buffer
+	// extra are more secrets no tool may see (an executor's key).
+	extra []string
 }
 
 func startEscapeServer(t *testing.T, args ...string) *escapeServer {
@@ -234,7 +236,7 @@ func probeServerSecrets(t *testing.T, s *escapeServer, envID string) string {
 	apiKey, _ := os.ReadFile(filepath.Join(s.dataDir, "api-key"))
 	out := s.bash(t, sess, `cat /proc/$PPID/environ /proc/1/environ 2>&1; for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline; echo; tr '\0' '\n' < $p/environ; done 2>&1; env;
 ls -la `+s.dataDir+` 2>&1; cat `+s.dataDir+`/api-key `+s.dataDir+`/master-key `+s.dataDir+`/reins.db 2>&1 | head -c 100000`)
-	if l := leaks(out, strings.TrimSpace(string(apiKey))); l != "" {
+	if l := leaks(out, append(s.extra, strings.TrimSpace(string(apiKey)))...); l != "" {
 		return l
 	}
 	if strings.Contains(out, "SQLite format 3") || strings.Contains(out, " serve ") {
@@ -353,32 +355,36 @@ func TestSandboxEscapes(t *testing.T) {
 	s := startEscapeServer(t)
 	limited := s.env(t, map[string]any{"type": "limited", "allowed_hosts": []string{"example.com", "127.0.0.1"}})
 	unrestricted := s.env(t, map[string]any{"type": "unrestricted"})
+	t.Run("loopback limited", func(t *testing.T) {
+		if escaped := probeLoopback(t, s, limited); escaped != "" {
+			t.Error(escaped)
+		}
+	})
+	runEscapeProbes(t, s, unrestricted)
+}
+
+// runEscapeProbes runs every probe in sessions of envID.
+func runEscapeProbes(t *testing.T, s *escapeServer, envID string) {
 	probes := map[string]probe{
 		"server secrets":     probeServerSecrets,
 		"etc shadow":         probeEtcShadow,
 		"internal addresses": probeInternalAddresses,
 		"tmp across":         probeTmpAcrossSessions,
+		"loopback":           probeLoopback,
 	}
 	for name, p := range probes {
 		t.Run(name, func(t *testing.T) {
-			if escaped := p(t, s, unrestricted); escaped != "" {
+			if escaped := p(t, s, envID); escaped != "" {
 				t.Error(escaped)
 			}
 		})
 	}
-	for name, envID := range map[string]string{"limited": limited, "unrestricted": unrestricted} {
-		t.Run("loopback "+name, func(t *testing.T) {
-			if escaped := probeLoopback(t, s, envID); escaped != "" {
-				t.Error(escaped)
-			}
-		})
-	}
-	t.Run("other sessions", func(t *testing.T) { probeOtherSessions(t, s, unrestricted) })
-	t.Run("kill the server", func(t *testing.T) { probeKillServer(t, s, unrestricted) })
-	t.Run("devices and fifos", func(t *testing.T) { probeSpecialFiles(t, s, unrestricted) })
-	t.Run("privileged calls", func(t *testing.T) { probePrivileged(t, s, unrestricted) })
-	t.Run("processes after delete", func(t *testing.T) { probeSurvivesDelete(t, s, unrestricted) })
-	t.Run("fork bomb and memory hog", func(t *testing.T) { probeExhaustion(t, s, unrestricted) })
+	t.Run("other sessions", func(t *testing.T) { probeOtherSessions(t, s, envID) })
+	t.Run("kill the server", func(t *testing.T) { probeKillServer(t, s, envID) })
+	t.Run("devices and fifos", func(t *testing.T) { probeSpecialFiles(t, s, envID) })
+	t.Run("privileged calls", func(t *testing.T) { probePrivileged(t, s, envID) })
+	t.Run("processes after delete", func(t *testing.T) { probeSurvivesDelete(t, s, envID) })
+	t.Run("fork bomb and memory hog", func(t *testing.T) { probeExhaustion(t, s, envID) })
 }
 
 // probeOtherSessions reads and kills another session's processes.
@@ -585,9 +591,9 @@ curl -sS -m 10 --noproxy '' -x "$HTTP_PROXY" https://denied.example/ 2>&1; echo
 	}
 }
 
-// TestExecutorSandboxEscapes runs probes against `reins executor`: its
-// environment key and variables stay invisible to the tools it runs, and
-// they cannot kill it.
+// TestExecutorSandboxEscapes runs the whole escape suite against the
+// sandboxes of `reins executor`: its environment key and variables stay
+// invisible to the tools it runs, and they cannot kill it.
 func TestExecutorSandboxEscapes(t *testing.T) {
 	s := startEscapeServer(t)
 	var env ma.Environment
@@ -598,13 +604,14 @@ func TestExecutorSandboxEscapes(t *testing.T) {
 	if _, err := call(s.url, s.key, "POST", "/v1/environments/"+env.ID+"/keys", nil, &key); err != nil {
 		t.Fatal(err)
 	}
+	s.extra = []string{key.Key, "executor-own-secret-0005"}
 	bin, _ := buildReins()
-	cmd := exec.Command(bin, "executor", "--url", s.url, "--workspace", t.TempDir(), "--name", "escape-hands")
+	cmd := exec.Command(bin, "executor", "--url", s.url, "--workspace", t.TempDir(), "--name", "escape-hands",
+		"--max-sessions", "16", "--sandbox-memory", "256M", "--sandbox-processes", "128")
 	cmd.Env = append(os.Environ(), "REINS_ENVIRONMENT_KEY="+key.Key, "EXECUTOR_SECRET=executor-own-secret-0005")
-	var out lockedWriter
 	var buf bytes.Buffer
-	out.w = &buf
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &lockedWriter{w: &buf}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -615,20 +622,9 @@ func TestExecutorSandboxEscapes(t *testing.T) {
 			t.Logf("reins executor:\n%s", buf.String())
 		}
 	}()
-	sess := s.session(t, env.ID)
-	got := s.bash(t, sess, `env; for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline; echo; tr '\0' '\n' < $p/environ; done 2>&1; id -u; kill -9 $PPID 1 -1 2>&1; echo tried`)
-	if l := leaks(got, key.Key, "executor-own-secret-0005"); l != "" {
-		t.Errorf("the executor's secrets are visible to its tools: %s\n%s", l, got)
-	}
-	if !strings.Contains(got, "1000\n") {
-		t.Errorf("the tools do not run as the sandbox's user:\n%s", got)
-	}
-	time.Sleep(200 * time.Millisecond)
-	if cmd.ProcessState != nil || cmd.Process.Signal(syscall.Signal(0)) != nil {
+	runEscapeProbes(t, s, env.ID)
+	if cmd.Process.Signal(syscall.Signal(0)) != nil {
 		t.Fatal("the tools killed reins executor")
-	}
-	if got := s.bash(t, sess, "echo after"); !strings.Contains(got, "after") {
-		t.Errorf("the executor stopped serving: %q", got)
 	}
 }
 
