@@ -32,6 +32,7 @@ type initConfig struct {
 	// to the sandbox's mapped user once it has opened the workspace.
 	SwitchUser bool     `json:"switch_user,omitempty"`
 	ReadOnly   bool     `json:"read_only,omitempty"`
+	ExtraCA    string   `json:"extra_ca,omitempty"` // PEM
 	Env        []string `json:"env"`
 	Limits     Limits   `json:"limits"`
 	Hostname   string   `json:"hostname"`

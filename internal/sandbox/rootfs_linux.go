@@ -175,7 +175,33 @@ func makeEtc(cfg *initConfig) error {
 			return err
 		}
 	}
+	if cfg.ExtraCA != "" {
+		return trustCA(cfg.ExtraCA)
+	}
 	return nil
+}
+
+// systemBundle is where Debian-like systems keep their trusted roots.
+const systemBundle = "/etc/ssl/certs/ca-certificates.crt"
+
+// trustCA writes CABundle (the host's roots and ca) and puts it over the
+// system bundle, so that programs that read either trust ca.
+func trustCA(ca string) error {
+	host, _ := os.ReadFile(systemBundle)
+	bundle := append(append(host, '\n'), ca...)
+	if err := os.MkdirAll(filepath.Dir(inRoot(CABundle)), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(inRoot(CABundle), bundle, 0o644); err != nil {
+		return err
+	}
+	if _, err := os.Stat(inRoot(systemBundle)); err != nil {
+		return nil // no system bundle to cover: the variables point at CABundle
+	}
+	if err := unix.Mount(inRoot(CABundle), inRoot(systemBundle), "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind the CA bundle: %w", err)
+	}
+	return remount(inRoot(systemBundle), unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV)
 }
 
 func bindWorkspace(ws *os.File, readOnly bool) error {

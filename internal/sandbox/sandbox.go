@@ -114,6 +114,24 @@ type Options struct {
 	// Egress serves the sandbox's egress proxy on ln until ln is closed.
 	// Nil leaves the sandbox without any network beyond its loopback.
 	Egress func(ln net.Listener)
+	// ExtraCA (PEM) is trusted inside the sandbox in addition to the
+	// host's roots: the system bundle and [CABundle] hold both, and the
+	// variables programs read for a bundle (SSL_CERT_FILE,
+	// NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, …) point at it.
+	ExtraCA []byte
+}
+
+// CABundle is the sandbox's bundle of trusted roots when Options.ExtraCA
+// is set.
+const CABundle = "/etc/reins/ca-certificates.crt"
+
+// caEnv points programs at CABundle.
+func caEnv() []string {
+	var env []string
+	for _, name := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"} {
+		env = append(env, name+"="+CABundle)
+	}
+	return env
 }
 
 // ProcSpec describes a process to start inside a sandbox.

@@ -203,7 +203,11 @@ func (m *Manager) initCommand(o Options, ctl *os.File) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := initConfig{Workspace: abs, SwitchUser: os.Geteuid() == 0, ReadOnly: o.ReadOnly, Env: append(env, o.Env...), Limits: m.cfg.Limits, Hostname: "reins"}
+	if len(o.ExtraCA) > 0 {
+		env = append(env, caEnv()...)
+	}
+	cfg := initConfig{Workspace: abs, SwitchUser: os.Geteuid() == 0, ReadOnly: o.ReadOnly, Env: append(env, o.Env...),
+		Limits: m.cfg.Limits, Hostname: "reins", ExtraCA: string(o.ExtraCA)}
 	if m.cgroup != nil {
 		cfg.Limits.Memory = 0 // the cgroup bounds the whole sandbox instead
 	}

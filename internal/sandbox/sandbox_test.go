@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -285,5 +286,25 @@ func TestReapLeftovers(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(state, "*.pid")); len(left) != 0 {
 		t.Errorf("state files left: %v", left)
+	}
+}
+
+// TestExtraCA: a CA given to the sandbox is in the system bundle and in
+// the bundle the variables name, beside the host's roots.
+func TestExtraCA(t *testing.T) {
+	ca := "-----BEGIN CERTIFICATE-----\nREINS-TEST-CA\n-----END CERTIFICATE-----\n"
+	sb := start(t, newManager(t), Options{ExtraCA: []byte(ca)})
+	out, _ := run(t, sb, `grep -c REINS-TEST-CA /etc/ssl/certs/ca-certificates.crt "$SSL_CERT_FILE" "$NODE_EXTRA_CA_CERTS"; grep -c 'BEGIN CERTIFICATE' "$REQUESTS_CA_BUNDLE"; echo x > /etc/ssl/certs/ca-certificates.crt`)
+	lines := strings.Split(out, "\n")
+	for _, l := range lines[:3] {
+		if !strings.HasSuffix(l, ":1") {
+			t.Errorf("the CA is missing from a bundle: %q\n%s", l, out)
+		}
+	}
+	if n, _ := strconv.Atoi(lines[3]); n < 10 {
+		t.Errorf("the host's roots are missing from the bundle (%d certificates)", n)
+	}
+	if !strings.Contains(out, "Read-only file system") {
+		t.Errorf("the bundle is writable:\n%s", out)
 	}
 }
