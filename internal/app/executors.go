@@ -145,17 +145,6 @@ func (t *hubTools) credentialEnv(ctx context.Context, sess *ma.Session) (map[str
 	return env, secrets, nil
 }
 
-// redact replaces injected credential values in a tool's output: secrets
-// never reach the event log, whatever the tool printed.
-func redact(content []ma.ContentBlock, secrets []secret) {
-	for i := range content {
-		for _, s := range secrets {
-			if len(s.value) >= 4 {
-				content[i].Text = strings.ReplaceAll(content[i].Text, s.value, "[redacted credential "+s.name+"]")
-			}
-		}
-	}
-}
 
 // localRegistrationWait bounds how long a cloud session waits for its
 // in-process executor to register.
