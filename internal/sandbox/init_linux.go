@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -45,6 +46,15 @@ type initConfig struct {
 func MaybeRun() {
 	if len(os.Args) < 2 {
 		return
+	}
+	switch os.Args[0] {
+	case initArg0, execArg0:
+		// Descriptors the server inherited from whoever started it (and did
+		// not mark close-on-exec) must not reach the sandbox's programs.
+		if err := unix.CloseRange(4, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+			fmt.Fprintln(os.Stderr, "reins sandbox: close_range:", err)
+			os.Exit(1)
+		}
 	}
 	switch os.Args[0] {
 	case initArg0:

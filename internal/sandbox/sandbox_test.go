@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -306,5 +307,26 @@ func TestExtraCA(t *testing.T) {
 	}
 	if !strings.Contains(out, "Read-only file system") {
 		t.Errorf("the bundle is writable:\n%s", out)
+	}
+}
+
+// TestNoInheritedDescriptors: a process starts with its three descriptors
+// only; nothing of init's (the control socket) or the server's leaks.
+func TestNoInheritedDescriptors(t *testing.T) {
+	// A descriptor the server holds without close-on-exec, as one
+	// inherited from whatever started the server would be.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := unix.FcntlInt(w.Fd(), unix.F_SETFD, 0); err != nil {
+		t.Fatal(err)
+	}
+	sb := start(t, newManager(t), Options{})
+	out, _ := run(t, sb, `ls /proc/self/fd | sort -n | tr "\n" " "`)
+	if strings.TrimSpace(out) != "0 1 2 3" { // 3: ls reading /proc/self/fd
+		t.Errorf("descriptors of a process in the sandbox: %q", out)
 	}
 }
