@@ -31,6 +31,12 @@ const execStatusFD = 3
 // the program. It returns only on failure.
 func runExec(arg string) error {
 	runtime.LockOSThread()
+	// Not dumpable while unconfined: the sandbox's other processes (the
+	// same user) cannot open this one's memory through /proc before the
+	// filters are on. Executing the program makes it dumpable again.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl dumpable: %w", err)
+	}
 	status := os.NewFile(execStatusFD, "status")
 	unix.CloseOnExec(execStatusFD)
 	err := launch(arg)
