@@ -461,9 +461,7 @@ func probeSurvivesDelete(t *testing.T, s *escapeServer, envID string) {
 	sess := s.session(t, envID)
 	tag := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%800000)
 	s.bash(t, sess, "setsid sleep "+tag+" </dev/null >/dev/null 2>&1 & echo detached")
-	if n := countHostProcesses("sleep " + tag); n != 1 {
-		t.Fatalf("the detached process is not running on the host (%d)", n)
-	}
+	waitHostProcess(t, "sleep "+tag)
 	if _, err := call(s.url, s.key, "DELETE", "/v1/sessions/"+sess, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -477,6 +475,16 @@ func probeSurvivesDelete(t *testing.T, s *escapeServer, envID string) {
 	ws, _ := filepath.Glob(filepath.Join(s.dataDir, "workspaces", "*", sess))
 	if len(ws) > 0 {
 		t.Errorf("the deleted session's workspace is still on disk: %v", ws)
+	}
+}
+
+// waitHostProcess waits until exactly one host process runs args.
+func waitHostProcess(t *testing.T, args string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); countHostProcesses(args) != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d host processes run %q, want 1", countHostProcesses(args), args)
+		}
 	}
 }
 
@@ -644,9 +652,7 @@ func TestEnvironmentDeletedRetiresItsSandboxes(t *testing.T) {
 	es := &escapeServer{child: &child{url: s.url}, key: s.key, agent: agent.ID}
 	tag := fmt.Sprintf("%d", 100000+time.Now().UnixNano()%800000)
 	es.bash(t, es.session(t, env.ID), "setsid sleep "+tag+" </dev/null >/dev/null 2>&1 & echo detached")
-	if n := countHostProcesses("sleep " + tag); n != 1 {
-		t.Fatalf("the detached process is not running (%d)", n)
-	}
+	waitHostProcess(t, "sleep "+tag)
 	if _, err := call(s.url, s.key, "DELETE", "/v1/environments/"+env.ID, nil, nil); err != nil {
 		t.Fatal(err)
 	}

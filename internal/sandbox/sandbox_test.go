@@ -144,8 +144,10 @@ func TestCloseKillsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := hostProcesses("sleep " + tag); n != 1 {
-		t.Fatalf("%d detached sleeps on the host, want 1", n)
+	for deadline := time.Now().Add(5 * time.Second); hostProcesses("sleep "+tag) != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d detached sleeps on the host, want 1", hostProcesses("sleep "+tag))
+		}
 	}
 	sb.Close()
 	if st := p.Wait(); st.Signal != syscall.SIGKILL {
