@@ -2,15 +2,24 @@ package egress
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 )
 
-// tunnel connects to t, answers 200 and copies bytes both ways until both
-// sides have finished, the connection idles out or the proxy stops.
+// tunnel connects to t and answers 200. If credentials apply to t's
+// host and the client starts a TLS handshake, it intercepts the
+// connection; otherwise it copies bytes both ways until both sides have
+// finished, the connection idles out or the proxy stops.
 func (cn *conn) tunnel(t target) {
+	creds := cn.p.credentialsFor(t.host)
+	if len(creds) > 0 && cn.p.CA == nil {
+		cn.p.logger().Error("egress proxy has credentials but no CA", "host", t.host)
+		cn.fail(http.StatusInternalServerError, fmt.Sprintf("reins egress proxy: credentials apply to %s but this proxy has no CA to intercept TLS with", t.host))
+		return
+	}
 	up, err := cn.p.dial(cn.ctx, "tcp", t.String())
 	if err != nil {
 		cn.upstreamError(t, err)
@@ -23,6 +32,22 @@ func (cn *conn) tunnel(t target) {
 	if _, err := io.WriteString(cn.c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
+	if len(creds) > 0 {
+		greeting, isTLS := cn.sniff(up)
+		if isTLS {
+			cn.intercept(t, up, creds)
+			return
+		}
+		if _, err := cn.c.Write(greeting); err != nil {
+			return
+		}
+	}
+	cn.splice(up)
+}
+
+// splice copies bytes between the client and up until both sides have
+// finished.
+func (cn *conn) splice(up net.Conn) {
 	upA := activeConn{up, cn.touch}
 	done := make(chan struct{})
 	go func() {
@@ -72,15 +97,34 @@ func removeHopHeaders(h http.Header) {
 // request.
 func (cn *conn) forward(req *http.Request, t target) bool {
 	out := req.WithContext(cn.ctx)
-	out.RequestURI = ""
 	// ReadRequest already takes Host from an absolute URL; clearing it
 	// keeps the Host header on the URL the policy checked whatever the
 	// caller of forward did.
 	out.Host = ""
 	out.URL.User = nil
+	return cn.relay(req, out, t, cn.transport(), cn.p.substitution(t.host))
+}
+
+// relay sends out, made from the client's req, upstream through tr with
+// sub's substitutions, and streams the response back. It reports whether
+// the client connection may carry another request.
+func (cn *conn) relay(req, out *http.Request, t target, tr http.RoundTripper, sub *substitution) bool {
+	out.RequestURI = ""
 	out.Close = false
 	removeHopHeaders(out.Header)
-	resp, err := cn.transport().RoundTrip(out)
+	if out.ContentLength != 0 && strings.EqualFold(strings.TrimSpace(out.Header.Get("Expect")), "100-continue") {
+		// The proxy reads the body at once, so it lets the client send it.
+		out.Header.Del("Expect")
+		if _, err := io.WriteString(cn.c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			return false
+		}
+	}
+	n, streamed, err := sub.apply(out)
+	if err != nil {
+		cn.fail(http.StatusBadRequest, "reins egress proxy: "+err.Error())
+		return false
+	}
+	resp, err := tr.RoundTrip(out)
 	if err != nil {
 		cn.upstreamError(t, err)
 		return false
@@ -93,10 +137,12 @@ func (cn *conn) forward(req *http.Request, t target) bool {
 	// chunked; the connection must then end with it.
 	delimitedByClose := resp.ContentLength < 0 && !isChunked(resp.TransferEncoding)
 	resp.Close = req.Close || req.ContentLength != 0 || delimitedByClose
-	if err := resp.Write(cn.c); err != nil {
-		return false
+	err = resp.Write(cn.c)
+	if streamed != nil {
+		n += int(streamed.count.Load())
 	}
-	return !resp.Close
+	cn.logSubstitutions(t, n)
+	return err == nil && !resp.Close
 }
 
 func isChunked(te []string) bool { return len(te) > 0 && te[0] == "chunked" }
