@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -137,12 +138,32 @@ func (cn *conn) relay(req, out *http.Request, t target, tr http.RoundTripper, su
 	// chunked; the connection must then end with it.
 	delimitedByClose := resp.ContentLength < 0 && !isChunked(resp.TransferEncoding)
 	resp.Close = req.Close || req.ContentLength != 0 || delimitedByClose
-	err = resp.Write(cn.c)
+	bw := bufio.NewWriter(cn.c)
+	resp.Body = flushingBody{resp.Body, bw}
+	err = resp.Write(struct{ io.Writer }{bw}) // hides bw.ReadFrom, which would read into the buffer being flushed
+	if err == nil {
+		err = bw.Flush()
+	}
 	if streamed != nil {
 		n += int(streamed.count.Load())
 	}
 	cn.logSubstitutions(t, n)
 	return err == nil && !resp.Close
+}
+
+// flushingBody flushes w before each read of its body, so that what has
+// been written reaches the client in few writes, yet before the proxy
+// waits for more.
+type flushingBody struct {
+	io.ReadCloser
+	w *bufio.Writer
+}
+
+func (f flushingBody) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		return 0, err
+	}
+	return f.ReadCloser.Read(p)
 }
 
 func isChunked(te []string) bool { return len(te) > 0 && te[0] == "chunked" }

@@ -212,40 +212,47 @@ func TestHostWithoutCredentialsIsTunnelled(t *testing.T) {
 	}
 }
 
-// TestNonTLSTunnelToCredentialHost speaks a protocol where the server
-// talks first to a host with credentials: the proxy must tunnel it.
+// TestNonTLSTunnelToCredentialHost speaks protocols other than TLS to a
+// host with credentials, one where the server talks first and one where
+// the client does: the proxy must tunnel both untouched.
 func TestNonTLSTunnelToCredentialHost(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c, err := ln.Accept()
+	for _, serverFirst := range []bool{true, false} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return
+			t.Fatal(err)
 		}
-		defer c.Close()
-		io.WriteString(c, "220 banner\r\n")
-		io.Copy(c, c)
-	}()
-	t.Cleanup(func() { ln.Close(); <-done })
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	w := newWorld(t)
-	w.resolver["api.test"] = []string{"127.0.0.1"}
-	c, br, resp := connect(t, startProxy(t, w.proxy(nil)), "api.test:"+port)
-	if resp.StatusCode != 200 {
-		t.Fatal(resp.Status)
-	}
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	line, err := br.ReadString('\n')
-	if err != nil || line != "220 banner\r\n" {
-		t.Fatalf("banner %q, %v", line, err)
-	}
-	io.WriteString(c, "EHLO "+placeholderA+"\r\n")
-	if line, err := br.ReadString('\n'); err != nil || line != "EHLO "+placeholderA+"\r\n" {
-		t.Errorf("echo %q, %v", line, err)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			if serverFirst {
+				io.WriteString(c, "220 banner\r\n")
+			}
+			io.Copy(c, c)
+		}()
+		t.Cleanup(func() { ln.Close(); <-done })
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		w := newWorld(t)
+		w.resolver["api.test"] = []string{"127.0.0.1"}
+		c, br, resp := connect(t, startProxy(t, w.proxy(nil)), "api.test:"+port)
+		if resp.StatusCode != 200 {
+			t.Fatal(resp.Status)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if serverFirst {
+			line, err := br.ReadString('\n')
+			if err != nil || line != "220 banner\r\n" {
+				t.Fatalf("banner %q, %v", line, err)
+			}
+		}
+		io.WriteString(c, "SSH-2.0-client "+placeholderA+"\r\n")
+		if line, err := br.ReadString('\n'); err != nil || line != "SSH-2.0-client "+placeholderA+"\r\n" {
+			t.Errorf("server first %v: echo %q, %v", serverFirst, line, err)
+		}
 	}
 }
 
@@ -330,7 +337,7 @@ func TestReplacer(t *testing.T) {
 		r := newReplacer(&splitReader{append([]string(nil), tt.chunks...)}, creds)
 		got, err := io.ReadAll(r)
 		if err != nil || string(got) != tt.want {
-			t.Errorf("replace %q = %q, %v; want %q", tt.chunks, got, err, tt.want)
+			t.Errorf("replace %.80q = %.80q, %v; want %.80q", tt.chunks, got, err, tt.want)
 		}
 	}
 }
