@@ -114,7 +114,8 @@ func (cn *conn) relay(req, out *http.Request, t target, tr http.RoundTripper, su
 	out.Close = false
 	removeHopHeaders(out.Header)
 	if out.ContentLength != 0 && strings.EqualFold(strings.TrimSpace(out.Header.Get("Expect")), "100-continue") {
-		// The proxy reads the body at once, so it lets the client send it.
+		// The proxy sends the body on without waiting for upstream's
+		// interim answer, so it lets the client send it now.
 		out.Header.Del("Expect")
 		if _, err := io.WriteString(cn.c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return false
