@@ -153,6 +153,14 @@ func TestInterceptSubstitutes(t *testing.T) {
 	other := w.serve(t, "other.test", recorder())
 	var logs bytes.Buffer
 	p := w.proxy(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	// The proxy logs after answering: read the logs once it has stopped
+	// (cleanups run last registered first).
+	t.Cleanup(func() {
+		if l := logs.String(); !strings.Contains(l, "host=api.test") || !strings.Contains(l, "count=5") ||
+			strings.Contains(l, valueA) || strings.Contains(l, valueB) {
+			t.Errorf("substitution logs:\n%s", l)
+		}
+	})
 	c := w.client(t, startProxy(t, p))
 
 	got, resp := send(t, c, api, placeholderA)
@@ -170,10 +178,6 @@ func TestInterceptSubstitutes(t *testing.T) {
 	want := fmt.Sprintf(`auth=Bearer %s custom=%s cookie=%s query=key=%s body={"token":"%s"}`, valueB, valueB, valueB, valueB, placeholderB)
 	if got, _ := send(t, c, other, placeholderB); got != want {
 		t.Errorf("other.test received\n%s\nwant\n%s", got, want)
-	}
-	if l := logs.String(); !strings.Contains(l, "host=api.test") || !strings.Contains(l, "count=5") ||
-		strings.Contains(l, valueA) || strings.Contains(l, valueB) {
-		t.Errorf("substitution logs:\n%s", l)
 	}
 }
 
