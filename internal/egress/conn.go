@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,15 @@ func newConn(ctx context.Context, cancel context.CancelFunc, p *Proxy, raw net.C
 	cn.lr = &io.LimitedReader{R: cn.c, N: math.MaxInt64}
 	cn.br = bufio.NewReader(cn.lr)
 	return cn
+}
+
+// rebase makes c, which carries the rest of the client connection (a
+// TLS connection over it), the connection requests are read from and
+// answers written to.
+func (cn *conn) rebase(c net.Conn) {
+	cn.raw, cn.c = c, c
+	cn.lr = &io.LimitedReader{R: c, N: math.MaxInt64}
+	cn.br = bufio.NewReader(cn.lr)
 }
 
 // touch postpones the idle timeout.
@@ -189,19 +199,25 @@ func summarize(hosts []string) string {
 }
 
 // upstreamError answers an error from dialling or forwarding to t: 403
-// if the guard refused the address, else 502.
+// if the guard refused the address, else 502, saying so when t's
+// certificate failed verification.
 func (cn *conn) upstreamError(t target, err error) {
 	var d *netguard.DeniedError
-	if errors.As(err, &d) {
+	var v *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &v):
+		cn.p.failed.Add(1)
+		cn.fail(http.StatusBadGateway, fmt.Sprintf("reins egress proxy: the certificate of %s is not trusted: %v", t.host, v.Err))
+	case errors.As(err, &d):
 		msg := fmt.Sprintf("reins egress proxy: %s is refused: %s", t, d.Reason)
 		if d.IP.IsValid() && cn.p.AllowHint != "" {
 			msg += " (" + cn.p.AllowHint + ")"
 		}
 		cn.refuse(t, "address", msg)
-		return
+	default:
+		cn.p.failed.Add(1)
+		cn.fail(http.StatusBadGateway, fmt.Sprintf("reins egress proxy: cannot reach %s: %v", t, err))
 	}
-	cn.p.failed.Add(1)
-	cn.fail(http.StatusBadGateway, fmt.Sprintf("reins egress proxy: cannot reach %s: %v", t, err))
 }
 
 func (cn *conn) refuse(t target, kind, msg string) {

@@ -1,16 +1,26 @@
 package egress
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 )
 
-// tunnel connects to t, answers 200 and copies bytes both ways until both
-// sides have finished, the connection idles out or the proxy stops.
+// tunnel connects to t and answers 200. If credentials apply to t's
+// host and the client starts a TLS handshake, it intercepts the
+// connection; otherwise it copies bytes both ways until both sides have
+// finished, the connection idles out or the proxy stops.
 func (cn *conn) tunnel(t target) {
+	creds := cn.p.credentialsFor(t.host)
+	if len(creds) > 0 && cn.p.CA == nil {
+		cn.p.logger().Error("egress proxy has credentials but no CA", "host", t.host)
+		cn.fail(http.StatusInternalServerError, fmt.Sprintf("reins egress proxy: credentials apply to %s but this proxy has no CA to intercept TLS with", t.host))
+		return
+	}
 	up, err := cn.p.dial(cn.ctx, "tcp", t.String())
 	if err != nil {
 		cn.upstreamError(t, err)
@@ -23,6 +33,22 @@ func (cn *conn) tunnel(t target) {
 	if _, err := io.WriteString(cn.c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
+	if len(creds) > 0 {
+		greeting, isTLS := cn.sniff(up)
+		if isTLS {
+			cn.intercept(t, up, creds)
+			return
+		}
+		if _, err := cn.c.Write(greeting); err != nil {
+			return
+		}
+	}
+	cn.splice(up)
+}
+
+// splice copies bytes between the client and up until both sides have
+// finished.
+func (cn *conn) splice(up net.Conn) {
 	upA := activeConn{up, cn.touch}
 	done := make(chan struct{})
 	go func() {
@@ -72,15 +98,35 @@ func removeHopHeaders(h http.Header) {
 // request.
 func (cn *conn) forward(req *http.Request, t target) bool {
 	out := req.WithContext(cn.ctx)
-	out.RequestURI = ""
 	// ReadRequest already takes Host from an absolute URL; clearing it
 	// keeps the Host header on the URL the policy checked whatever the
 	// caller of forward did.
 	out.Host = ""
 	out.URL.User = nil
+	return cn.relay(req, out, t, cn.transport(), cn.p.substitution(t.host))
+}
+
+// relay sends out, made from the client's req, upstream through tr with
+// sub's substitutions, and streams the response back. It reports whether
+// the client connection may carry another request.
+func (cn *conn) relay(req, out *http.Request, t target, tr http.RoundTripper, sub *substitution) bool {
+	out.RequestURI = ""
 	out.Close = false
 	removeHopHeaders(out.Header)
-	resp, err := cn.transport().RoundTrip(out)
+	if out.ContentLength != 0 && strings.EqualFold(strings.TrimSpace(out.Header.Get("Expect")), "100-continue") {
+		// The proxy sends the body on without waiting for upstream's
+		// interim answer, so it lets the client send it now.
+		out.Header.Del("Expect")
+		if _, err := io.WriteString(cn.c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			return false
+		}
+	}
+	n, streamed, err := sub.apply(out)
+	if err != nil {
+		cn.fail(http.StatusBadRequest, "reins egress proxy: "+err.Error())
+		return false
+	}
+	resp, err := tr.RoundTrip(out)
 	if err != nil {
 		cn.upstreamError(t, err)
 		return false
@@ -93,10 +139,32 @@ func (cn *conn) forward(req *http.Request, t target) bool {
 	// chunked; the connection must then end with it.
 	delimitedByClose := resp.ContentLength < 0 && !isChunked(resp.TransferEncoding)
 	resp.Close = req.Close || req.ContentLength != 0 || delimitedByClose
-	if err := resp.Write(cn.c); err != nil {
-		return false
+	bw := bufio.NewWriter(cn.c)
+	resp.Body = flushingBody{resp.Body, bw}
+	err = resp.Write(struct{ io.Writer }{bw}) // hides bw.ReadFrom, which would read into the buffer being flushed
+	if err == nil {
+		err = bw.Flush()
 	}
-	return !resp.Close
+	if streamed != nil {
+		n += int(streamed.count.Load())
+	}
+	cn.logSubstitutions(t, n)
+	return err == nil && !resp.Close
+}
+
+// flushingBody flushes w before each read of its body, so that what has
+// been written reaches the client in few writes, yet before the proxy
+// waits for more.
+type flushingBody struct {
+	io.ReadCloser
+	w *bufio.Writer
+}
+
+func (f flushingBody) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		return 0, err
+	}
+	return f.ReadCloser.Read(p)
 }
 
 func isChunked(te []string) bool { return len(te) > 0 && te[0] == "chunked" }

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -27,13 +28,25 @@ const (
 
 // A Proxy is an HTTP forward proxy for one sandbox. It tunnels CONNECT
 // requests and forwards absolute-form http:// requests to the hosts its
-// Policy permits, dialling only through its Guard. A Proxy must not be
-// copied or modified once serving; it is safe for concurrent use.
+// Policy permits, dialling only through its Guard.
+//
+// Where Credentials apply to a host, the proxy replaces their
+// placeholders by their values in the requests to that host. Plain HTTP
+// requests it rewrites as it forwards them. A CONNECT to such a host it
+// intercepts if the client starts a TLS handshake: it completes the
+// handshake itself with a certificate from its CA, reads the HTTP/1.1
+// requests inside, and sends each on to the host over a new TLS
+// connection that it verifies against UpstreamRoots. Any other CONNECT
+// is tunnelled untouched.
+//
+// A Proxy must not be copied or modified once serving; it is safe for
+// concurrent use.
 type Proxy struct {
 	Policy Policy
 	// Guard refuses internal addresses; nil means a zero netguard.Guard.
 	Guard *netguard.Guard
-	// Logger receives refusals at Info; nil discards them.
+	// Logger receives refusals at Info and the number of substitutions
+	// made for each request at Debug (never a value); nil discards them.
 	Logger *slog.Logger
 	// AllowHint, if set, follows a refusal of an address in parentheses,
 	// e.g. "an operator can allow it with --egress-allow".
@@ -50,8 +63,25 @@ type Proxy struct {
 	// IdleTimeout closes a connection (and its tunnel or upstream request)
 	// when no byte has moved in either direction for this long.
 	IdleTimeout time.Duration
-	// DialTimeout bounds the connection to an upstream host.
+	// DialTimeout bounds the connection to an upstream host, and the TLS
+	// handshake with it on an intercepted connection.
 	DialTimeout time.Duration
+
+	// Credentials are substituted at egress; see Credential.
+	Credentials []Credential
+	// CA mints the certificates for intercepted connections. It is
+	// needed when Credentials is not empty: without it a CONNECT to a
+	// host that has credentials is answered 500.
+	CA *CA
+	// UpstreamRoots verify the hosts of intercepted connections; nil
+	// means the system's roots.
+	UpstreamRoots *x509.CertPool
+	// MaxBufferedBody is the largest request body, with a known length,
+	// in which placeholders are replaced in memory so that the request
+	// keeps an exact Content-Length. Larger bodies, and those of unknown
+	// length, are replaced as they stream and sent chunked. Zero means
+	// DefaultMaxBufferedBody.
+	MaxBufferedBody int
 
 	active                         atomic.Int64
 	allowed, refused, failed, busy atomic.Uint64

@@ -43,7 +43,7 @@ var loopbackOnly = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 
 // startProxy serves p on a loopback listener until the test ends, and
 // checks that Serve then returns nil.
-func startProxy(t *testing.T, p *Proxy) string {
+func startProxy(t testing.TB, p *Proxy) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
