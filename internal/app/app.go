@@ -123,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	hub := executor.NewHub(hubOpts)
 	ht := newHubTools(hub, st, keys, filepath.Join(cfg.DataDir, "workspaces"), cfg.Logger)
-	ht.sandboxes, err = newSandboxes(ht.ctx, cfg.Sandbox, st, cfg.DataDir, cfg.Logger)
+	ht.sandboxes, err = newSandboxes(ht.ctx, cfg.Sandbox, st, keys, cfg.DataDir, cfg.Logger)
 	if err != nil {
 		st.Close()
 		return nil, err

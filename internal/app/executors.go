@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/egress"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 	"github.com/reinsdev/reins/tools"
@@ -107,8 +110,13 @@ type hubTools struct {
 	secrets map[string][]secret // per session: injected values to redact from results
 }
 
-// secret is an injected credential value and its variable name.
-type secret struct{ name, value string }
+// secret is an environment_variable credential opened for a session.
+type secret struct {
+	name, value string
+	hosts       []string // the credential's allowed hosts; nil: unrestricted
+	header      bool     // substituted in request headers (and query strings)
+	body        bool     // substituted in request bodies
+}
 
 func newHubTools(hub *executor.Hub, st store.Store, keys *vault.Keyring, workspace string, log *slog.Logger) *hubTools {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -116,35 +124,79 @@ func newHubTools(hub *executor.Hub, st store.Store, keys *vault.Keyring, workspa
 		leases: map[string]*executor.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}}
 }
 
-// credentialEnv opens the session's environment_variable credentials:
-// the variables to inject into its tools.
-func (t *hubTools) credentialEnv(ctx context.Context, sess *ma.Session) (map[string]string, []secret, error) {
-	env := map[string]string{}
+// credentials opens the session's environment_variable credentials.
+func (t *hubTools) credentials(ctx context.Context, sess *ma.Session) ([]secret, error) {
 	var secrets []secret
+	seen := map[string]bool{}
 	for _, vid := range sess.VaultIDs {
 		creds, err := t.st.ListCredentials(ctx, vid, store.ListQuery{Limit: 1000})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for _, it := range creds {
 			c := it.Value
-			if c.ArchivedAt != nil || c.Auth.Type != ma.AuthEnvVar {
-				continue
-			}
-			if _, taken := env[c.Auth.SecretName]; taken {
+			if c.ArchivedAt != nil || c.Auth.Type != ma.AuthEnvVar || seen[c.Auth.SecretName] {
 				continue // the first vault that has the name wins
 			}
+			seen[c.Auth.SecretName] = true
 			sec, err := t.keys.OpenSecrets(c.Sealed, c.ID)
 			if err != nil {
-				return nil, nil, fmt.Errorf("credential %s: %w", c.ID, err)
+				return nil, fmt.Errorf("credential %s: %w", c.ID, err)
 			}
-			env[c.Auth.SecretName] = sec.Value
-			secrets = append(secrets, secret{name: c.Auth.SecretName, value: sec.Value})
+			secrets = append(secrets, newSecret(c.Auth, sec.Value))
 		}
 	}
-	return env, secrets, nil
+	return secrets, nil
 }
 
+// newSecret reads where a credential may be used. Without an
+// injection_location it is substituted in headers only.
+func newSecret(a ma.CredentialAuth, value string) secret {
+	s := secret{name: a.SecretName, value: value, header: true}
+	if l := a.InjectionLocation; l != nil {
+		s.header, s.body = l.Header, l.Body
+	}
+	if n := a.Networking; n != nil && n.Type == "limited" {
+		s.hosts = append([]string{}, n.AllowedHosts...)
+	}
+	return s
+}
+
+// credentialEnv returns the variables that carry a session's credentials
+// into its tools. In a sandbox each holds a placeholder, unique to the
+// session and credential, which the sandbox's egress proxy replaces with
+// the value in requests to the credential's hosts; the value never enters
+// the sandbox. Without sandboxes the value is injected as it is.
+func (t *hubTools) credentialEnv(sessionID string, secrets []secret) (map[string]string, error) {
+	env := map[string]string{}
+	if t.sandboxes == nil {
+		for _, s := range secrets {
+			env[s.name] = s.value
+		}
+		return env, nil
+	}
+	creds := make([]egress.Credential, 0, len(secrets))
+	for _, s := range secrets {
+		ph, err := newPlaceholder()
+		if err != nil {
+			return nil, err
+		}
+		env[s.name] = ph
+		creds = append(creds, egress.Credential{Placeholder: ph, Value: s.value, Hosts: s.hosts, Header: s.header, Body: s.body})
+	}
+	t.sandboxes.setCredentials(sessionID, creds)
+	return env, nil
+}
+
+// newPlaceholder returns a placeholder: URL-safe, fixed length, random,
+// so that no placeholder contains another.
+func newPlaceholder() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "reins_placeholder_" + hex.EncodeToString(b[:]), nil
+}
 
 // localRegistrationWait bounds how long a cloud session waits for its
 // in-process executor to register.
@@ -176,11 +228,13 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (<-chan struct{}
 		// Cloud environments get the session's environment_variable
 		// credentials (self-hosted machines do not, as in the
 		// Managed Agents API).
-		vars, secrets, err := t.credentialEnv(ctx, sess)
+		secrets, err := t.credentials(ctx, sess)
 		if err != nil {
 			return nil, err
 		}
-		req.Env = vars
+		if req.Env, err = t.credentialEnv(sess.ID, secrets); err != nil {
+			return nil, err
+		}
 		t.mu.Lock()
 		t.secrets[sess.ID] = secrets
 		t.mu.Unlock()

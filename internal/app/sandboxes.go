@@ -19,6 +19,7 @@ import (
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 	"github.com/reinsdev/reins/tools"
+	"github.com/reinsdev/reins/vault"
 )
 
 // Sandbox modes.
@@ -55,12 +56,15 @@ type sandboxes struct {
 	log   *slog.Logger
 	ctx   context.Context // lifetime of the proxies
 
-	mu        sync.Mutex
-	launchers map[string]*sandbox.Launcher // by session id
+	cas *caStore // per-environment CAs of the proxies that substitute credentials
+
+	mu          sync.Mutex
+	launchers   map[string]*sandbox.Launcher   // by session id
+	credentials map[string][]egress.Credential // by session id
 }
 
 // newSandboxes returns nil when cfg.Mode is SandboxNone.
-func newSandboxes(ctx context.Context, cfg SandboxConfig, st store.Store, dataDir string, log *slog.Logger) (*sandboxes, error) {
+func newSandboxes(ctx context.Context, cfg SandboxConfig, st store.Store, keys *vault.Keyring, dataDir string, log *slog.Logger) (*sandboxes, error) {
 	switch cfg.Mode {
 	case "", SandboxNamespaces:
 	case SandboxNone:
@@ -73,7 +77,8 @@ func newSandboxes(ctx context.Context, cfg SandboxConfig, st store.Store, dataDi
 		return nil, err
 	}
 	return &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx,
-		launchers: map[string]*sandbox.Launcher{}}, nil
+		cas:       &caStore{dir: filepath.Join(dataDir, "ca"), keys: keys, cas: map[string]*egress.CA{}},
+		launchers: map[string]*sandbox.Launcher{}, credentials: map[string][]egress.Credential{}}, nil
 }
 
 // check makes one sandbox and runs a program in it, so that `reins
@@ -96,10 +101,23 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 	if err != nil {
 		return nil, err
 	}
-	l := s.m.Launcher(sandbox.Options{
+	p := &egress.Proxy{Policy: policy, Guard: s.guard, Logger: s.log.With("session", a.SessionID), AllowHint: egressAllowHint}
+	opts := sandbox.Options{
 		Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
-		Egress: func(ln net.Listener) { s.serveEgress(ln, a.SessionID, policy) },
-	})
+		Egress: func(ln net.Listener) { s.serveEgress(ln, p) },
+	}
+	s.mu.Lock()
+	p.Credentials = s.credentials[a.SessionID]
+	s.mu.Unlock()
+	if len(p.Credentials) > 0 {
+		// Substituting credentials in HTTPS requests means terminating
+		// TLS: the sandbox trusts its environment's CA.
+		if p.CA, err = s.cas.get(a.EnvironmentID); err != nil {
+			return nil, err
+		}
+		opts.ExtraCA = p.CA.CertPEM()
+	}
+	l := s.m.Launcher(opts)
 	s.mu.Lock()
 	if old := s.launchers[a.SessionID]; old != nil {
 		go old.Close()
@@ -109,11 +127,18 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 	return l, nil
 }
 
-func (s *sandboxes) serveEgress(ln net.Listener, sessionID string, policy egress.Policy) {
-	p := &egress.Proxy{Policy: policy, Guard: s.guard, Logger: s.log.With("session", sessionID), AllowHint: egressAllowHint}
+func (s *sandboxes) serveEgress(ln net.Listener, p *egress.Proxy) {
 	if err := p.Serve(s.ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
-		s.log.Debug("egress proxy stopped", "session", sessionID, "err", err)
+		p.Logger.Debug("egress proxy stopped", "err", err)
 	}
+}
+
+// setCredentials records the credentials the egress proxy of a session's
+// next sandbox substitutes.
+func (s *sandboxes) setCredentials(sessionID string, creds []egress.Credential) {
+	s.mu.Lock()
+	s.credentials[sessionID] = creds
+	s.mu.Unlock()
 }
 
 // policy is the environment's network policy as the egress proxy applies
@@ -157,6 +182,7 @@ func (s *sandboxes) end(sessionID string) {
 	s.mu.Lock()
 	l := s.launchers[sessionID]
 	delete(s.launchers, sessionID)
+	delete(s.credentials, sessionID)
 	s.mu.Unlock()
 	if l != nil {
 		l.Close()

@@ -141,7 +141,9 @@ func TestOAuthCredentialRefreshedOnExpiry(t *testing.T) {
 }
 
 // TestEnvironmentVariableCredentialInjected: a cloud session's tools see
-// its environment_variable credential; the value never reaches events.
+// a placeholder for its environment_variable credential (the egress
+// proxy substitutes the value; TestCredentialSubstitutedAtEgress); the
+// value is nowhere in the sandbox nor in the events.
 func TestEnvironmentVariableCredentialInjected(t *testing.T) {
 	s := start(t, options{})
 	var v struct{ ID string }
@@ -168,7 +170,7 @@ func TestEnvironmentVariableCredentialInjected(t *testing.T) {
 			out = f.Content[0].Text
 		}
 	}
-	if !strings.Contains(out, "20") || !strings.Contains(out, "[redacted credential MY_TOKEN]") || strings.Contains(out, value) {
+	if !strings.Contains(out, "50\nreins_placeholder_") || strings.Contains(out, value) {
 		t.Fatalf("tool output %q", out)
 	}
 	var raw json.RawMessage
