@@ -15,6 +15,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/egress"
 	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/internal/packages"
 	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
@@ -50,6 +51,7 @@ const egressAllowHint = "an operator can allow it with --egress-allow"
 // serves each one's egress proxy with its environment's network policy.
 type sandboxes struct {
 	m     *sandbox.Manager
+	pkgs  *packages.Installer
 	st    store.Store
 	guard *netguard.Guard
 	log   *slog.Logger
@@ -72,8 +74,15 @@ func newSandboxes(ctx context.Context, cfg SandboxConfig, st store.Store, dataDi
 	if err != nil {
 		return nil, err
 	}
-	return &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx,
-		launchers: map[string]*sandbox.Launcher{}}, nil
+	s := &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx,
+		launchers: map[string]*sandbox.Launcher{}}
+	s.pkgs = &packages.Installer{Sandboxes: m, Dir: filepath.Join(dataDir, "packages"), Logger: log,
+		// Installs reach the package registries only, whatever the
+		// environment's networking.
+		Egress: func(ln net.Listener) {
+			s.serveEgress(ln, "packages", egress.Policy{AllowedHosts: egress.PackageRegistryHosts()})
+		}}
+	return s, nil
 }
 
 // check makes one sandbox and runs a program in it, so that `reins
@@ -90,15 +99,25 @@ func (s *sandboxes) check(ctx context.Context) {
 }
 
 // Launcher implements executor.LauncherFactory: the session's processes
-// run in its own sandbox, started on the first tool call that needs one.
+// run in its own sandbox, started on the first tool call that needs one,
+// with the environment's packages, installed first if they are not yet.
 func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir string) (tools.Launcher, error) {
-	policy, err := s.policy(ctx, a)
+	env, err := s.st.GetEnvironment(ctx, a.EnvironmentID)
+	if err != nil {
+		return nil, fmt.Errorf("environment %s: %w", a.EnvironmentID, err)
+	}
+	policy, err := s.policy(ctx, a, &env)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := s.packages(ctx, a, &env)
 	if err != nil {
 		return nil, err
 	}
 	l := s.m.Launcher(sandbox.Options{
 		Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
 		Egress: func(ln net.Listener) { s.serveEgress(ln, a.SessionID, policy) },
+		Binds:  layer.Bind(), Env: layer.Env,
 	})
 	s.mu.Lock()
 	if old := s.launchers[a.SessionID]; old != nil {
@@ -116,13 +135,21 @@ func (s *sandboxes) serveEgress(ln net.Listener, sessionID string, policy egress
 	}
 }
 
+// packages returns the layer of the environment's packages, installing
+// it once per version of the environment.
+func (s *sandboxes) packages(ctx context.Context, a executor.Assignment, env *ma.Environment) (packages.Layer, error) {
+	p := env.Config.Packages
+	log := s.log.With("environment", env.ID, "session", a.SessionID)
+	layer, err := s.pkgs.Ensure(ctx, packages.Key(env.ID, p), p, func(msg string) { log.Info("packages: " + msg) })
+	if err != nil {
+		return packages.Layer{}, fmt.Errorf("environment %s: installing its packages: %w", env.ID, err)
+	}
+	return layer, nil
+}
+
 // policy is the environment's network policy as the egress proxy applies
 // it. Environment changes apply to sandboxes started afterwards.
-func (s *sandboxes) policy(ctx context.Context, a executor.Assignment) (egress.Policy, error) {
-	env, err := s.st.GetEnvironment(ctx, a.EnvironmentID)
-	if err != nil {
-		return egress.Policy{}, fmt.Errorf("environment %s: %w", a.EnvironmentID, err)
-	}
+func (s *sandboxes) policy(ctx context.Context, a executor.Assignment, env *ma.Environment) (egress.Policy, error) {
 	n := env.Config.Networking
 	if n == nil || n.Type != "limited" {
 		return egress.Policy{Unrestricted: true}, nil
