@@ -202,3 +202,27 @@ func TestEnsureNothing(t *testing.T) {
 		t.Errorf("%+v %v", l, err)
 	}
 }
+
+// TestEnsureGo: `go install` builds a command from a module proxy into
+// the layer's PATH.
+func TestEnsureGo(t *testing.T) {
+	if _, err := lookInSandbox("/usr/local/go/bin/go"); err != nil {
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("builds the Go runtime in a sandbox")
+	}
+	m := newMirror(t, "reinsdemo", "reins-demo")
+	inst := newInstaller(t, m)
+	inst.GoProxy, inst.GoSumDB = m.base+"/go", "off"
+	p := &ma.Packages{Go: []string{goModule + "@v1.0.0"}}
+	t0 := time.Now()
+	layer, err := inst.Ensure(context.Background(), "env_6-x", p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("go install: %s", time.Since(t0))
+	if out := runWithLayer(t, layer, "hello 2>&1"); out != "hello from go\n" {
+		t.Errorf("hello: %q", out)
+	}
+}

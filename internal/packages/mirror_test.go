@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -72,6 +73,8 @@ func (m *mirror) serve(w http.ResponseWriter, r *http.Request) {
 	case p == "/npm/-/"+m.tgzName():
 		m.count(p)
 		w.Write(m.tgz)
+	case strings.HasPrefix(p, "/go/"+goModule+"/@v/"):
+		m.serveGo(w, strings.TrimPrefix(p, "/go/"+goModule+"/@v/"))
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
@@ -178,4 +181,32 @@ func buildTarball(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// goModule is the Go module the mirror serves (GOPROXY protocol, at
+// /go/): v1.0.0, a command printing "hello from go".
+const goModule = "example.com/hello"
+
+func (m *mirror) serveGo(w http.ResponseWriter, file string) {
+	switch file {
+	case "list":
+		io.WriteString(w, "v1.0.0\n")
+	case "v1.0.0.info":
+		io.WriteString(w, `{"Version":"v1.0.0","Time":"2024-01-01T00:00:00Z"}`)
+	case "v1.0.0.mod":
+		io.WriteString(w, "module "+goModule+"\n\ngo 1.21\n")
+	case "v1.0.0.zip":
+		m.count("go.zip")
+		zw := zip.NewWriter(w)
+		for name, body := range map[string]string{
+			"go.mod":  "module " + goModule + "\n\ngo 1.21\n",
+			"main.go": "package main\n\nfunc main() { println(\"hello from go\") }\n",
+		} {
+			f, _ := zw.Create(goModule + "@v1.0.0/" + name)
+			io.WriteString(f, body)
+		}
+		zw.Close()
+	default:
+		http.NotFound(w, nil)
+	}
 }
