@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/packages"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 )
@@ -85,6 +86,9 @@ func resolveEnvConfig(p *configParam) (ma.EnvironmentConfig, error) {
 			return out, badRequest("config.packages.type: must be \"packages\"; got %q", pk.Type)
 		}
 		out.Packages = &ma.Packages{Type: "packages", Apt: orEmpty(pk.Apt), Cargo: orEmpty(pk.Cargo), Gem: orEmpty(pk.Gem), Go: orEmpty(pk.Go), Npm: orEmpty(pk.Npm), Pip: orEmpty(pk.Pip)}
+		if err := packages.Validate(out.Packages); err != nil {
+			return out, badRequest("config.%s", err)
+		}
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/egress"
 	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/internal/packages"
 	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
@@ -51,6 +52,7 @@ const egressAllowHint = "an operator can allow it with --egress-allow"
 // serves each one's egress proxy with its environment's network policy.
 type sandboxes struct {
 	m     *sandbox.Manager
+	pkgs  *packages.Installer
 	st    store.Store
 	guard *netguard.Guard
 	log   *slog.Logger
@@ -76,9 +78,17 @@ func newSandboxes(ctx context.Context, cfg SandboxConfig, st store.Store, keys *
 	if err != nil {
 		return nil, err
 	}
-	return &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx,
+	s := &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx,
 		cas:       &caStore{dir: filepath.Join(dataDir, "ca"), keys: keys, cas: map[string]*egress.CA{}},
-		launchers: map[string]*sandbox.Launcher{}, credentials: map[string][]egress.Credential{}}, nil
+		launchers: map[string]*sandbox.Launcher{}, credentials: map[string][]egress.Credential{}}
+	s.pkgs = &packages.Installer{Sandboxes: m, Dir: filepath.Join(dataDir, "packages"), Logger: log,
+		// Installs reach the package registries only, whatever else the
+		// environment's networking allows.
+		Egress: func(ln net.Listener) {
+			s.serveEgress(ln, &egress.Proxy{Policy: egress.Policy{AllowedHosts: egress.PackageRegistryHosts()},
+				Guard: s.guard, Logger: log.With("packages", true), AllowHint: egressAllowHint})
+		}}
+	return s, nil
 }
 
 // check makes one sandbox and runs a program in it, so that `reins
@@ -95,9 +105,18 @@ func (s *sandboxes) check(ctx context.Context) {
 }
 
 // Launcher implements executor.LauncherFactory: the session's processes
-// run in its own sandbox, started on the first tool call that needs one.
+// run in its own sandbox, started on the first tool call that needs one,
+// with the environment's packages, installed first if they are not yet.
 func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir string) (tools.Launcher, error) {
-	policy, err := s.policy(ctx, a)
+	env, err := s.st.GetEnvironment(ctx, a.EnvironmentID)
+	if err != nil {
+		return nil, fmt.Errorf("environment %s: %w", a.EnvironmentID, err)
+	}
+	policy, err := s.policy(ctx, a, &env)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := s.packages(ctx, a, &env)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +124,7 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 	opts := sandbox.Options{
 		Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
 		Egress: func(ln net.Listener) { s.serveEgress(ln, p) },
+		Binds:  layer.Bind(), Env: layer.Env,
 	}
 	s.mu.Lock()
 	p.Credentials = s.credentials[a.SessionID]
@@ -141,13 +161,24 @@ func (s *sandboxes) setCredentials(sessionID string, creds []egress.Credential) 
 	s.mu.Unlock()
 }
 
+// packages returns the layer of the environment's packages, installing
+// it once per version of the environment.
+func (s *sandboxes) packages(ctx context.Context, a executor.Assignment, env *ma.Environment) (packages.Layer, error) {
+	p := env.Config.Packages
+	if n := env.Config.Networking; !packages.Empty(p) && n != nil && n.Type == "limited" && (n.AllowPackageManagers == nil || !*n.AllowPackageManagers) {
+		return packages.Layer{}, fmt.Errorf("environment %s: its packages cannot be installed: its networking is limited and does not allow package managers (allow_package_managers)", env.ID)
+	}
+	log := s.log.With("environment", env.ID, "session", a.SessionID)
+	layer, err := s.pkgs.Ensure(ctx, packages.Key(env.ID, p), p, func(msg string) { log.Info("packages: " + msg) })
+	if err != nil {
+		return packages.Layer{}, fmt.Errorf("environment %s: installing its packages: %w", env.ID, err)
+	}
+	return layer, nil
+}
+
 // policy is the environment's network policy as the egress proxy applies
 // it. Environment changes apply to sandboxes started afterwards.
-func (s *sandboxes) policy(ctx context.Context, a executor.Assignment) (egress.Policy, error) {
-	env, err := s.st.GetEnvironment(ctx, a.EnvironmentID)
-	if err != nil {
-		return egress.Policy{}, fmt.Errorf("environment %s: %w", a.EnvironmentID, err)
-	}
+func (s *sandboxes) policy(ctx context.Context, a executor.Assignment, env *ma.Environment) (egress.Policy, error) {
 	n := env.Config.Networking
 	if n == nil || n.Type != "limited" {
 		return egress.Policy{Unrestricted: true}, nil

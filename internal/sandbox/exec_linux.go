@@ -20,6 +20,8 @@ type execSpec struct {
 	Env      []string `json:"env"`
 	Limits   Limits   `json:"limits"`
 	ReadOnly bool     `json:"read_only,omitempty"`
+	// Binds are the targets of the sandbox's read-only binds.
+	Binds []string `json:"binds,omitempty"`
 }
 
 // execStatusFD is the launcher's status pipe: closed by a successful
@@ -66,7 +68,7 @@ func launch(arg string) error {
 	if err != nil {
 		return err
 	}
-	if err := confine(spec.ReadOnly); err != nil {
+	if err := confine(spec.ReadOnly, spec.Binds); err != nil {
 		return err
 	}
 	if err := unix.Exec(path, spec.Argv, spec.Env); err != nil {
@@ -119,13 +121,13 @@ func setLimits(l Limits) error {
 
 // confine sets no_new_privs and a Landlock ruleset on this thread (the
 // second layer under the mount namespace): the workspace, /tmp, /dev/shm
-// and the terminal devices are writable, system directories readable and
-// executable, nothing else reachable.
-func confine(readOnly bool) error {
+// and the terminal devices are writable, system directories and the binds
+// readable and executable, nothing else reachable.
+func confine(readOnly bool, binds []string) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if err := landlock(readOnly); err != nil {
+	if err := landlock(readOnly, binds); err != nil {
 		return err
 	}
 	if err := seccomp.Install(); err != nil {
@@ -134,7 +136,7 @@ func confine(readOnly bool) error {
 	return nil
 }
 
-func landlock(readOnly bool) error {
+func landlock(readOnly bool, binds []string) error {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return nil // the namespaces are the boundary; Landlock is a second layer
@@ -150,13 +152,17 @@ func landlock(readOnly bool) error {
 	if readOnly {
 		ws = ro
 	}
-	rules := []struct {
+	type rule struct {
 		path   string
 		access uint64
-	}{
+	}
+	rules := []rule{
 		{"/", uint64(ll.AccessFSReadDir)}, {"/usr", ro}, {"/bin", ro}, {"/sbin", ro}, {"/lib", ro}, {"/lib32", ro}, {"/lib64", ro},
 		{"/libx32", ro}, {"/etc", ro}, {"/proc", ro | ll.AccessFSWriteFile}, {"/dev", all},
 		{"/tmp", all}, {"/var/tmp", all}, {WorkspaceDir, ws},
+	}
+	for _, b := range binds {
+		rules = append(rules, rule{b, ro})
 	}
 	for _, r := range rules {
 		if err := addRule(fd, r.path, r.access, all); err != nil && !os.IsNotExist(err) {

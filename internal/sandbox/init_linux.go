@@ -37,6 +37,9 @@ type initConfig struct {
 	Env        []string `json:"env"`
 	Limits     Limits   `json:"limits"`
 	Hostname   string   `json:"hostname"`
+	// Binds are bound read-only in the new root. Init opens their
+	// sources along with the workspace.
+	Binds []Bind `json:"binds,omitempty"`
 }
 
 // MaybeRun does the work of a sandbox's own processes and exits when the
@@ -115,12 +118,13 @@ func setup(cfg *initConfig) (net.Listener, error) {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return nil, fmt.Errorf("prctl dumpable: %w", err)
 	}
-	ws, err := openWorkspace(cfg)
+	ws, binds, err := openSources(cfg)
 	if err != nil {
 		return nil, err
 	}
-	err = setupRoot(cfg, ws)
+	err = setupRoot(cfg, ws, binds)
 	ws.Close()
+	closeAll(binds)
 	if err != nil {
 		return nil, err
 	}
@@ -137,12 +141,35 @@ func setup(cfg *initConfig) (net.Listener, error) {
 	return ln, nil
 }
 
-// openWorkspace opens the workspace by its path in the sandbox's mount
-// namespace (a descriptor opened by the server would name a mount of the
-// server's namespace, which cannot be bound here), then gives up the
-// server's ids when it started with them.
+// openSources opens the workspace and the sources of the binds by their
+// paths in the sandbox's mount namespace (a descriptor opened by the
+// server would name a mount of the server's namespace, which cannot be
+// bound here), then gives up the server's ids when it started with them.
+func openSources(cfg *initConfig) (ws *os.File, binds []*os.File, err error) {
+	for _, b := range cfg.Binds {
+		f, err := openDir(b.Source)
+		if err != nil {
+			closeAll(binds)
+			return nil, nil, fmt.Errorf("bind %s: %w", b.Target, err)
+		}
+		binds = append(binds, f)
+	}
+	ws, err = openWorkspace(cfg)
+	if err != nil {
+		closeAll(binds)
+		return nil, nil, err
+	}
+	return ws, binds, nil
+}
+
+func openDir(path string) (*os.File, error) {
+	return os.OpenFile(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+}
+
+// openWorkspace opens the workspace, then gives up the server's ids when
+// it started with them.
 func openWorkspace(cfg *initConfig) (*os.File, error) {
-	ws, err := os.OpenFile(cfg.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	ws, err := openDir(cfg.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
@@ -240,7 +267,7 @@ func (in *initProc) launch(m msg, files []*os.File) (int, error) {
 		return 0, errors.New("a process needs argv and three descriptors")
 	}
 	spec := execSpec{Argv: m.Argv, Dir: m.Dir, Env: mergeEnv(in.cfg.Env, m.Env),
-		Limits: in.cfg.Limits, ReadOnly: in.cfg.ReadOnly}
+		Limits: in.cfg.Limits, ReadOnly: in.cfg.ReadOnly, Binds: bindTargets(in.cfg.Binds)}
 	arg, err := json.Marshal(spec)
 	if err != nil {
 		return 0, err
@@ -317,4 +344,12 @@ func (in *initProc) reap() {
 			in.mu.Unlock()
 		}
 	}
+}
+
+func bindTargets(binds []Bind) []string {
+	var t []string
+	for _, b := range binds {
+		t = append(t, b.Target)
+	}
+	return t
 }

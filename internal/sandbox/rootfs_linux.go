@@ -34,8 +34,9 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 const newRoot = "/tmp"
 
 // setupRoot builds the sandbox's file system and makes it the root. ws
-// is the workspace directory (an open descriptor).
-func setupRoot(cfg *initConfig, ws *os.File) error {
+// is the workspace directory and binds the sources of cfg.Binds (open
+// descriptors).
+func setupRoot(cfg *initConfig, ws *os.File, binds []*os.File) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
@@ -46,6 +47,7 @@ func setupRoot(cfg *initConfig, ws *os.File) error {
 		bindSystem,
 		func() error { return makeEtc(cfg) },
 		func() error { return bindWorkspace(ws, cfg.ReadOnly) },
+		func() error { return bindExtra(cfg.Binds, binds) },
 		func() error { return makeTmp(cfg.Limits.TmpBytes) },
 		func() error { return makeDev(cfg.Limits.TmpBytes) },
 		makeProc,
@@ -209,8 +211,7 @@ func bindWorkspace(ws *os.File, readOnly bool) error {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return err
 	}
-	src := "/proc/self/fd/" + strconv.Itoa(int(ws.Fd()))
-	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+	if err := unix.Mount(fdPath(ws), dst, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind the workspace: %w", err)
 	}
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
@@ -219,6 +220,19 @@ func bindWorkspace(ws *os.File, readOnly bool) error {
 	}
 	return remount(dst, flags)
 }
+
+// bindExtra binds each source (an open descriptor) read-only on its
+// target.
+func bindExtra(binds []Bind, srcs []*os.File) error {
+	for i, b := range binds {
+		if err := bindRO(fdPath(srcs[i]), inRoot(b.Target), true); err != nil {
+			return fmt.Errorf("%s: %w", b.Target, err)
+		}
+	}
+	return nil
+}
+
+func fdPath(f *os.File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
 
 func makeTmp(size int64) error {
 	for _, d := range []string{"/tmp", "/var/tmp", "/run"} {

@@ -19,9 +19,11 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,6 +41,11 @@ const (
 	UID, GID = 1000, 1000
 	// Path is the PATH of processes inside a sandbox.
 	Path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	// BindRoot is the directory under which [Bind] targets must lie.
+	BindRoot = "/opt"
+	// PackagesDir is where an environment's installed packages are
+	// bound.
+	PackagesDir = "/opt/reins/packages"
 )
 
 // Limits bound the resources of one sandbox. Zero fields take the
@@ -119,6 +126,8 @@ type Options struct {
 	// variables programs read for a bundle (SSL_CERT_FILE,
 	// NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, …) point at it.
 	ExtraCA []byte
+	// Binds are host directories made visible read-only inside.
+	Binds []Bind
 }
 
 // CABundle is the sandbox's bundle of trusted roots when Options.ExtraCA
@@ -132,6 +141,33 @@ func caEnv() []string {
 		env = append(env, name+"="+CABundle)
 	}
 	return env
+}
+
+// A Bind makes the host directory Source visible, read-only, at Target
+// inside a sandbox. Target must be a clean absolute path under
+// [BindRoot]; no two binds may share a target.
+type Bind struct {
+	Source, Target string
+}
+
+// checkBinds reports the first bind that cannot be made.
+func checkBinds(binds []Bind) error {
+	seen := map[string]bool{}
+	for _, b := range binds {
+		if !filepath.IsAbs(b.Source) {
+			return fmt.Errorf("sandbox: bind source %q is not an absolute path", b.Source)
+		}
+		if b.Target != filepath.Clean(b.Target) || !strings.HasPrefix(b.Target, BindRoot+"/") {
+			return fmt.Errorf("sandbox: bind target %q is not a clean path under %s", b.Target, BindRoot)
+		}
+		for t := range seen {
+			if t == b.Target || strings.HasPrefix(t, b.Target+"/") || strings.HasPrefix(b.Target, t+"/") {
+				return fmt.Errorf("sandbox: bind targets %s and %s overlap", t, b.Target)
+			}
+		}
+		seen[b.Target] = true
+	}
+	return nil
 }
 
 // ProcSpec describes a process to start inside a sandbox.

@@ -106,6 +106,9 @@ func (m *Manager) Start(ctx context.Context, o Options) (*Sandbox, error) {
 	if o.Name == "" || o.Workspace == "" {
 		return nil, errors.New("sandbox: a sandbox needs a name and a workspace")
 	}
+	if err := checkBinds(o.Binds); err != nil {
+		return nil, err
+	}
 	sb, err := m.start(ctx, o)
 	if err != nil {
 		return nil, err
@@ -207,7 +210,7 @@ func (m *Manager) initCommand(o Options, ctl *os.File) (*exec.Cmd, error) {
 		env = append(env, caEnv()...)
 	}
 	cfg := initConfig{Workspace: abs, SwitchUser: os.Geteuid() == 0, ReadOnly: o.ReadOnly, Env: append(env, o.Env...),
-		Limits: m.cfg.Limits, Hostname: "reins", ExtraCA: string(o.ExtraCA)}
+		Limits: m.cfg.Limits, Hostname: "reins", ExtraCA: string(o.ExtraCA), Binds: o.Binds}
 	if m.cgroup != nil {
 		cfg.Limits.Memory = 0 // the cgroup bounds the whole sandbox instead
 	}

@@ -332,3 +332,28 @@ func TestNoInheritedDescriptors(t *testing.T) {
 		t.Errorf("descriptors of a process in the sandbox: %q", out)
 	}
 }
+
+// TestBinds: a bound host directory is visible read-only at its target,
+// and only targets under BindRoot are accepted.
+func TestBinds(t *testing.T) {
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, "bin"), 0o755)
+	os.WriteFile(filepath.Join(src, "bin", "hello"), []byte("#!/bin/sh\necho hello from the bind\n"), 0o755)
+	sb := start(t, newManager(t), Options{Binds: []Bind{{Source: src, Target: PackagesDir}}})
+	out, _ := run(t, sb, "/opt/reins/packages/bin/hello; touch /opt/reins/packages/x && echo WROTE; touch /opt/y && echo WROTE-OPT; true")
+	if !strings.Contains(out, "hello from the bind\n") {
+		t.Errorf("the bind is not visible:\n%s", out)
+	}
+	if strings.Contains(out, "WROTE") || !strings.Contains(out, "Read-only file system") {
+		t.Errorf("the bind is writable:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(src, "x")); err == nil {
+		t.Error("a file was written into the bind's source")
+	}
+	for _, target := range []string{"/usr/lib/x", "/opt", "opt/x", "/opt/../etc", "/workspace/x"} {
+		_, err := newManager(t).Start(context.Background(), Options{Name: "bad", Workspace: t.TempDir(), Binds: []Bind{{Source: src, Target: target}}})
+		if err == nil || !strings.Contains(err.Error(), "bind target") {
+			t.Errorf("target %q: err = %v", target, err)
+		}
+	}
+}
