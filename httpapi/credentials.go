@@ -222,7 +222,10 @@ func authCreate(raw json.RawMessage) (ma.CredentialAuth, vault.Secrets, error) {
 		if a.Networking, err = credentialNetworking(no); err != nil {
 			return a, sec, err
 		}
-		a.InjectionLocation = &ma.InjectionLocation{}
+		// Without injection_location the value is substituted in headers,
+		// where API keys go; a credential substituted nowhere would be of
+		// no use.
+		a.InjectionLocation = &ma.InjectionLocation{Header: true}
 		if lo, ok, err := o.obj("injection_location"); err != nil {
 			return a, sec, err
 		} else if ok {

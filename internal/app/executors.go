@@ -149,8 +149,8 @@ func (t *hubTools) credentials(ctx context.Context, sess *ma.Session) ([]secret,
 	return secrets, nil
 }
 
-// newSecret reads where a credential may be used. Without an
-// injection_location it is substituted in headers only.
+// newSecret reads where a credential may be used (the API stores
+// injection_location with headers on when it is not given).
 func newSecret(a ma.CredentialAuth, value string) secret {
 	s := secret{name: a.SecretName, value: value, header: true}
 	if l := a.InjectionLocation; l != nil {
