@@ -226,8 +226,10 @@ func TestRedirectsCarryNoCredentials(t *testing.T) {
 		v := newVaults(t)
 		v.bearer(t, from.URL+"/mcp", "bearer-secret")
 		p := newPool(t, Config{Servers: []Server{{"s", from.URL + "/mcp"}}, VaultIDs: []string{v.vaultID}, Credentials: v.creds(), HTTPClient: hc})
-		if _, err := p.Tools(ctx); err == nil {
-			t.Fatal("connected through a redirect to another origin")
+		_, err := p.Tools(ctx)
+		e := asError(t, err, ConnectionFailed, "s")
+		if !strings.Contains(e.Message, "307") || !strings.Contains(e.Message, "within the origin") {
+			t.Errorf("message %q, want the 307 and the rule", e.Message)
 		}
 		noRequests(t, other)
 	})

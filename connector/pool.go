@@ -269,7 +269,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	if resp.StatusCode >= 400 {
+	if resp.StatusCode >= 300 { // a redirect here is one the client did not follow
 		t.status.Store(int64(resp.StatusCode))
 	}
 	resp.Body = &doneBody{ReadCloser: resp.Body, done: done}
@@ -445,6 +445,8 @@ func (c *conn) classify(ctx context.Context, op string, err error, timedOut bool
 		return &Error{Kind: AuthenticationFailed, ServerName: c.srv.Name, Message: msg, Err: err}
 	case st >= 500:
 		return &Error{Kind: ConnectionFailed, ServerName: c.srv.Name, Message: fmt.Sprintf("%s: the server answered %d %s", op, st, http.StatusText(int(st))), Err: err}
+	case st >= 300 && st < 400:
+		return &Error{Kind: ConnectionFailed, ServerName: c.srv.Name, Message: fmt.Sprintf("%s: the server answered %d %s; reins follows redirects only within the origin of %s", op, st, http.StatusText(int(st)), c.srv.URL), Err: err}
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		return &Error{Kind: ConnectionFailed, ServerName: c.srv.Name, Message: fmt.Sprintf("%s: timed out", op), Err: err}
 	}
