@@ -52,7 +52,9 @@ type VaultStore interface {
 type VaultCredentials struct {
 	Store   VaultStore
 	Keyring *vault.Keyring
-	// HTTPClient calls token endpoints (default http.DefaultClient).
+	// HTTPClient calls token endpoints. Build it with
+	// netguard.Guard.Client; nil means a client of the zero Guard, which
+	// refuses internal addresses.
 	HTTPClient *http.Client
 	// Skew refreshes tokens this long before they expire (default 30 s).
 	Skew   time.Duration
@@ -120,7 +122,7 @@ func (v *VaultCredentials) token(ctx context.Context, vaultIDs []string, serverU
 // RefreshCredential refreshes the mcp_oauth credential c through its token
 // endpoint and stores the new access token (and refresh token, if the
 // endpoint rotated it) sealed, with the new expiry. It returns the stored
-// credential and the new access token.
+// credential and the new access token. client is as for Refresh.
 func RefreshCredential(ctx context.Context, client *http.Client, st VaultStore, keys *vault.Keyring, c store.Credential) (store.Credential, string, error) {
 	sec, err := keys.OpenSecrets(c.Sealed, c.ID)
 	if err != nil {

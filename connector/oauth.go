@@ -10,6 +10,10 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/reinsdev/reins/internal/netguard"
 )
 
 // RefreshRequest is an OAuth 2.0 refresh_token grant (RFC 6749 §6).
@@ -49,8 +53,8 @@ func (e *RefreshError) Error() string {
 
 func (e *RefreshError) Unwrap() error { return e.Err }
 
-// HTTPResponse is a captured HTTP response, its body truncated and
-// scrubbed of secrets.
+// HTTPResponse is a captured HTTP response: its status, content type and
+// a short excerpt of its body, scrubbed of secrets and sanitised.
 type HTTPResponse struct {
 	StatusCode    int
 	ContentType   string
@@ -58,20 +62,58 @@ type HTTPResponse struct {
 	BodyTruncated bool
 }
 
-// maxCapturedBody bounds captured response bodies.
-const maxCapturedBody = 4096
+const (
+	// maxScrubbed bounds the part of a body read to scrub secrets from
+	// before the excerpt is cut.
+	maxScrubbed = 64 << 10
+	// MaxExcerpt bounds the body excerpt of a captured response: enough
+	// to recognise an OAuth error or a gateway's error page, too little to
+	// read an arbitrary host's answers through reins.
+	MaxExcerpt = 256
+)
 
-// Capture reads up to 4 KiB of resp's body and replaces every secret in
-// it (and the values of JSON fields that name tokens or secrets) with
-// "[redacted]".
+// Capture describes resp: its status, content type and the first
+// MaxExcerpt bytes of its body as printable text. Every secret (and the
+// value of each JSON field that names a token or secret) is replaced with
+// "[redacted]" before the excerpt is cut; line breaks and tabs become
+// spaces and other control characters and invalid UTF-8 become U+FFFD.
+// BodyTruncated reports a body longer than the excerpt.
 func Capture(resp *http.Response, secrets ...string) *HTTPResponse {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxCapturedBody+1))
-	out := &HTTPResponse{StatusCode: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
-	if len(b) > maxCapturedBody {
-		b, out.BodyTruncated = b[:maxCapturedBody], true
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxScrubbed+1))
+	out := &HTTPResponse{StatusCode: resp.StatusCode, ContentType: excerpt(resp.Header.Get("Content-Type"), MaxExcerpt).text}
+	more := len(b) > maxScrubbed
+	if more {
+		b = b[:maxScrubbed]
 	}
-	out.Body = Scrub(string(b), secrets...)
+	e := excerpt(Scrub(string(b), secrets...), MaxExcerpt)
+	out.Body, out.BodyTruncated = e.text, e.cut || more
 	return out
+}
+
+// cutText is a sanitised excerpt and whether it was cut short.
+type cutText struct {
+	text string
+	cut  bool
+}
+
+// excerpt returns the first max bytes of s as printable text: line breaks
+// and tabs become spaces, other control and format characters and invalid
+// UTF-8 become U+FFFD. It cuts between characters.
+func excerpt(s string, max int) cutText {
+	var b strings.Builder
+	for _, r := range s { // invalid UTF-8 reads as utf8.RuneError (U+FFFD)
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			r = ' '
+		case !unicode.IsPrint(r) && r != ' ':
+			r = utf8.RuneError
+		}
+		if b.Len()+utf8.RuneLen(r) > max {
+			return cutText{b.String(), true}
+		}
+		b.WriteRune(r)
+	}
+	return cutText{b.String(), false}
 }
 
 // Scrub removes secrets from s: each given value, and the string values of
@@ -100,11 +142,13 @@ func Scrub(s string, secrets ...string) string {
 	return s
 }
 
-// Refresh exchanges a refresh token at the token endpoint.
+// Refresh exchanges a refresh token at the token endpoint. client should
+// come from netguard.Guard.Client; nil means a client of the zero Guard,
+// which refuses internal addresses and follows no redirect to another
+// origin.
 func Refresh(ctx context.Context, client *http.Client, r RefreshRequest) (RefreshResult, error) {
-	if client == nil {
-		client = http.DefaultClient
-	}
+	client, release := guarded(client)
+	defer release()
 	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {r.RefreshToken}}
 	if r.Scope != "" {
 		form.Set("scope", r.Scope)
@@ -155,4 +199,14 @@ func Refresh(ctx context.Context, client *http.Client, r RefreshRequest) (Refres
 		return RefreshResult{}, &RefreshError{Response: Capture(resp, secrets...), Err: err}
 	}
 	return RefreshResult{AccessToken: body.AccessToken, RefreshToken: body.RefreshToken, ExpiresIn: time.Duration(body.ExpiresIn) * time.Second}, nil
+}
+
+// guarded returns client, or a client of the zero netguard.Guard when it
+// is nil, with a func that releases what guarded made.
+func guarded(client *http.Client) (*http.Client, func()) {
+	if client != nil {
+		return client, func() {}
+	}
+	client = (&netguard.Guard{}).Client(0)
+	return client, client.CloseIdleConnections
 }

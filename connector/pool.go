@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/reinsdev/reins/internal/netguard"
 )
 
 // Default timeouts.
@@ -41,9 +43,12 @@ type Config struct {
 	VaultIDs []string
 	// Credentials looks tokens up; nil sends no Authorization header.
 	Credentials Credentials
-	// HTTPClient carries the MCP traffic (its Transport is used; default
-	// http.DefaultTransport). Do not set a client Timeout: streams are
-	// long-lived; the pool's own timeouts apply.
+	// HTTPClient carries the MCP traffic: its Transport and CheckRedirect
+	// are used, its Timeout is not (streams are long-lived; the pool's own
+	// timeouts apply). Build it with netguard.Guard.Client, which refuses
+	// internal addresses and redirects to another origin; nil means a
+	// client of the zero Guard. Whatever the client, the bearer token is
+	// sent only to the origin of the server's URL.
 	HTTPClient *http.Client
 	// Timeouts of connecting (including the MCP handshake), of listing a
 	// server's tools, and of one tool call.
@@ -77,6 +82,8 @@ type Pool struct {
 	mu     sync.Mutex
 	closed bool
 	byName map[string]Tool
+
+	release func() // closes the idle connections of a client the pool made; may be nil
 }
 
 // NewPool returns a pool for the servers; it connects to nothing yet.
@@ -90,11 +97,16 @@ func NewPool(cfg Config) (*Pool, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	base := http.DefaultTransport
-	if cfg.HTTPClient != nil && cfg.HTTPClient.Transport != nil {
-		base = cfg.HTTPClient.Transport
-	}
 	p := &Pool{cfg: cfg, log: cfg.Logger, conns: map[string]*conn{}, byName: map[string]Tool{}}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = (&netguard.Guard{}).Client(0)
+		p.release = hc.CloseIdleConnections
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -105,11 +117,12 @@ func NewPool(cfg Config) (*Pool, error) {
 		if _, dup := p.conns[s.Name]; dup {
 			return nil, fmt.Errorf("connector: two servers named %q", s.Name)
 		}
-		if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("connector: server %q: %q is not an http(s) URL", s.Name, s.URL)
 		}
-		rt := &authTransport{base: base}
-		p.conns[s.Name] = &conn{p: p, srv: s, rt: rt, hc: &http.Client{Transport: rt}}
+		rt := &authTransport{base: base, origin: u}
+		p.conns[s.Name] = &conn{p: p, srv: s, rt: rt, hc: &http.Client{Transport: rt, CheckRedirect: hc.CheckRedirect}}
 		p.order = append(p.order, s.Name)
 	}
 	return p, nil
@@ -195,6 +208,9 @@ func (p *Pool) Close() error {
 		wg.Go(c.close)
 	}
 	wg.Wait()
+	if p.release != nil {
+		p.release()
+	}
 	return nil
 }
 
@@ -215,9 +231,11 @@ func (p *Pool) conn(server string) (*conn, error) {
 	return c, nil
 }
 
-// authTransport sets the bearer token and remembers the last error status
-// the server answered, to classify failures the MCP client reports only as
-// text.
+// authTransport sets the bearer token on requests to the server's origin
+// (never on others: an SSE server names the endpoint messages are posted
+// to, and a redirect may lead elsewhere), and remembers the last error
+// status the server answered and the last address the guard refused, to
+// classify failures the MCP client reports only as text.
 //
 // It also ties every request to the life of the current connection: the
 // MCP client sends some requests (cancellation notices, session deletes) on
@@ -225,8 +243,10 @@ func (p *Pool) conn(server string) (*conn, error) {
 // connection is given up.
 type authTransport struct {
 	base   http.RoundTripper
+	origin *url.URL // the server's URL
 	token  atomic.Pointer[string]
 	status atomic.Int64
+	denied atomic.Pointer[netguard.DeniedError]
 	life   atomic.Pointer[context.Context]
 }
 
@@ -238,19 +258,28 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	done := func() { stop(); cancel() }
 	req = req.Clone(ctx)
-	if tok := t.token.Load(); tok != nil && *tok != "" {
+	if tok := t.token.Load(); tok != nil && *tok != "" && netguard.SameOrigin(req.URL, t.origin) {
 		req.Header.Set("Authorization", "Bearer "+*tok)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		done()
+		if d, ok := errors.AsType[*netguard.DeniedError](err); ok {
+			t.denied.Store(d)
+		}
 		return nil, err
 	}
-	if resp.StatusCode >= 400 {
+	if resp.StatusCode >= 300 { // a redirect here is one the client did not follow
 		t.status.Store(int64(resp.StatusCode))
 	}
 	resp.Body = &doneBody{ReadCloser: resp.Body, done: done}
 	return resp, nil
+}
+
+// reset forgets the last error status and refusal.
+func (t *authTransport) reset() {
+	t.status.Store(0)
+	t.denied.Store(nil)
 }
 
 // doneBody runs done once when the body is closed.
@@ -356,7 +385,7 @@ func (c *conn) dial(ctx context.Context) (*mcp.ClientSession, context.CancelFunc
 	timer := time.AfterFunc(c.p.cfg.ConnectTimeout, cancel)
 	stop := context.AfterFunc(ctx, cancel)
 	client := mcp.NewClient(&mcp.Implementation{Name: "reins", Version: "1"}, nil)
-	c.rt.status.Store(0)
+	c.rt.reset()
 	s, err := client.Connect(life, &mcp.StreamableClientTransport{Endpoint: c.srv.URL, HTTPClient: c.hc, MaxRetries: 1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		switch c.rt.status.Load() {
@@ -403,6 +432,9 @@ func (c *conn) classify(ctx context.Context, op string, err error, timedOut bool
 	if errors.As(err, &e) {
 		return e
 	}
+	if d := c.rt.denied.Load(); d != nil {
+		return &Error{Kind: ConnectionFailed, ServerName: c.srv.Name, Message: fmt.Sprintf("%s: %s is refused: %v", op, c.srv.URL, d), Err: d}
+	}
 	st := c.rt.status.Load()
 	switch {
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
@@ -413,6 +445,8 @@ func (c *conn) classify(ctx context.Context, op string, err error, timedOut bool
 		return &Error{Kind: AuthenticationFailed, ServerName: c.srv.Name, Message: msg, Err: err}
 	case st >= 500:
 		return &Error{Kind: ConnectionFailed, ServerName: c.srv.Name, Message: fmt.Sprintf("%s: the server answered %d %s", op, st, http.StatusText(int(st))), Err: err}
+	case st >= 300 && st < 400:
+		return &Error{Kind: ConnectionFailed, ServerName: c.srv.Name, Message: fmt.Sprintf("%s: the server answered %d %s; reins follows redirects only within the origin of %s", op, st, http.StatusText(int(st)), c.srv.URL), Err: err}
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		return &Error{Kind: ConnectionFailed, ServerName: c.srv.Name, Message: fmt.Sprintf("%s: timed out", op), Err: err}
 	}
@@ -454,7 +488,7 @@ func (c *conn) tools(ctx context.Context) ([]Tool, error) {
 			return nil, err
 		}
 		lctx, cancel := context.WithTimeout(ctx, c.p.cfg.ListTimeout)
-		c.rt.status.Store(0)
+		c.rt.reset()
 		out, err := listAll(lctx, s, c.srv.Name)
 		timedOut := lctx.Err() != nil && ctx.Err() == nil
 		cancel()
@@ -487,7 +521,7 @@ func (c *conn) call(ctx context.Context, tool string, input json.RawMessage) (*R
 			return nil, err
 		}
 		cctx, cancel := context.WithTimeout(ctx, c.p.cfg.CallTimeout)
-		c.rt.status.Store(0)
+		c.rt.reset()
 		res, err := s.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		timedOut := cctx.Err() != nil && ctx.Err() == nil
 		cancel()

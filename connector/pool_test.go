@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -18,17 +19,32 @@ import (
 
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/mcptest"
+	"github.com/reinsdev/reins/internal/netguard"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 	"github.com/reinsdev/reins/store/sqlite"
 	"github.com/reinsdev/reins/vault"
 )
 
+// loopback is the operator allowlist of the tests: their MCP servers and
+// token endpoints listen on 127.0.0.1.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+
+// guardedClient returns a client of a guard that allows allow, as the
+// server builds them.
+func guardedClient(t *testing.T, allow []netip.Prefix) *http.Client {
+	t.Helper()
+	hc := (&netguard.Guard{Allow: allow}).Client(0)
+	t.Cleanup(hc.CloseIdleConnections)
+	return hc
+}
+
 // vaults is a real SQLite store with one vault and a keyring.
 type vaults struct {
 	st      *sqlite.Store
 	keys    *vault.Keyring
 	vaultID string
+	hc      *http.Client // calls token endpoints on loopback
 }
 
 func newVaults(t *testing.T) *vaults {
@@ -41,7 +57,7 @@ func newVaults(t *testing.T) *vaults {
 	key := make([]byte, vault.KeySize)
 	rand.Read(key)
 	keys, _ := vault.NewKeyring(key)
-	v := &vaults{st: st, keys: keys, vaultID: ids.New(ids.Vault)}
+	v := &vaults{st: st, keys: keys, vaultID: ids.New(ids.Vault), hc: guardedClient(t, loopback)}
 	now := ma.Time(time.Now())
 	if err := st.CreateVault(context.Background(), ma.Vault{ID: v.vaultID, Type: "vault", Metadata: ma.Metadata{}, CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
@@ -69,11 +85,16 @@ func (v *vaults) bearer(t *testing.T, url, token string) {
 }
 
 func (v *vaults) creds() *VaultCredentials {
-	return &VaultCredentials{Store: v.st, Keyring: v.keys}
+	return &VaultCredentials{Store: v.st, Keyring: v.keys, HTTPClient: v.hc}
 }
 
+// newPool returns a pool that may connect to loopback unless cfg has a
+// client of its own.
 func newPool(t *testing.T, cfg Config) *Pool {
 	t.Helper()
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = guardedClient(t, loopback)
+	}
 	p, err := NewPool(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -12,11 +12,12 @@ const probeInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":
 // Probe sends an MCP initialize request to serverURL with the bearer token.
 // It returns nil when the server accepts it (2xx), the captured response
 // (scrubbed of the token) otherwise, and an error when the server cannot
-// be reached. A session the server opened is closed again.
+// be reached. A session the server opened is closed again. client should
+// come from netguard.Guard.Client; nil means a client of the zero Guard.
+// A redirect to another origin is not followed: it is the answer.
 func Probe(ctx context.Context, client *http.Client, serverURL, token string) (*HTTPResponse, error) {
-	if client == nil {
-		client = http.DefaultClient
-	}
+	client, release := guarded(client)
+	defer release()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, strings.NewReader(probeInitialize))
 	if err != nil {
 		return nil, err

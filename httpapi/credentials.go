@@ -716,7 +716,7 @@ func (v *vaultAPI) validateCredential(w http.ResponseWriter, r *http.Request) er
 		resp, err := connector.Probe(ctx, v.probe, c.Auth.MCPServerURL, token)
 		switch {
 		case err != nil:
-			return "unknown", &ma.MCPProbe{Method: "initialize"}
+			return "unknown", &ma.MCPProbe{Method: "initialize", Message: err.Error()}
 		case resp == nil:
 			return "valid", nil
 		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
@@ -744,7 +744,7 @@ func (v *vaultAPI) validateCredential(w http.ResponseWriter, r *http.Request) er
 			case errors.As(err, &re) && re.Response != nil:
 				out.Refresh = &ma.RefreshAttempt{Status: "failed", HTTPResponse: httpResponse(re.Response)}
 			case errors.As(err, &re):
-				out.Refresh = &ma.RefreshAttempt{Status: "connect_error"}
+				out.Refresh = &ma.RefreshAttempt{Status: "connect_error", Message: re.Err.Error()}
 				out.Status = "unknown"
 			default:
 				return err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/netguard"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 	"github.com/reinsdev/reins/vault"
@@ -18,7 +19,9 @@ type VaultConfig struct {
 	// Keyring seals credential secrets. Required.
 	Keyring *vault.Keyring
 	// ProbeClient makes the requests of mcp_oauth_validate (MCP probe and
-	// token refresh); default a client with a 15 s timeout.
+	// token refresh) to the URLs users give. Build it with
+	// netguard.Guard.Client; nil means a client of the zero Guard (which
+	// refuses internal addresses) with a 15 s timeout.
 	ProbeClient *http.Client
 }
 
@@ -41,7 +44,7 @@ func (s *Server) vaultRoutes(cfg VaultConfig) {
 	}
 	probe := cfg.ProbeClient
 	if probe == nil {
-		probe = &http.Client{Timeout: 15 * time.Second}
+		probe = (&netguard.Guard{}).Client(15 * time.Second)
 	}
 	v := &vaultAPI{s: s, st: st, keys: cfg.Keyring, probe: probe}
 	s.handle("POST /v1/vaults", smallBody, v.createVault)

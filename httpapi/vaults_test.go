@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/reinsdev/reins/internal/mcptest"
+	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/store/sqlite"
 	"github.com/reinsdev/reins/vault"
 )
@@ -88,7 +90,8 @@ func newVaultFixture(t *testing.T) *vaultFixture {
 	f := &vaultFixture{dir: dir, logs: &syncBuffer{}, bodies: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := New(Config{Store: st, Auth: &Authenticator{Keys: st, Bootstrap: "sk-test"}, Logger: log})
-	probe := &http.Client{Timeout: 5 * time.Second}
+	// The tests' MCP servers and token endpoints listen on loopback.
+	probe := (&netguard.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}).Client(5 * time.Second)
 	srv.vaultRoutes(VaultConfig{Keyring: keys, ProbeClient: probe})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {

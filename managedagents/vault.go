@@ -154,6 +154,10 @@ type CredentialValidation struct {
 type MCPProbe struct {
 	Method       string        `json:"method"`
 	HTTPResponse *HTTPResponse `json:"http_response"`
+	// Message says why the server could not be reached (no
+	// http_response): unreachable, or an address reins refuses. A reins
+	// extension.
+	Message string `json:"message,omitempty"`
 }
 
 // RefreshAttempt is the outcome of a refresh tried during validation:
@@ -161,9 +165,13 @@ type MCPProbe struct {
 type RefreshAttempt struct {
 	Status       string        `json:"status"`
 	HTTPResponse *HTTPResponse `json:"http_response"`
+	// Message says why a connect_error happened, as MCPProbe.Message
+	// does. A reins extension.
+	Message string `json:"message,omitempty"`
 }
 
-// HTTPResponse is an HTTP response captured by a validation probe.
+// HTTPResponse is an HTTP response captured by a validation probe. Body is
+// a short, sanitised excerpt (see connector.Capture).
 type HTTPResponse struct {
 	StatusCode    int    `json:"status_code"`
 	ContentType   string `json:"content_type"`

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,8 +38,11 @@ func startServer(t *testing.T) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
+	// The tests' MCP servers listen on loopback, which the server refuses
+	// unless the operator allows it.
 	a, err := app.New(ctx, app.Config{DataDir: dir,
-		Retry: harness.RetryPolicy{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond}})
+		Retry:         harness.RetryPolicy{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond},
+		OutboundAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/model"
 	"github.com/reinsdev/reins/model/anthropic"
 	"github.com/reinsdev/reins/model/openai"
@@ -33,6 +34,7 @@ type serveOptions struct {
 	retryMax         time.Duration
 	shutdownGrace    time.Duration
 	logLevel         string
+	outboundAllow    []string
 	sandbox          sandboxFlags
 }
 
@@ -60,6 +62,8 @@ in the data dir; nothing else needs installing.`,
 	f.DurationVar(&o.retryMax, "model-retry-max", envDuration("REINS_MODEL_RETRY_MAX", 30*time.Second), "longest retry delay (REINS_MODEL_RETRY_MAX)")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown waits for requests and runners")
 	f.StringVar(&o.logLevel, "log-level", envOr("REINS_LOG_LEVEL", "info"), "debug, info, warn or error (REINS_LOG_LEVEL)")
+	f.StringSliceVar(&o.outboundAllow, "outbound-allow", splitList(os.Getenv("REINS_OUTBOUND_ALLOW")),
+		"internal addresses (CIDR or IP: loopback, private, link-local) that the server's own requests to URLs users give (agents' MCP servers, OAuth token endpoints, mcp_oauth_validate) may reach anyway; refused by default (REINS_OUTBOUND_ALLOW)")
 	o.sandbox.register(f, "cloud sessions'")
 	return cmd
 }
@@ -95,9 +99,13 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	outbound, err := netguard.ParseAllow(o.outboundAllow)
+	if err != nil {
+		return fmt.Errorf("--outbound-allow: %w", err)
+	}
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
-		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx})
+		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, OutboundAllow: outbound})
 	if err != nil {
 		return err
 	}

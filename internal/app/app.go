@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/httpapi"
+	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/workqueue"
 	"github.com/reinsdev/reins/model"
 	"github.com/reinsdev/reins/model/scripted"
@@ -57,7 +59,21 @@ type Config struct {
 	HTTP httpapi.Config
 	// Sandbox configures the sandboxes cloud sessions' tools run in.
 	Sandbox SandboxConfig
+	// OutboundAllow are internal addresses (loopback, private, link-local)
+	// that the server's own requests to URLs users give (agents' MCP
+	// servers, credentials' OAuth token endpoints, mcp_oauth_validate) may
+	// reach anyway, e.g. an MCP server on 127.0.0.1. Public addresses need
+	// no entry.
+	OutboundAllow []netip.Prefix
 }
+
+// outboundAllowHint follows a refusal of an internal address by the
+// server's own requests.
+const outboundAllowHint = "an operator can allow it with --outbound-allow"
+
+// outboundTimeout bounds one request to a token endpoint or one probe of
+// mcp_oauth_validate.
+const outboundTimeout = 15 * time.Second
 
 // App is an assembled server.
 type App struct {
@@ -68,6 +84,7 @@ type App struct {
 	Hub     *executor.Hub
 	Work    *workqueue.Service
 	tools   *hubTools
+	idle    func() // closes the idle connections of the outbound clients
 	log     *slog.Logger
 	srv     *http.Server
 }
@@ -133,7 +150,10 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		tools = ht
 	}
 	wk := &workers{st: st}
-	mcpHost := newMCPHost(st, keys, cfg.Logger)
+	// Every request to a URL a user gave passes one guard.
+	guard := &netguard.Guard{Allow: cfg.OutboundAllow, Hint: outboundAllowHint}
+	streams, requests := guard.Client(0), guard.Client(outboundTimeout)
+	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
 	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Workers: wk, MCP: mcpHost, Credentials: credentialCheck{st}, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger})
 	wk.h = h
 	wk.q = workqueue.New(st, b, wk, cfg.Logger)
@@ -143,10 +163,14 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	hc := cfg.HTTP
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
-	hc.Vaults = httpapi.VaultConfig{Keyring: keys}
+	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
 	hc.Lifecycle = ht
 	api := httpapi.New(hc)
-	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, log: cfg.Logger}, nil
+	idle := func() {
+		streams.CloseIdleConnections()
+		requests.CloseIdleConnections()
+	}
+	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, idle: idle, log: cfg.Logger}, nil
 }
 
 // Start resumes interrupted sessions and serves the API on ln until
@@ -191,6 +215,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
 	}
+	a.idle()
 	errs = append(errs, a.Store.Close())
 	return errors.Join(errs...)
 }

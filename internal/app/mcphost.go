@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/reinsdev/reins/connector"
@@ -18,14 +19,18 @@ import (
 // reused across turns, closed when the session's runner leaves.
 type mcpHost struct {
 	creds *connector.VaultCredentials
+	hc    *http.Client // carries the MCP traffic of every pool
 	log   *slog.Logger
 
 	mu    sync.Mutex
 	pools map[string]*connector.Pool
 }
 
-func newMCPHost(st store.Store, keys *vault.Keyring, log *slog.Logger) *mcpHost {
-	return &mcpHost{creds: &connector.VaultCredentials{Store: st, Keyring: keys, Logger: log}, log: log, pools: map[string]*connector.Pool{}}
+// newMCPHost returns a host whose pools connect with streams and refresh
+// OAuth tokens with requests; both should come from netguard.Guard.Client.
+func newMCPHost(st store.Store, keys *vault.Keyring, streams, requests *http.Client, log *slog.Logger) *mcpHost {
+	creds := &connector.VaultCredentials{Store: st, Keyring: keys, HTTPClient: requests, Logger: log}
+	return &mcpHost{creds: creds, hc: streams, log: log, pools: map[string]*connector.Pool{}}
 }
 
 func (m *mcpHost) pool(sess *ma.Session) (*connector.Pool, error) {
@@ -38,7 +43,7 @@ func (m *mcpHost) pool(sess *ma.Session) (*connector.Pool, error) {
 	for i, s := range sess.Agent.MCPServers {
 		servers[i] = connector.Server{Name: s.Name, URL: s.URL}
 	}
-	p, err := connector.NewPool(connector.Config{Servers: servers, VaultIDs: sess.VaultIDs, Credentials: m.creds, Logger: m.log})
+	p, err := connector.NewPool(connector.Config{Servers: servers, VaultIDs: sess.VaultIDs, Credentials: m.creds, HTTPClient: m.hc, Logger: m.log})
 	if err != nil {
 		return nil, err
 	}

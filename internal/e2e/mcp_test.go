@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/mcptest"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -244,5 +245,33 @@ func TestNoSecretInEventsOrDatabase(t *testing.T) {
 			ctx := bytes.Trim(data[max(0, i-600):min(len(data), i+200)], "\x00")
 			t.Fatalf("%s holds the token in clear: …%q…", name, ctx)
 		}
+	}
+}
+
+// TestMCPLoopbackRefusedByDefault runs a server without an outbound
+// allowlist: an agent's MCP server on 127.0.0.1 is a connection failure
+// that names the reason and the flag, and the server never sees the
+// vault's token.
+func TestMCPLoopbackRefusedByDefault(t *testing.T) {
+	s := startWith(t, options{}, func(c *app.Config) { c.OutboundAllow = nil })
+	srv := mcptest.Start(t, mcptest.Options{Token: "s3cret-token"})
+	sid := s.mcpSession(t, srv, "s3cret-token", "always_allow")
+	st := s.openStream(t, sid)
+	s.send(t, sid, userMessage("hello"))
+	got := st.until(isIdle)
+	var msgs []string
+	for _, f := range got {
+		if f.Type == "session.error" {
+			if f.Error.Type != "mcp_connection_failed_error" {
+				t.Fatalf("session.error %+v, want mcp_connection_failed_error", f.Error)
+			}
+			msgs = append(msgs, f.Error.Message)
+		}
+	}
+	if len(msgs) == 0 || !strings.Contains(msgs[0], "127.0.0.1 is a loopback address") || !strings.Contains(msgs[0], "--outbound-allow") {
+		t.Fatalf("session errors %q (%v), want the reason and the flag", msgs, types(got))
+	}
+	if srv.SawToken("s3cret-token") {
+		t.Fatal("the refused server saw the vault's token")
 	}
 }

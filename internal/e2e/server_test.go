@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -57,8 +58,11 @@ func startWith(t *testing.T, o options, adjust func(*app.Config)) *server {
 	if o.retry.BaseDelay == 0 {
 		o.retry = harness.RetryPolicy{MaxAttempts: 3, BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond}
 	}
+	// The tests' MCP servers and token endpoints listen on loopback, which
+	// the server refuses unless the operator allows it.
 	cfg := app.Config{DataDir: o.dir, Models: o.models, Retry: o.retry, Tools: o.tools,
-		HTTP: httpapi.Config{PingInterval: 200 * time.Millisecond, PollInterval: 100 * time.Millisecond}}
+		HTTP:          httpapi.Config{PingInterval: 200 * time.Millisecond, PollInterval: 100 * time.Millisecond},
+		OutboundAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	if adjust != nil {
 		adjust(&cfg)
 	}

@@ -25,13 +25,20 @@ type DeniedError struct {
 	Host   string     // the host as given: a name or an IP literal
 	IP     netip.Addr // the refused address; invalid if the name itself was refused
 	Reason string     // a readable sentence, e.g. "127.0.0.1 is a loopback address"
+	// Hint, if set, tells how the address could be allowed, e.g. "an
+	// operator can allow it with --outbound-allow"; see [Guard.Hint].
+	Hint string
 }
 
 func (e *DeniedError) Error() string {
+	msg := "netguard: " + e.Reason
 	if e.IP.IsValid() && e.Host != e.IP.String() {
-		return fmt.Sprintf("netguard: %s resolves to a forbidden address: %s", e.Host, e.Reason)
+		msg = fmt.Sprintf("netguard: %s resolves to a forbidden address: %s", e.Host, e.Reason)
 	}
-	return "netguard: " + e.Reason
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
 }
 
 // A Guard checks destinations and dials only permitted ones. The zero
@@ -48,6 +55,10 @@ type Guard struct {
 	Resolver Resolver
 	// DialTimeout bounds each connection attempt; 0 means 30 seconds.
 	DialTimeout time.Duration
+	// Hint, if set, is given with every refused address (not with refused
+	// names, which Allow cannot permit) as DeniedError.Hint: how an
+	// operator would allow it.
+	Hint string
 }
 
 // ParseAllow parses operator allowlist entries, each a CIDR prefix
@@ -102,7 +113,7 @@ func (g *Guard) deny(ip netip.Addr) *DeniedError {
 		return nil
 	}
 	if why := Classify(ip); why != "" {
-		return &DeniedError{Host: ip.String(), IP: ip, Reason: ip.String() + " is " + why}
+		return &DeniedError{Host: ip.String(), IP: ip, Reason: ip.String() + " is " + why, Hint: g.Hint}
 	}
 	return nil
 }
