@@ -10,9 +10,12 @@
 //   - a new process (`bash -c true`, what processes and terminals cost)
 //     inside a sandbox against an unconfined exec;
 //   - the memory of an idle sandbox running a session's shell: the
-//     proportional set size of its processes, and the server's heap.
+//     proportional set size of its processes, and the server's heap;
+//   - an HTTPS request through the egress proxy when it intercepts TLS to
+//     substitute a credential, against the same request through a plain
+//     CONNECT tunnel, on kept-alive and on new connections.
 //
-// Usage: go run ./bench/sandbox [-starts 100] [-calls 4000] [-idle 20]
+// Usage: go run ./bench/sandbox [-starts 100] [-calls 4000] [-idle 20] [-https 2000]
 package main
 
 import (
@@ -41,6 +44,7 @@ func main() {
 	calls := flag.Int("calls", 4000, "bash tool calls of each kind")
 	spawns := flag.Int("spawns", 300, "processes started of each kind")
 	idle := flag.Int("idle", 20, "idle sandboxes for the memory figure")
+	https := flag.Int("https", 2000, "HTTPS requests of each kind through the egress proxy")
 	flag.Parse()
 	m, err := sandbox.NewManager(sandbox.Config{StateDir: mustTemp("reins-bench-state-")})
 	if err != nil {
@@ -56,6 +60,7 @@ func main() {
 	benchCalls(m, *calls)
 	benchSpawn(m, *spawns)
 	benchIdle(m, *idle)
+	benchHTTPS(*https)
 }
 
 func mustTemp(prefix string) string {
