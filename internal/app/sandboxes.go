@@ -120,7 +120,8 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 	if err != nil {
 		return nil, err
 	}
-	p := &egress.Proxy{Policy: policy, Guard: s.guard, Logger: s.log.With("session", a.SessionID), AllowHint: egressAllowHint}
+	p := &egress.Proxy{Policy: policy, Guard: s.guard, Logger: s.log.With("session", a.SessionID), AllowHint: egressAllowHint,
+		MaskResponses: true}
 	opts := sandbox.Options{
 		Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
 		Egress: func(ln net.Listener) { s.serveEgress(ln, p) },

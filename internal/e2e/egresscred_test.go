@@ -75,7 +75,8 @@ func startAuthRecorder(t *testing.T, ip string, tt testTLS) *authRecorder {
 		r.mu.Lock()
 		r.seen = append(r.seen, req.URL.Path+" "+req.Header.Get("Authorization"))
 		r.mu.Unlock()
-		fmt.Fprintf(w, "ok %s\n", req.URL.Path)
+		// It echoes the credential back: the proxy masks it.
+		fmt.Fprintf(w, "ok %s (%s)\n", req.URL.Path, req.Header.Get("Authorization"))
 	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{tt.cert}}}
 	go srv.ServeTLS(ln, "", "")
 	t.Cleanup(func() { srv.Close() })

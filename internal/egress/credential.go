@@ -81,12 +81,45 @@ func (cn *conn) logSubstitutions(t target, n int) {
 // requests to one host.
 type substitution struct {
 	header, body []Credential
+	masks        []Credential // values to placeholders
 	maxBuffered  int
+}
+
+// mask replaces credential values with their placeholders in resp's
+// header and body. A body whose length changes is sent chunked.
+func (s *substitution) mask(resp *http.Response, method string) {
+	if len(s.masks) == 0 {
+		return
+	}
+	for _, vs := range resp.Header {
+		for i, v := range vs {
+			for _, m := range s.masks {
+				vs[i] = strings.ReplaceAll(v, m.Placeholder, m.Value)
+				v = vs[i]
+			}
+		}
+	}
+	noBody := method == http.MethodHead || resp.StatusCode == http.StatusNoContent ||
+		resp.StatusCode == http.StatusNotModified || resp.StatusCode < 200 || resp.ContentLength == 0
+	if noBody || resp.Body == nil {
+		return
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{newReplacer(resp.Body, s.masks), resp.Body}
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+	resp.TransferEncoding = []string{"chunked"}
 }
 
 func newSubstitution(creds []Credential, maxBuffered int) *substitution {
 	s := &substitution{maxBuffered: maxBuffered}
 	for _, c := range creds {
+		if c.Value != "" {
+			// The other way round, for masking responses.
+			s.masks = append(s.masks, Credential{Placeholder: c.Value, Value: c.Placeholder, Header: true, Body: true})
+		}
 		if c.Header {
 			s.header = append(s.header, c)
 		}

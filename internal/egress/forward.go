@@ -121,6 +121,9 @@ func (cn *conn) relay(req, out *http.Request, t target, tr http.RoundTripper, su
 			return false
 		}
 	}
+	if sub != nil && cn.p.MaskResponses {
+		out.Header.Del("Accept-Encoding")
+	}
 	n, streamed, err := sub.apply(out)
 	if err != nil {
 		cn.fail(http.StatusBadRequest, "reins egress proxy: "+err.Error())
@@ -134,6 +137,9 @@ func (cn *conn) relay(req, out *http.Request, t target, tr http.RoundTripper, su
 	defer resp.Body.Close()
 	cn.p.allowed.Add(1)
 	removeHopHeaders(resp.Header)
+	if sub != nil && cn.p.MaskResponses {
+		sub.mask(resp, req.Method)
+	}
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
 	// Response.Write closes a response of unknown length that is not
 	// chunked; the connection must then end with it.

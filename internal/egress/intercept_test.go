@@ -569,3 +569,41 @@ func BenchmarkHTTPS(b *testing.B) {
 		})
 	}
 }
+
+// TestMaskResponses: a server that echoes the request back shows the
+// client the placeholders, not the values, in headers and body.
+func TestMaskResponses(t *testing.T) {
+	w := newWorld(t)
+	seen := make(chan string, 1)
+	echo := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("X-Echo", r.Header.Get("Authorization"))
+		d := describeRequest(r)
+		seen <- d
+		io.WriteString(rw, d)
+	})
+	api := w.serve(t, "api.test", echo)
+	p := w.proxy(nil)
+	p.MaskResponses = true
+	c := w.client(t, startProxy(t, p))
+	got, resp := send(t, c, api, placeholderA)
+	if server := <-seen; server != describe(valueA) {
+		t.Errorf("the server received %q, want the values", server)
+	}
+	if strings.Contains(got, valueA) || strings.Contains(resp.Header.Get("X-Echo"), valueA) {
+		t.Errorf("the value came back to the client: %q %q", got, resp.Header.Get("X-Echo"))
+	}
+	if want := describe(placeholderA); got != want || resp.Header.Get("X-Echo") != "Bearer "+placeholderA {
+		t.Errorf("client saw\n%s (%q)\nwant\n%s", got, resp.Header.Get("X-Echo"), want)
+	}
+}
+
+func describeRequest(r *http.Request) string {
+	b, _ := io.ReadAll(r.Body)
+	c, _ := r.Cookie("session")
+	cookie := ""
+	if c != nil {
+		cookie = c.Value
+	}
+	return fmt.Sprintf("auth=%s custom=%s cookie=%s query=%s body=%s",
+		r.Header.Get("Authorization"), r.Header.Get("X-Api-Key"), cookie, r.URL.RawQuery, b)
+}

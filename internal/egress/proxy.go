@@ -82,6 +82,12 @@ type Proxy struct {
 	// length, are replaced as they stream and sent chunked. Zero means
 	// DefaultMaxBufferedBody.
 	MaxBufferedBody int
+	// MaskResponses replaces credential values with their placeholders in
+	// the responses of hosts credentials apply to (headers and bodies;
+	// such requests are sent without Accept-Encoding so that bodies come
+	// uncompressed), so that a server echoing a request does not hand the
+	// value to the sandbox.
+	MaskResponses bool
 
 	active                         atomic.Int64
 	allowed, refused, failed, busy atomic.Uint64
