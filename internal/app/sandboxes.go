@@ -61,7 +61,7 @@ type sandboxes struct {
 	cas *caStore // per-environment CAs of the proxies that substitute credentials
 
 	mu          sync.Mutex
-	launchers   map[string]*sandbox.Launcher   // by session id
+	launchers   map[string]tools.Launcher      // by session id
 	credentials map[string][]egress.Credential // by session id
 }
 
@@ -80,7 +80,7 @@ func newSandboxes(ctx context.Context, cfg SandboxConfig, st store.Store, keys *
 	}
 	s := &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx,
 		cas:       &caStore{dir: filepath.Join(dataDir, "ca"), keys: keys, cas: map[string]*egress.CA{}},
-		launchers: map[string]*sandbox.Launcher{}, credentials: map[string][]egress.Credential{}}
+		launchers: map[string]tools.Launcher{}, credentials: map[string][]egress.Credential{}}
 	s.pkgs = &packages.Installer{Sandboxes: m, Dir: filepath.Join(dataDir, "packages"), Logger: log,
 		// Installs reach the package registries only, whatever else the
 		// environment's networking allows.
@@ -106,7 +106,8 @@ func (s *sandboxes) check(ctx context.Context) {
 
 // Launcher implements executor.LauncherFactory: the session's processes
 // run in its own sandbox, started on the first tool call that needs one,
-// with the environment's packages, installed first if they are not yet.
+// with the environment's packages, installed first if they are not yet
+// (on that call too, not while the session is being assigned).
 func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir string) (tools.Launcher, error) {
 	env, err := s.st.GetEnvironment(ctx, a.EnvironmentID)
 	if err != nil {
@@ -116,16 +117,11 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 	if err != nil {
 		return nil, err
 	}
-	layer, err := s.packages(ctx, a, &env)
-	if err != nil {
-		return nil, err
-	}
 	p := &egress.Proxy{Policy: policy, Guard: s.guard, Logger: s.log.With("session", a.SessionID), AllowHint: egressAllowHint,
 		MaskResponses: true}
 	opts := sandbox.Options{
 		Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
 		Egress: func(ln net.Listener) { s.serveEgress(ln, p) },
-		Binds:  layer.Bind(), Env: layer.Env,
 	}
 	s.mu.Lock()
 	p.Credentials = s.credentials[a.SessionID]
@@ -138,7 +134,14 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 		}
 		opts.ExtraCA = p.CA.CertPEM()
 	}
-	l := s.m.Launcher(opts)
+	l := &preparing{prepare: func() (*sandbox.Launcher, error) {
+		layer, err := s.packages(s.ctx, a, &env)
+		if err != nil {
+			return nil, err
+		}
+		opts.Binds, opts.Env = layer.Bind(), layer.Env
+		return s.m.Launcher(opts), nil
+	}}
 	s.mu.Lock()
 	if old := s.launchers[a.SessionID]; old != nil {
 		go old.Close()
@@ -146,6 +149,66 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 	s.launchers[a.SessionID] = l
 	s.mu.Unlock()
 	return l, nil
+}
+
+// preparing is a launcher whose sandbox launcher is made on the first
+// launch, after what it needs (the environment's packages) is ready.
+type preparing struct {
+	prepare func() (*sandbox.Launcher, error)
+
+	mu     sync.Mutex
+	l      *sandbox.Launcher
+	closed bool
+}
+
+func (p *preparing) WorkspaceDir() string { return sandbox.WorkspaceDir }
+
+func (p *preparing) Launch(spec tools.LaunchSpec) (tools.Proc, error) {
+	l, err := p.launcher()
+	if err != nil {
+		return nil, err
+	}
+	return l.Launch(spec)
+}
+
+func (p *preparing) launcher() (*sandbox.Launcher, error) {
+	p.mu.Lock()
+	l, closed := p.l, p.closed
+	p.mu.Unlock()
+	switch {
+	case closed:
+		return nil, sandbox.ErrClosed
+	case l != nil:
+		return l, nil
+	}
+	// Not under the lock: an install may take minutes, and Close must
+	// not wait for it. Concurrent first launches share the install.
+	l, err := p.prepare()
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.l != nil {
+		l.Close() // nothing was started in it yet
+		if p.closed {
+			return nil, sandbox.ErrClosed
+		}
+	} else {
+		p.l = l
+	}
+	return p.l, nil
+}
+
+func (p *preparing) Close() error {
+	p.mu.Lock()
+	l := p.l
+	p.closed = true
+	p.mu.Unlock()
+	if l != nil {
+		return l.Close()
+	}
+	return nil
 }
 
 func (s *sandboxes) serveEgress(ln net.Listener, p *egress.Proxy) {
