@@ -132,13 +132,16 @@ func (c *Client) assign(ctx context.Context, params json.RawMessage) (any, error
 	c.mu.Unlock()
 	sess, err := c.opts.Sessions.OpenSession(ctx, a)
 	if err != nil {
-		reason := ReasonWorkspaceUnavailable
+		reason, msg := ReasonWorkspaceUnavailable, err.Error()
 		var re *RPCError
-		if errors.As(err, &re) && re.Reason() != "" {
-			reason = re.Reason()
+		if errors.As(err, &re) {
+			if re.Reason() != "" {
+				reason = re.Reason()
+			}
+			msg = re.Message
 		}
 		c.logger.Warn("session refused", "session", a.SessionID, "err", err)
-		return assignResult{Accepted: false, Reason: reason}, nil
+		return assignResult{Accepted: false, Reason: reason, Message: msg}, nil
 	}
 	s := &clientSession{a: a, sess: sess, calls: make(map[string]context.CancelFunc), seen: make(map[string]bool)}
 	c.mu.Lock()

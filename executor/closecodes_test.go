@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,6 +152,9 @@ func TestAssignRejectedAndPlacement(t *testing.T) {
 	_, err := f.hub.Assign(ctx, AssignRequest{EnvironmentID: "env_1", SessionID: "s1", Tools: []string{"noop"}})
 	if !errors.Is(err, ErrAssignRejected) {
 		t.Fatalf("Assign = %v, want ErrAssignRejected", err)
+	}
+	if want := "workspace_unavailable: refused by the test"; !strings.Contains(err.Error(), want) {
+		t.Errorf("Assign = %v, want the executor's reason and message (%q)", err, want)
 	}
 	// Tools the executor does not declare: no executor.
 	_, err = f.hub.Assign(ctx, AssignRequest{EnvironmentID: "env_1", SessionID: "s2", Tools: []string{"bash"}})

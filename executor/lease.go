@@ -149,6 +149,9 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 	}, &res)
 	if err == nil && !res.Accepted {
 		err = fmt.Errorf("%w: %s", ErrAssignRejected, res.Reason)
+		if res.Message != "" {
+			err = fmt.Errorf("%w: %s", err, res.Message)
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -135,6 +135,9 @@ type Assignment struct {
 type assignResult struct {
 	Accepted bool   `json:"accepted"`
 	Reason   string `json:"reason,omitempty"`
+	// Message says why the session was refused, for the model and the
+	// operator, when Reason alone does not (optional).
+	Message string `json:"message,omitempty"`
 }
 
 type releaseParams struct {

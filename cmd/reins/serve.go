@@ -36,6 +36,8 @@ type serveOptions struct {
 	logLevel         string
 	outboundAllow    []string
 	sandbox          sandboxFlags
+	pipIndexURL      string
+	npmRegistry      string
 }
 
 func newServeCommand() *cobra.Command {
@@ -65,6 +67,10 @@ in the data dir; nothing else needs installing.`,
 	f.StringSliceVar(&o.outboundAllow, "outbound-allow", splitList(os.Getenv("REINS_OUTBOUND_ALLOW")),
 		"internal addresses (CIDR or IP: loopback, private, link-local) that the server's own requests to URLs users give (agents' MCP servers, OAuth token endpoints, mcp_oauth_validate) may reach anyway; refused by default (REINS_OUTBOUND_ALLOW)")
 	o.sandbox.register(f, "cloud sessions'")
+	f.StringVar(&o.pipIndexURL, "pip-index-url", os.Getenv("REINS_PIP_INDEX_URL"),
+		"PyPI simple index (e.g. a mirror, http://host/simple/) that cloud environments' pip packages are installed from instead of pypi.org; installs may reach its host. A mirror on an internal address also needs --egress-allow (REINS_PIP_INDEX_URL)")
+	f.StringVar(&o.npmRegistry, "npm-registry", os.Getenv("REINS_NPM_REGISTRY"),
+		"npm registry (e.g. a mirror) that cloud environments' npm packages are installed from instead of registry.npmjs.org; installs may reach its host. A mirror on an internal address also needs --egress-allow (REINS_NPM_REGISTRY)")
 	return cmd
 }
 
@@ -103,9 +109,13 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("--outbound-allow: %w", err)
 	}
+	pkgs, err := o.packages()
+	if err != nil {
+		return err
+	}
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
-		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, OutboundAllow: outbound})
+		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound})
 	if err != nil {
 		return err
 	}
@@ -146,6 +156,19 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// packages returns the packages mirrors of the flags, checked.
+func (o serveOptions) packages() (app.PackagesConfig, error) {
+	for _, f := range []struct{ name, value string }{{"--pip-index-url", o.pipIndexURL}, {"--npm-registry", o.npmRegistry}} {
+		if f.value == "" {
+			continue
+		}
+		if err := app.CheckMirrorURL(f.value); err != nil {
+			return app.PackagesConfig{}, fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	return app.PackagesConfig{PipIndexURL: o.pipIndexURL, NpmRegistry: o.npmRegistry}, nil
 }
 
 func printBanner(w io.Writer, url, dataDir, key, keyPath string, demo *app.Demo) {

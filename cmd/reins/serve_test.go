@@ -21,3 +21,30 @@ func TestServeOutboundAllow(t *testing.T) {
 		t.Fatalf("serve --outbound-allow localhost: %v", r.err)
 	}
 }
+
+// TestServeMirrorFlags: --pip-index-url and --npm-registry read their
+// environment variables by default and refuse, before anything starts,
+// a value that is not an absolute http or https URL, naming the flag.
+func TestServeMirrorFlags(t *testing.T) {
+	t.Setenv("REINS_PIP_INDEX_URL", "http://pypi.internal/simple/")
+	t.Setenv("REINS_NPM_REGISTRY", "https://npm.internal/")
+	f := newServeCommand().Flags()
+	if got, _ := f.GetString("pip-index-url"); got != "http://pypi.internal/simple/" {
+		t.Errorf("--pip-index-url default = %q", got)
+	}
+	if got, _ := f.GetString("npm-registry"); got != "https://npm.internal/" {
+		t.Errorf("--npm-registry default = %q", got)
+	}
+	for _, tc := range []struct{ flag, value string }{
+		{"--pip-index-url", "pypi.internal/simple"},
+		{"--pip-index-url", "ftp://pypi.internal/simple/"},
+		{"--npm-registry", "/npm/"},
+		{"--npm-registry", "http://"},
+		{"--npm-registry", "http://npm.internal:port/"},
+	} {
+		r := execute(context.Background(), "", "serve", "--data-dir", t.TempDir(), "--sandbox", "none", tc.flag, tc.value)
+		if r.err == nil || !strings.Contains(r.err.Error(), tc.flag) || !strings.Contains(r.err.Error(), tc.value) {
+			t.Errorf("serve %s %s: %v", tc.flag, tc.value, r.err)
+		}
+	}
+}

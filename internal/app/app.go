@@ -59,6 +59,8 @@ type Config struct {
 	HTTP httpapi.Config
 	// Sandbox configures the sandboxes cloud sessions' tools run in.
 	Sandbox SandboxConfig
+	// Packages configures the installs of cloud environments' packages.
+	Packages PackagesConfig
 	// OutboundAllow are internal addresses (loopback, private, link-local)
 	// that the server's own requests to URLs users give (agents' MCP
 	// servers, credentials' OAuth token endpoints, mcp_oauth_validate) may
@@ -140,7 +142,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	hub := executor.NewHub(hubOpts)
 	ht := newHubTools(hub, st, keys, filepath.Join(cfg.DataDir, "workspaces"), cfg.Logger)
-	ht.sandboxes, err = newSandboxes(ht.ctx, cfg.Sandbox, st, keys, cfg.DataDir, cfg.Logger)
+	ht.sandboxes, err = newSandboxes(ht.ctx, cfg.Sandbox, cfg.Packages, st, keys, cfg.DataDir, cfg.Logger)
 	if err != nil {
 		st.Close()
 		return nil, err

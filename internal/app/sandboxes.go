@@ -45,6 +45,41 @@ type SandboxConfig struct {
 	EgressAllow []netip.Prefix
 }
 
+// PackagesConfig configures the installs of cloud environments' packages
+// (config.packages).
+type PackagesConfig struct {
+	// PipIndexURL and NpmRegistry, when set, replace PyPI's index and the
+	// npm registry, e.g. with an organization's mirrors (see
+	// [CheckMirrorURL]). Installs may reach their hosts as well as the
+	// public registries; a mirror on an internal address also needs an
+	// entry in SandboxConfig.EgressAllow.
+	PipIndexURL, NpmRegistry string
+}
+
+// hosts returns the hosts of the configured mirrors.
+func (c PackagesConfig) hosts() []string {
+	var hosts []string
+	for _, raw := range []string{c.PipIndexURL, c.NpmRegistry} {
+		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+			hosts = append(hosts, u.Hostname())
+		}
+	}
+	return hosts
+}
+
+// CheckMirrorURL reports whether raw can be a package mirror's URL: an
+// absolute http or https URL with a host.
+func CheckMirrorURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" {
+		return fmt.Errorf("%q is not an absolute http or https URL", raw)
+	}
+	return nil
+}
+
 // egressAllowHint follows a refusal of an internal address.
 const egressAllowHint = "an operator can allow it with --egress-allow"
 
@@ -66,7 +101,7 @@ type sandboxes struct {
 }
 
 // newSandboxes returns nil when cfg.Mode is SandboxNone.
-func newSandboxes(ctx context.Context, cfg SandboxConfig, st store.Store, keys *vault.Keyring, dataDir string, log *slog.Logger) (*sandboxes, error) {
+func newSandboxes(ctx context.Context, cfg SandboxConfig, pkgs PackagesConfig, st store.Store, keys *vault.Keyring, dataDir string, log *slog.Logger) (*sandboxes, error) {
 	switch cfg.Mode {
 	case "", SandboxNamespaces:
 	case SandboxNone:
@@ -81,11 +116,13 @@ func newSandboxes(ctx context.Context, cfg SandboxConfig, st store.Store, keys *
 	s := &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx,
 		cas:       &caStore{dir: filepath.Join(dataDir, "ca"), keys: keys, cas: map[string]*egress.CA{}},
 		launchers: map[string]tools.Launcher{}, credentials: map[string][]egress.Credential{}}
+	// Installs reach the package registries and the operator's mirrors
+	// only, whatever else the environment's networking allows.
+	installHosts := append(egress.PackageRegistryHosts(), pkgs.hosts()...)
 	s.pkgs = &packages.Installer{Sandboxes: m, Dir: filepath.Join(dataDir, "packages"), Logger: log,
-		// Installs reach the package registries only, whatever else the
-		// environment's networking allows.
+		PipIndexURL: pkgs.PipIndexURL, NpmRegistry: pkgs.NpmRegistry,
 		Egress: func(ln net.Listener) {
-			s.serveEgress(ln, &egress.Proxy{Policy: egress.Policy{AllowedHosts: egress.PackageRegistryHosts()},
+			s.serveEgress(ln, &egress.Proxy{Policy: egress.Policy{AllowedHosts: installHosts},
 				Guard: s.guard, Logger: log.With("packages", true), AllowHint: egressAllowHint})
 		}}
 	return s, nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinsdev/reins/internal/pkgmirror"
 	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -30,10 +31,10 @@ func newManager(t *testing.T) *sandbox.Manager {
 }
 
 // newInstaller returns an installer that installs from m.
-func newInstaller(t *testing.T, m *mirror) *Installer {
+func newInstaller(t *testing.T, m *pkgmirror.Mirror) *Installer {
 	t.Helper()
-	return &Installer{Sandboxes: newManager(t), Dir: t.TempDir(), Egress: m.egress,
-		PipIndexURL: m.base + "/simple/", NpmRegistry: m.base + "/npm/", Timeout: 2 * time.Minute}
+	return &Installer{Sandboxes: newManager(t), Dir: t.TempDir(), Egress: mirrorEgress,
+		PipIndexURL: m.PipIndexURL(), NpmRegistry: m.NpmRegistry(), Timeout: 2 * time.Minute}
 }
 
 // lines collects progress lines.
@@ -68,7 +69,7 @@ func TestEnsureInstallsOnce(t *testing.T) {
 	if want := filepath.Join(inst.Dir, key); layer.Dir != want {
 		t.Errorf("layer dir %s, want %s", layer.Dir, want)
 	}
-	if wheel, tgz := m.fetched(); wheel != 1 || tgz != 1 {
+	if wheel, tgz := m.Fetched(); wheel != 1 || tgz != 1 {
 		t.Errorf("downloads: wheel %d, tarball %d; want 1 each", wheel, tgz)
 	}
 	for _, want := range []string{"installing 1 pip package: reinsdemo==1.0", "installing 1 npm package: reins-demo@1.0.0", "installed in "} {
@@ -84,7 +85,7 @@ func TestEnsureInstallsOnce(t *testing.T) {
 	if err != nil || again.Dir != layer.Dir {
 		t.Fatalf("second Ensure: %+v %v", again, err)
 	}
-	if wheel, tgz := m.fetched(); wheel != 1 || tgz != 1 || took > time.Second {
+	if wheel, tgz := m.Fetched(); wheel != 1 || tgz != 1 || took > time.Second {
 		t.Errorf("the second Ensure reinstalled: downloads %d %d, took %s", wheel, tgz, took)
 	}
 
@@ -161,7 +162,7 @@ func TestEnsureConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if wheel, _ := m.fetched(); wheel != 1 {
+	if wheel, _ := m.Fetched(); wheel != 1 {
 		t.Errorf("%d downloads of the wheel, want 1", wheel)
 	}
 	for _, d := range dirs {
@@ -214,8 +215,8 @@ func TestEnsureGo(t *testing.T) {
 	}
 	m := newMirror(t, "reinsdemo", "reins-demo")
 	inst := newInstaller(t, m)
-	inst.GoProxy, inst.GoSumDB = m.base+"/go", "off"
-	p := &ma.Packages{Go: []string{goModule + "@v1.0.0"}}
+	inst.GoProxy, inst.GoSumDB = m.GoProxy(), "off"
+	p := &ma.Packages{Go: []string{pkgmirror.GoModule + "@v1.0.0"}}
 	t0 := time.Now()
 	layer, err := inst.Ensure(context.Background(), "env_6-x", p, nil)
 	if err != nil {
