@@ -344,6 +344,9 @@ func (t *hubTools) Release(sessionID string) {
 	delete(t.leases, sessionID)
 	delete(t.secrets, sessionID)
 	t.mu.Unlock()
+	if t.sandboxes != nil {
+		t.sandboxes.setCredentials(sessionID, nil) // the proxies keep what they were given
+	}
 	if l == nil {
 		return
 	}

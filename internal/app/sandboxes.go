@@ -258,7 +258,11 @@ func (s *sandboxes) serveEgress(ln net.Listener, p *egress.Proxy) {
 // next sandbox substitutes.
 func (s *sandboxes) setCredentials(sessionID string, creds []egress.Credential) {
 	s.mu.Lock()
-	s.credentials[sessionID] = creds
+	if creds == nil {
+		delete(s.credentials, sessionID)
+	} else {
+		s.credentials[sessionID] = creds
+	}
 	s.mu.Unlock()
 }
 

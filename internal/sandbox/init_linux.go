@@ -75,6 +75,12 @@ func MaybeRun() {
 // server the proxy listener, then starts and reaps processes on the
 // server's behalf until the server goes away. It returns only on failure.
 func runInit(arg string) error {
+	// Init remounts and pivots the root of its mount namespace: run by
+	// mistake outside a new PID namespace (as anything but PID 1), it
+	// would do that to the host's.
+	if os.Getpid() != 1 {
+		return errors.New("not the first process of a new PID namespace: refusing to set up a sandbox here")
+	}
 	var cfg initConfig
 	if err := json.Unmarshal([]byte(arg), &cfg); err != nil {
 		return err
