@@ -161,4 +161,11 @@ func (h *Harness) exit(r *runner) bool {
 	return true
 }
 
+// remove removes r whatever wake-ups are pending.
+func (h *Harness) remove(r *runner) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.runners, r.id)
+}
+
 func (h *Harness) now() string { return ma.Time(time.Now()) }

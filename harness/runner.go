@@ -76,44 +76,52 @@ func (r *runner) run() {
 	ctx := r.h.ctx
 	failures := 0
 	for {
-		more, err := r.step(ctx)
-		if ctx.Err() != nil {
+		more, err := r.safeStep(ctx)
+		switch {
+		case ctx.Err() != nil:
+			// Shutting down: Wake no longer signals, nothing can be pending.
 			r.release()
-			r.h.exit(r)
+			r.h.remove(r)
 			return
-		}
-		if err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				r.release()
-				r.h.exit(r) // deleted
-				return
-			}
+		case errors.Is(err, store.ErrNotFound):
+			// Deleted: leave below.
+		case err != nil:
 			failures++
-			r.h.log.Error("session runner step failed", "session", r.id, "attempt", failures, "err", err)
-			r.log, r.proj, r.sess = nil, nil, nil // retry from the log
-			if !r.internalFailure(ctx, failures, err) {
-				r.release()
-				r.h.exit(r)
-				return
+			if r.fail(ctx, failures, err) {
+				continue
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Duration(failures) * time.Second):
+		case more:
+			failures = 0
+			continue
+		default:
+			failures = 0
+			if r.linger(ctx) {
+				continue
 			}
-			continue
-		}
-		failures = 0
-		if more {
-			continue
-		}
-		if r.linger(ctx) {
-			continue
 		}
 		r.release()
 		if r.h.exit(r) {
 			return
 		}
+		// A wake-up came meanwhile: go on like a new runner would.
+		failures = 0
 	}
+}
+
+// fail handles the nth consecutive failed step: it records it per the
+// unknown_error policy and waits out a backoff. It reports whether the
+// runner should try again; false means it should leave.
+func (r *runner) fail(ctx context.Context, n int, err error) bool {
+	r.h.log.Error("session runner step failed", "session", r.id, "attempt", n, "err", err)
+	r.log, r.proj, r.sess = nil, nil, nil // retry from the log
+	if !r.internalFailure(ctx, n, err) {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Duration(n) * time.Second):
+	}
+	return true
 }
 
 // release frees the session's placement before the runner leaves (a new
@@ -151,13 +159,18 @@ func (r *runner) linger(ctx context.Context) bool {
 // reports whether the runner should keep going.
 func (r *runner) internalFailure(ctx context.Context, n int, cause error) bool {
 	f := failure{errType: ma.ErrorUnknown, message: "internal error: " + cause.Error()}
-	_, err := r.h.cfg.Store.UpdateSession(ctx, r.id, func(tx store.Tx) error {
+	_, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(func(tx store.Tx) error {
 		now := r.h.now()
 		switch {
 		case n == 1:
 			return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
 				Error: &ma.SessionError{Type: f.errType, Message: f.message + "; retrying from the session log", RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
 		case n == 2 && tx.Session().Status == ma.StatusRunning:
+			// The turn is abandoned: tool calls it left marked running
+			// are not answered later.
+			if err := tx.UnmarkToolRunning(""); err != nil {
+				return err
+			}
 			return r.exhaust(tx, f)
 		case n == 2:
 			return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
@@ -169,10 +182,10 @@ func (r *runner) internalFailure(ctx context.Context, n int, cause error) bool {
 			}
 			return r.setStatus(tx, ma.StatusTerminated, &ma.Event{Type: ma.EventStatusTerminated})
 		}
-	})
+	}))
 	if err != nil {
 		// The store itself fails: nothing can be recorded. Stop; the
-		// session resumes from its log at the next start.
+		// session resumes from its log at the next wake-up or start.
 		r.h.log.Error("cannot record session failure; runner stops", "session", r.id, "err", err)
 		return false
 	}
@@ -181,7 +194,7 @@ func (r *runner) internalFailure(ctx context.Context, n int, cause error) bool {
 }
 
 func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {
-	s, err := r.h.cfg.Store.UpdateSession(ctx, r.id, fn)
+	s, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(fn))
 	if err == nil {
 		r.sess = &s
 		r.h.cfg.Bus.Publish(r.id)
