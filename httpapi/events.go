@@ -243,7 +243,10 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	eq := store.EventQuery{Limit: limit, Desc: order == "desc", Types: q.list("types")}
+	eq := store.EventQuery{Limit: limit, Desc: order == "desc"}
+	if eq.Types, err = q.enums("types", "event type", eventTypes); err != nil {
+		return err
+	}
 	for _, b := range []struct {
 		key string
 		dst **time.Time

@@ -4,9 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	ma "github.com/reinsdev/reins/managedagents"
 )
 
 // cursor is the opaque page token: a position, the list order it belongs
@@ -69,6 +72,9 @@ func (q query) limit(def, max int) (int, error) {
 	return n, nil
 }
 
+// boolean reads the boolean parameter key, false when absent. It takes
+// the spellings strconv.ParseBool does; anything else is refused naming the
+// canonical true and false.
 func (q query) boolean(key string) (bool, error) {
 	s := q.str(key)
 	if s == "" {
@@ -76,20 +82,14 @@ func (q query) boolean(key string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(s)
 	if err != nil {
-		return false, badRequest("%s: must be true or false, got %q", key, s)
+		return false, unknownValue(key, "value", s, booleanValues)
 	}
 	return b, nil
 }
 
+// order reads the list order parameter, def when absent.
 func (q query) order(def string) (string, error) {
-	s := q.str("order")
-	if s == "" {
-		return def, nil
-	}
-	if s != "asc" && s != "desc" {
-		return "", badRequest("order: must be asc or desc, got %q", s)
-	}
-	return s, nil
+	return q.enum("order", "order", def, listOrders)
 }
 
 func (q query) time(key string) (*time.Time, error) {
@@ -114,4 +114,72 @@ func (q query) int64(key string) (int64, error) {
 		return 0, badRequest("%s: must be a positive integer, got %q", key, s)
 	}
 	return n, nil
+}
+
+// Accepted values of the enumerated query parameters. Each table is read
+// only; the API reference and the official SDKs' enums are the source.
+var (
+	booleanValues = []string{"true", "false"}
+	listOrders    = []string{"asc", "desc"}
+	// sessionStatuses are the values of GET /v1/sessions statuses[].
+	sessionStatuses = []string{ma.StatusIdle, ma.StatusRunning, ma.StatusRescheduling, ma.StatusTerminated}
+	// deltaTypes are the values of the stream's event_deltas[].
+	deltaTypes = []string{ma.EventAgentMessage, ma.EventAgentThinking}
+	// eventTypes are the values of the events list's types[]: every event
+	// type the API defines, including ones this server never writes (a
+	// filter on those is valid and matches nothing).
+	eventTypes = []string{
+		"agent.custom_tool_use", "agent.mcp_tool_result", "agent.mcp_tool_use",
+		"agent.message", "agent.thinking", "agent.thread_context_compacted",
+		"agent.thread_message_received", "agent.thread_message_sent",
+		"agent.tool_result", "agent.tool_use",
+		"session.deleted", "session.error", "session.status_idle",
+		"session.status_rescheduled", "session.status_running",
+		"session.status_terminated", "session.thread_created",
+		"session.thread_status_idle", "session.thread_status_rescheduled",
+		"session.thread_status_running", "session.thread_status_terminated",
+		"session.updated", "session.usage",
+		"span.model_request_end", "span.model_request_start",
+		"span.outcome_evaluation_end", "span.outcome_evaluation_ongoing",
+		"span.outcome_evaluation_start",
+		"system.message",
+		"user.custom_tool_result", "user.define_outcome", "user.interrupt",
+		"user.message", "user.tool_confirmation", "user.tool_result",
+		"workflow_run.created", "workflow_run.error", "workflow_run.phase_ended",
+		"workflow_run.phase_started", "workflow_run.status_ended",
+		"workflow_run.status_idle", "workflow_run.status_running",
+	}
+)
+
+// enum reads the single-valued enumerated parameter key: def when absent,
+// else one of accepted. noun names what a value is ("order", "status").
+func (q query) enum(key, noun, def string, accepted []string) (string, error) {
+	s := q.str(key)
+	if s == "" {
+		return def, nil
+	}
+	if !slices.Contains(accepted, s) {
+		return "", unknownValue(key, noun, s, accepted)
+	}
+	return s, nil
+}
+
+// enums reads the enumerated array parameter key (key[]=a&key[]=b, repeated
+// keys, comma lists) and refuses the first value not in accepted. Errors
+// name the parameter as key[], the spelling the SDKs send.
+func (q query) enums(key, noun string, accepted []string) ([]string, error) {
+	vs := q.list(key)
+	for _, v := range vs {
+		if !slices.Contains(accepted, v) {
+			return nil, unknownValue(key+"[]", noun, v, accepted)
+		}
+	}
+	return vs, nil
+}
+
+// unknownValue is the one refusal of an enumerated query value: a 400
+// invalid_request_error naming the parameter, the value and what the
+// parameter accepts.
+func unknownValue(param, noun, v string, accepted []string) error {
+	return badRequest("%s: unknown %s %q; expected one of %s", param, noun, v, strings.Join(accepted, ", "))
 }

@@ -240,13 +240,9 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := query{r}
-	sq := store.SessionQuery{ListQuery: lq, AgentID: q.str("agent_id"), Statuses: q.list("statuses")}
-	for _, st := range sq.Statuses {
-		switch st {
-		case ma.StatusIdle, ma.StatusRunning, ma.StatusRescheduling, ma.StatusTerminated:
-		default:
-			return badRequest("statuses: unknown status %q", st)
-		}
+	sq := store.SessionQuery{ListQuery: lq, AgentID: q.str("agent_id")}
+	if sq.Statuses, err = q.enums("statuses", "status", sessionStatuses); err != nil {
+		return err
 	}
 	if sq.AgentVersion, err = q.int64("agent_version"); err != nil {
 		return err

@@ -24,14 +24,12 @@ const streamWriteTimeout = 30 * time.Second
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	deltas := query{r}.list("event_deltas")
-	if len(deltas) > 100 {
-		return badRequest("event_deltas: at most 100 values, got %d", len(deltas))
+	deltas, err := query{r}.enums("event_deltas", "delta type", deltaTypes)
+	if err != nil {
+		return err
 	}
-	for _, d := range deltas {
-		if d != ma.EventAgentMessage && d != ma.EventAgentThinking {
-			return badRequest("event_deltas: %q is not supported (use agent.message or agent.thinking)", d)
-		}
+	if len(deltas) > 100 {
+		return badRequest("event_deltas[]: at most 100 values, got %d", len(deltas))
 	}
 	cursor, err := s.cfg.Store.LastSeq(ctx, id)
 	if err != nil {
