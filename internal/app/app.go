@@ -89,6 +89,7 @@ type App struct {
 	idle    func() // closes the idle connections of the outbound clients
 	log     *slog.Logger
 	srv     *http.Server
+	lock    *dirLock // the data dir's, held until Shutdown
 }
 
 // DBFile is the database file name inside the data dir.
@@ -103,15 +104,28 @@ func openStore(ctx context.Context, cfg Config) (store.Store, error) {
 	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile))
 }
 
-// New opens the store and assembles the server. It does not start
-// anything; call Start.
-func New(ctx context.Context, cfg Config) (*App, error) {
+// New locks the data dir, opens the store and assembles the server. It
+// does not start anything; call Start. One App owns a data dir at a time:
+// while one holds it (in any process), New fails at once with
+// ErrDataDirInUse. The lock is kept until Shutdown or the process's end.
+func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	// The data dir holds sandboxes, workspaces and CA files even when the
+	// store is in PostgreSQL, so it is locked either way.
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.release()
+		}
+	}()
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -172,7 +186,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		streams.CloseIdleConnections()
 		requests.CloseIdleConnections()
 	}
-	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, idle: idle, log: cfg.Logger}, nil
+	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, idle: idle, log: cfg.Logger, lock: lock}, nil
 }
 
 // Start resumes interrupted sessions and serves the API on ln until
@@ -199,7 +213,7 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 
 // Shutdown ends streams cleanly, stops session runners at a safe point,
 // drains executors (close code 4005: they reconnect to the next server),
-// stops accepting requests and closes the store.
+// stops accepting requests, closes the store and releases the data dir.
 func (a *App) Shutdown(ctx context.Context) error {
 	a.API.Shutdown()
 	a.Work.Shutdown()
@@ -219,5 +233,6 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	a.idle()
 	errs = append(errs, a.Store.Close())
+	errs = append(errs, a.lock.release())
 	return errors.Join(errs...)
 }
