@@ -148,7 +148,13 @@ func (s *escapeServer) tools(t *testing.T, sessionID string, calls ...toolCall) 
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
-		if res := s.results(t, sessionID); len(res) >= before+len(calls) {
+		// The turn is over when the session is idle again and the results
+		// are in the log.
+		var sess ma.Session
+		if _, err := call(s.url, s.key, "GET", "/v1/sessions/"+sessionID, nil, &sess); err != nil {
+			t.Fatal(err)
+		}
+		if res := s.results(t, sessionID); len(res) >= before+len(calls) && sess.Status == ma.StatusIdle {
 			return res[before:]
 		}
 		time.Sleep(50 * time.Millisecond)
