@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Inside are the paths and values processes see inside a sandbox.
@@ -187,6 +188,9 @@ type ProcSpec struct {
 	// controlling terminal. Setpgid starts a new process group.
 	Setsid, Setctty, Setpgid bool
 }
+
+// startTimeout bounds how long a sandbox may take to get ready.
+const startTimeout = 10 * time.Second
 
 // ErrUnavailable is returned (wrapped) when sandboxes cannot be made on
 // this host; the message says why and what to do.

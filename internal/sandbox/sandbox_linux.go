@@ -17,9 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// startTimeout bounds how long a sandbox may take to get ready.
-const startTimeout = 10 * time.Second
-
 // Manager starts sandboxes and tears them down.
 type Manager struct {
 	cfg    Config
