@@ -10,6 +10,8 @@ import (
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/reinsdev/reins/internal/landlockrule"
 )
 
 // systemDirs are readable and executable inside the sandbox.
@@ -28,22 +30,6 @@ type sandbox struct {
 	closed bool
 }
 
-func fsRights(abi int) uint64 {
-	r := uint64(1<<13 - 1) // ABI 1: execute … make_sym
-	if abi >= 2 {
-		r |= ll.AccessFSRefer
-	}
-	if abi >= 3 {
-		r |= ll.AccessFSTruncate
-	}
-	if abi >= 5 {
-		r |= ll.AccessFSIoctlDev
-	}
-	return r
-}
-
-const fileRights = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
-
 func newSandbox(dir string, readOnly bool, tmp string, logger *slog.Logger) *sandbox {
 	s := &sandbox{fd: -1}
 	abi, err := ll.LandlockGetABIVersion()
@@ -51,7 +37,7 @@ func newSandbox(dir string, readOnly bool, tmp string, logger *slog.Logger) *san
 		logger.Warn("landlock is not supported by this kernel: bash and processes run without file system confinement", "workspace", dir, "err", err)
 		return s
 	}
-	all := fsRights(abi)
+	all := landlockrule.Rights(abi)
 	fd, err := ll.LandlockCreateRuleset(&ll.RulesetAttr{HandledAccessFS: all}, 0)
 	if err != nil {
 		logger.Warn("landlock ruleset could not be created: bash and processes run without file system confinement", "err", err)
@@ -63,15 +49,15 @@ func newSandbox(dir string, readOnly bool, tmp string, logger *slog.Logger) *san
 		ws = ro
 	}
 	for _, p := range systemDirs {
-		addRule(fd, p, ro, all)
+		landlockrule.Add(fd, p, ro, all)
 	}
 	for _, p := range deviceDirs {
-		addRule(fd, p, all, all)
+		landlockrule.Add(fd, p, all, all)
 	}
 	if tmp != "" {
-		addRule(fd, tmp, all, all)
+		landlockrule.Add(fd, tmp, all, all)
 	}
-	if err := addRule(fd, dir, ws, all); err != nil {
+	if err := landlockrule.Add(fd, dir, ws, all); err != nil {
 		unix.Close(fd)
 		logger.Warn("landlock rule for the workspace failed: bash and processes run without file system confinement", "err", err)
 		return s
@@ -79,22 +65,6 @@ func newSandbox(dir string, readOnly bool, tmp string, logger *slog.Logger) *san
 	s.fd = fd
 	logger.Debug("landlock confines bash and processes to the workspace", "abi", abi, "workspace", dir)
 	return s
-}
-
-func addRule(fd int, path string, access, handled uint64) error {
-	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(pfd)
-	var st unix.Stat_t
-	if err := unix.Fstat(pfd, &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		access &= fileRights
-	}
-	return ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: access & handled, ParentFd: pfd}, 0)
 }
 
 func (s *sandbox) enabled() bool {

@@ -8,9 +8,10 @@ import (
 	"runtime"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
-
-	"github.com/reinsdev/reins/internal/sandbox/seccomp"
 	"golang.org/x/sys/unix"
+
+	"github.com/reinsdev/reins/internal/landlockrule"
+	"github.com/reinsdev/reins/internal/sandbox/seccomp"
 )
 
 // execSpec is what the launcher is told (its argv[1], JSON).
@@ -141,7 +142,7 @@ func landlock(readOnly bool, binds []string) error {
 	if err != nil || abi < 1 {
 		return nil // the namespaces are the boundary; Landlock is a second layer
 	}
-	all := fsRights(abi)
+	all := landlockrule.Rights(abi)
 	fd, err := ll.LandlockCreateRuleset(&ll.RulesetAttr{HandledAccessFS: all}, 0)
 	if err != nil {
 		return fmt.Errorf("landlock: %w", err)
@@ -165,7 +166,7 @@ func landlock(readOnly bool, binds []string) error {
 		rules = append(rules, rule{b, ro})
 	}
 	for _, r := range rules {
-		if err := addRule(fd, r.path, r.access, all); err != nil && !os.IsNotExist(err) {
+		if err := landlockrule.Add(fd, r.path, r.access, all); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("landlock rule %s: %w", r.path, err)
 		}
 	}
@@ -173,36 +174,4 @@ func landlock(readOnly bool, binds []string) error {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil
-}
-
-func fsRights(abi int) uint64 {
-	r := uint64(1<<13 - 1) // ABI 1: execute … make_sym
-	if abi >= 2 {
-		r |= ll.AccessFSRefer
-	}
-	if abi >= 3 {
-		r |= ll.AccessFSTruncate
-	}
-	if abi >= 5 {
-		r |= ll.AccessFSIoctlDev
-	}
-	return r
-}
-
-const fileRights = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
-
-func addRule(fd int, path string, access, handled uint64) error {
-	pfd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer unix.Close(pfd)
-	var st unix.Stat_t
-	if err := unix.Fstat(pfd, &st); err != nil {
-		return err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		access &= fileRights
-	}
-	return ll.LandlockAddPathBeneathRule(fd, &ll.PathBeneathAttr{AllowedAccess: access & handled, ParentFd: pfd}, 0)
 }
