@@ -5,9 +5,15 @@ import (
 	"errors"
 )
 
+// MayHaveRunText is the sentence of the outcome-unknown contract: every
+// result of a tool call that was started and cut off before it reported
+// ends with it, whatever cut it off (a lost executor, an interrupt, a
+// crash of the server).
+const MayHaveRunText = "The tool may or may not have run; check its effects before running it again."
+
 // OutcomeUnknownText is what the model reads when a tool call ended with
 // [ErrToolOutcomeUnknown].
-const OutcomeUnknownText = "The executor running this tool was lost before it reported a result (lease expired, executor closed or restarted, or the session ended). The tool may or may not have run; check its effects before running it again."
+const OutcomeUnknownText = "The executor running this tool was lost before it reported a result (lease expired, executor closed or restarted, or the session ended). " + MayHaveRunText
 
 // RunTool runs a tool call of a session through the session's current
 // lease, placing the session first (and waiting, like [Hub.WaitAssign],

@@ -65,6 +65,7 @@ type Lease struct {
 	err       error
 	expiresAt time.Time
 	timer     *time.Timer
+	idle      bool // its session is idle: the slot may go to another session
 	calls     map[string]*toolCall
 	results   map[string]ToolResult // for deduplication, bounded by maxKeptResults
 	order     recentIDs             // result ids
@@ -107,21 +108,11 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 		h.mu.Unlock()
 		return nil, fmt.Errorf("executor: session %s already has lease %s", req.SessionID, l.LeaseID)
 	}
-	var candidates []*hubConn
-	for c := range h.byScope[req.scope()] {
-		if len(c.leases) >= c.maxSessions {
-			continue
-		}
-		if !slices.ContainsFunc(req.Tools, func(t string) bool { return !c.has(ToolCapability(t)) }) {
-			candidates = append(candidates, c)
-		}
-	}
-	if len(candidates) == 0 {
+	c, yielded := h.pickLocked(req)
+	if c == nil {
 		h.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrNoExecutor, req.scope())
 	}
-	slices.SortFunc(candidates, func(a, b *hubConn) int { return len(a.leases) - len(b.leases) })
-	c := candidates[0]
 	now := h.opts.Now()
 	l := &Lease{
 		SessionID:     req.SessionID,
@@ -142,6 +133,14 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 	c.leases[req.SessionID] = l
 	h.mu.Unlock()
 
+	if yielded != nil {
+		// Released before the assignment, on the same connection: the
+		// executor reads frames in order, so the slot is free when the
+		// assignment arrives.
+		rctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		c.rpc.notify(rctx, MethodSessionRelease, releaseParams{SessionID: yielded.SessionID, LeaseID: yielded.LeaseID, Reason: ReleaseEnded})
+		cancel()
+	}
 	var res assignResult
 	err := c.rpc.call(ctx, MethodSessionAssign, Assignment{
 		SessionID: l.SessionID, LeaseID: l.LeaseID, LeaseExpiresAt: l.expiresAt,
@@ -176,6 +175,67 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 	}
 	h.broadcastLocked(l.scope)
 	return nil, err
+}
+
+// pickLocked chooses the executor for req: the least loaded one with a
+// free slot, else one whose slot an idle session yields (that lease ends
+// here; the caller tells the executor). It returns nil when none can take
+// the session.
+func (h *Hub) pickLocked(req AssignRequest) (c *hubConn, yielded *Lease) {
+	var free, full []*hubConn
+	for c := range h.byScope[req.scope()] {
+		if slices.ContainsFunc(req.Tools, func(t string) bool { return !c.has(ToolCapability(t)) }) {
+			continue
+		}
+		if len(c.leases) < c.maxSessions {
+			free = append(free, c)
+		} else {
+			full = append(full, c)
+		}
+	}
+	if len(free) > 0 {
+		slices.SortFunc(free, func(a, b *hubConn) int { return len(a.leases) - len(b.leases) })
+		return free[0], nil
+	}
+	for _, c := range full {
+		for _, l := range c.leases {
+			if l.idle && l.state == leaseActive {
+				h.endLeaseLocked(l, leaseEnded, fmt.Errorf("%w: its idle session yielded the executor to session %s", ErrSessionEnded, req.SessionID), "")
+				return c, l
+			}
+		}
+	}
+	return nil, nil
+}
+
+// Idle marks the lease's session idle: until [Lease.Resume], the hub may
+// end the lease to give its executor slot to another session. A harness
+// calls it when the session's turn ends, so that an executor with one
+// slot serves the next session at once instead of when the lease of an
+// idle one ends.
+func (l *Lease) Idle() {
+	h := l.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l.state != leaseActive || l.idle {
+		return
+	}
+	l.idle = true
+	h.broadcastLocked(l.scope) // an assignment waiting for a slot may take it
+}
+
+// Resume takes back a lease marked [Lease.Idle] before the session's next
+// tool call. It reports false when the lease has ended meanwhile (its
+// slot went to another session): place the session again.
+func (l *Lease) Resume() bool {
+	h := l.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l.state != leaseActive {
+		return false
+	}
+	l.idle = false
+	return true
 }
 
 func (l *Lease) renewLocked(now time.Time) {

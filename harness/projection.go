@@ -107,15 +107,36 @@ func (p *projector) view() *view {
 
 // closeOpen gives every tool use without a result a synthetic error result:
 // each tool_use needs a tool_result before the next user text.
-func (p *projector) closeOpen(reason string) {
+func (p *projector) closeOpen() {
 	for _, u := range p.open {
 		if !u.resolved {
 			u.abandoned = true
+			reason := toolNotRunText
+			if u.mayHaveStarted() {
+				reason = toolUnansweredText
+			}
 			p.tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: u.ev.ID, IsError: true,
 				Content: []model.Block{{Type: model.BlockText, Text: reason}}})
 		}
 	}
 	p.open = nil
+}
+
+// mayHaveStarted reports whether a tool use without result may have
+// reached what runs it. The harness's own built-in tools are answered in
+// the log when a turn cuts them off (answerCutOff), so one left here never
+// started; a custom tool, or a tool of a pull worker or an MCP server
+// that was allowed to run, was handed out as soon as it was logged or
+// confirmed.
+func (u *toolUse) mayHaveStarted() bool {
+	allowed := u.ev.EvaluatedPermission == "allow" || u.decision == "allow"
+	switch {
+	case u.ev.Type == ma.EventAgentCustomToolUse:
+		return true
+	case u.ev.Type == ma.EventAgentMCPToolUse, u.clientRuns:
+		return allowed
+	}
+	return false
 }
 
 // feed folds one event, in log order. A queued client event is skipped;
@@ -132,7 +153,7 @@ func (p *projector) feed(ev ma.Event) {
 		if ev.ProcessedAt == nil {
 			return // still queued, or flushed
 		}
-		p.closeOpen("The turn ended before this tool ran; it did not run.")
+		p.closeOpen()
 		blocks := contentToBlocks(ev.Content)
 		if ev.Type == ma.EventSystemMessage {
 			for i := range blocks {
@@ -196,7 +217,7 @@ func (p *projector) feed(ev ma.Event) {
 				u.abandoned = true
 			}
 		}
-		p.closeOpen("The turn ended before this tool ran; it did not run.")
+		p.closeOpen()
 	case ma.EventStatusTerminated:
 		p.v.turnActive = false
 	case ma.EventSpanModelRequestStart:

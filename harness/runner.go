@@ -95,6 +95,7 @@ func (r *runner) run() {
 			continue
 		default:
 			failures = 0
+			r.idled(ctx)
 			if r.linger(ctx) {
 				continue
 			}
@@ -135,6 +136,23 @@ func (r *runner) release() {
 	}
 }
 
+// idled hands over what an idle session holds while its runner lingers:
+// its executor's slot (to be placed again at the next turn) and its queued
+// work item. A session that waits for a pull worker is not idle here.
+func (r *runner) idled(ctx context.Context) {
+	if r.sess == nil || r.sess.Status != ma.StatusIdle || r.proj == nil || r.proj.view().awaitsClient() {
+		return
+	}
+	if p, ok := r.h.cfg.Tools.(Placer); ok {
+		p.Idle(r.id)
+	}
+	if w := r.h.cfg.Workers; w != nil {
+		if err := w.SessionIdle(ctx, r.sess); err != nil {
+			r.h.log.Warn("retire an idle session's work", "session", r.id, "err", err)
+		}
+	}
+}
+
 // linger waits up to IdleLinger for a wake-up; it reports whether one came.
 func (r *runner) linger(ctx context.Context) bool {
 	d := r.h.cfg.IdleLinger
@@ -167,8 +185,8 @@ func (r *runner) internalFailure(ctx context.Context, n int, cause error) bool {
 				Error: &ma.SessionError{Type: f.errType, Message: f.message + "; retrying from the session log", RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
 		case n == 2 && tx.Session().Status == ma.StatusRunning:
 			// The turn is abandoned: tool calls it left marked running
-			// are not answered later.
-			if err := tx.UnmarkToolRunning(""); err != nil {
+			// are answered now (they may have run), not later.
+			if err := answerCutOff(tx, ToolCutOffText, r.h.now()); err != nil {
 				return err
 			}
 			return r.exhaust(tx, f)
@@ -369,8 +387,9 @@ func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
 	if st := tx.Session().Status; st != ma.StatusRunning && !((st == ma.StatusIdle || st == ma.StatusRescheduling) && v.turnActive) {
 		return nil
 	}
-	// The turn ends: tool calls it cut off are not answered later.
-	if err := tx.UnmarkToolRunning(""); err != nil {
+	// The turn ends: tool calls it cut off are answered now (they may
+	// have run), not later.
+	if err := answerCutOff(tx, ToolCutOffText, now); err != nil {
 		return err
 	}
 	if v.openSpan != "" {

@@ -41,6 +41,9 @@ type Placer interface {
 	// Release frees what Place took for the session; the runner calls it
 	// when it leaves.
 	Release(sessionID string)
+	// Idle tells that the session went idle: what Place took may be handed
+	// to another session until the next Place.
+	Idle(sessionID string)
 }
 
 // WorkerHost is the link to pull workers (the work queue of self-hosted
@@ -52,6 +55,9 @@ type WorkerHost interface {
 	Serving(ctx context.Context, sess *ma.Session) (client, present bool, err error)
 	// NeedWorker asks for a worker for the session (enqueues work).
 	NeedWorker(ctx context.Context, sess *ma.Session) error
+	// SessionIdle tells that the session went idle with nothing for a
+	// worker to do: work queued for it retires.
+	SessionIdle(ctx context.Context, sess *ma.Session) error
 }
 
 // BuiltinTools returns the built-in tools the agent has enabled.

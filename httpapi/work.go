@@ -24,6 +24,9 @@ func (s *Server) enqueueWork(ctx context.Context, sess *ma.Session) error {
 		return err
 	}
 	_, err = s.cfg.Work.Enqueue(ctx, sess.EnvironmentID, sess.ID, sess.Metadata)
+	if errors.Is(err, workqueue.ErrExecutorServes) {
+		return nil // its executor serves it
+	}
 	return err
 }
 

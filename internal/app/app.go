@@ -165,7 +165,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if tools == nil {
 		tools = ht
 	}
-	wk := &workers{st: st}
+	wk := &workers{st: st, placed: ht.placed}
 	// Every request to a URL a user gave passes one guard.
 	guard := &netguard.Guard{Allow: cfg.OutboundAllow, Hint: outboundAllowHint}
 	streams, requests := guard.Client(0), guard.Client(outboundTimeout)
@@ -173,6 +173,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Workers: wk, MCP: mcpHost, Credentials: credentialCheck{st}, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger})
 	wk.h = h
 	wk.q = workqueue.New(st, b, wk, cfg.Logger)
+	ht.work = wk.q
 	if cfg.WorkLeaseTTL > 0 {
 		wk.q.TTL = cfg.WorkLeaseTTL
 	}

@@ -98,6 +98,7 @@ type hubTools struct {
 	keys      *vault.Keyring // opens environment_variable credentials
 	workspace string         // root of the local executors' workspaces
 	sandboxes *sandboxes     // nil: cloud sessions' tools run on the host (--sandbox=none)
+	work      workRetirer    // nil: no work queue
 	log       *slog.Logger
 
 	ctx    context.Context // lifetime of the local executors
@@ -198,6 +199,29 @@ func newPlaceholder() (string, error) {
 	return "reins_placeholder_" + hex.EncodeToString(b[:]), nil
 }
 
+// workRetirer retires the work item of a session that an executor takes,
+// so that no pull worker is ever offered it.
+type workRetirer interface {
+	// Retire reports whether a worker acknowledged the item first.
+	Retire(ctx context.Context, sessionID string) (acked bool, err error)
+}
+
+// placed reports whether an executor holds the session now.
+func (t *hubTools) placed(sessionID string) bool {
+	t.mu.Lock()
+	l := t.leases[sessionID]
+	t.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	select {
+	case <-l.Done():
+		return false
+	default:
+		return true
+	}
+}
+
 // localRegistrationWait bounds how long a cloud session waits for its
 // in-process executor to register.
 const localRegistrationWait = 10 * time.Second
@@ -208,12 +232,10 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (<-chan struct{}
 	l := t.leases[sess.ID]
 	t.mu.Unlock()
 	if l != nil {
-		select {
-		case <-l.Done():
-			t.drop(sess.ID, l)
-		default:
+		if l.Resume() {
 			return nil, nil
 		}
+		t.drop(sess.ID, l) // ended, or its slot went to another session
 	}
 	env, err := t.st.GetEnvironment(ctx, sess.EnvironmentID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -259,6 +281,21 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (<-chan struct{}
 	t.mu.Lock()
 	t.leases[sess.ID] = l
 	t.mu.Unlock()
+	if local || t.work == nil {
+		return nil, nil
+	}
+	// One kind of hands per session: the session's work item retires now
+	// that an executor holds it, unless a worker acknowledged it first.
+	acked, err := t.work.Retire(ctx, sess.ID)
+	if err != nil || acked {
+		t.Release(sess.ID)
+		if err != nil {
+			return nil, err
+		}
+		handedOver := make(chan struct{})
+		close(handedOver) // the next step finds the worker
+		return handedOver, nil
+	}
 	return nil, nil
 }
 
@@ -335,6 +372,17 @@ func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.T
 		out.Content = []ma.ContentBlock{{Type: "text", Text: "(no output)"}}
 	}
 	return out
+}
+
+// Idle implements harness.Placer: the session's executor slot may go to
+// another session until the next Place.
+func (t *hubTools) Idle(sessionID string) {
+	t.mu.Lock()
+	l := t.leases[sessionID]
+	t.mu.Unlock()
+	if l != nil {
+		l.Idle()
+	}
 }
 
 // Release implements harness.Placer.

@@ -18,6 +18,8 @@ type workers struct {
 	st store.Store
 	q  *workqueue.Service
 	h  *harness.Harness
+	// placed reports whether an executor holds the session now.
+	placed func(sessionID string) bool
 
 	mu         sync.Mutex
 	selfHosted map[string]bool // environment id -> self-hosted, as first seen
@@ -27,29 +29,9 @@ type workers struct {
 // workers once one acknowledged its work; one is present while an item is
 // acknowledged and its lease holds.
 func (w *workers) Serving(ctx context.Context, sess *ma.Session) (client, present bool, err error) {
-	// Only self-hosted environments have workers; the type of an
-	// environment is remembered (an update cannot change it).
-	w.mu.Lock()
-	hosted, known := w.selfHosted[sess.EnvironmentID]
-	w.mu.Unlock()
-	if !known {
-		env, err := w.st.GetEnvironment(ctx, sess.EnvironmentID)
-		if errors.Is(err, store.ErrNotFound) {
-			return false, true, nil
-		}
-		if err != nil {
-			return false, true, err
-		}
-		hosted = env.CheckOutsideExecutors() == nil
-		w.mu.Lock()
-		if w.selfHosted == nil {
-			w.selfHosted = map[string]bool{}
-		}
-		w.selfHosted[sess.EnvironmentID] = hosted
-		w.mu.Unlock()
-	}
-	if !hosted {
-		return false, true, nil
+	hosted, err := w.hosted(ctx, sess.EnvironmentID)
+	if err != nil || !hosted {
+		return false, true, err
 	}
 	client, err = w.st.SessionWorkAcked(ctx, sess.ID)
 	if err != nil || !client {
@@ -63,6 +45,61 @@ func (w *workers) Serving(ctx context.Context, sess *ma.Session) (client, presen
 		return true, false, err
 	}
 	return true, it.State == store.WorkStarting || it.State == store.WorkActive, nil
+}
+
+// hosted reports whether an environment is self-hosted: only those have
+// workers. The type of an environment is remembered (an update cannot
+// change it); a deleted environment is not self-hosted.
+func (w *workers) hosted(ctx context.Context, envID string) (bool, error) {
+	w.mu.Lock()
+	hosted, known := w.selfHosted[envID]
+	w.mu.Unlock()
+	if known {
+		return hosted, nil
+	}
+	env, err := w.st.GetEnvironment(ctx, envID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	hosted = env.CheckOutsideExecutors() == nil
+	w.mu.Lock()
+	if w.selfHosted == nil {
+		w.selfHosted = map[string]bool{}
+	}
+	w.selfHosted[envID] = hosted
+	w.mu.Unlock()
+	return hosted, nil
+}
+
+// SessionIdle implements harness.WorkerHost: the queued item of a session
+// that went idle retires (a worker that holds one stops it itself).
+func (w *workers) SessionIdle(ctx context.Context, sess *ma.Session) error {
+	if hosted, err := w.hosted(ctx, sess.EnvironmentID); err != nil || !hosted {
+		return err
+	}
+	_, err := w.q.Retire(ctx, sess.ID)
+	return err
+}
+
+// ServedByExecutor implements workqueue.Sessions. The kind of hands is
+// settled by whichever came first: a worker's acknowledgement (the session
+// is then the workers' for good), or an executor holding the session or
+// having answered one of its tool uses (agent.tool_result in the log).
+func (w *workers) ServedByExecutor(ctx context.Context, sessionID string) (bool, error) {
+	if acked, err := w.st.SessionWorkAcked(ctx, sessionID); err != nil || acked {
+		return false, err
+	}
+	if w.placed != nil && w.placed(sessionID) {
+		return true, nil
+	}
+	results, err := w.st.ListEvents(ctx, sessionID, store.EventQuery{Types: []string{ma.EventAgentToolResult}, Limit: 1})
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return len(results) > 0, err
 }
 
 // NeedWorker implements harness.WorkerHost.

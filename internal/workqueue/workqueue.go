@@ -38,6 +38,9 @@ var (
 	// ErrHeartbeatMismatch: expected_last_heartbeat is not the current
 	// one (412).
 	ErrHeartbeatMismatch = errors.New("workqueue: heartbeat precondition failed")
+	// ErrExecutorServes: the session is served by an executor, so it has
+	// no work for pull workers.
+	ErrExecutorServes = errors.New("workqueue: an executor serves the session")
 )
 
 // HeartbeatMismatch carries the server's lease state with a 412.
@@ -60,6 +63,11 @@ type Sessions interface {
 	WorkerArrived(sessionID string)
 	// WorkerLeft: the session's lease lapsed or its item was stopped.
 	WorkerLeft(sessionID string)
+	// ServedByExecutor reports whether an executor serves the session's
+	// built-in tools (it holds the session, or ran a tool of it). Such a
+	// session is never offered to pull workers: a worker would run again
+	// every tool use that has no user.tool_result.
+	ServedByExecutor(ctx context.Context, sessionID string) (bool, error)
 }
 
 // Service is the work queue of every self-hosted environment.
@@ -91,12 +99,19 @@ func New(st store.Store, b *bus.Bus, sessions Sessions, log *slog.Logger) *Servi
 func queueKey(envID string) string { return "work:" + envID }
 
 // Enqueue makes sure the session has an open work item, creating one when
-// it is dormant (none open).
+// it is dormant (none open). It fails with ErrExecutorServes for a session
+// an executor serves.
 func (s *Service) Enqueue(ctx context.Context, envID, sessionID string, meta map[string]string) (store.WorkItem, error) {
 	if w, err := s.st.OpenWorkForSession(ctx, sessionID); err == nil {
 		return w, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return w, err
+	}
+	if served, err := s.sessions.ServedByExecutor(ctx, sessionID); err != nil || served {
+		if err == nil {
+			err = fmt.Errorf("%w: session %s", ErrExecutorServes, sessionID)
+		}
+		return store.WorkItem{}, err
 	}
 	if meta == nil {
 		meta = map[string]string{}
@@ -126,7 +141,18 @@ func (s *Service) Poll(ctx context.Context, envID, worker string, block, reclaim
 		now := time.Now().UTC()
 		w, err := s.st.ClaimWork(ctx, envID, worker, now, now.Add(-reclaim))
 		if err == nil {
-			return &w, nil
+			served, err := s.sessions.ServedByExecutor(ctx, w.SessionID)
+			if err != nil {
+				return nil, err
+			}
+			if !served {
+				return &w, nil
+			}
+			// An item enqueued before an executor took the session.
+			if _, err := s.Retire(ctx, w.SessionID); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return nil, err
@@ -164,8 +190,21 @@ func (s *Service) seen(envID, worker string) {
 	}
 }
 
-// Ack moves a queued item to starting and starts its lease.
+// Ack moves a queued item to starting and starts its lease. The item of a
+// session an executor serves is retired instead (ErrConflict).
 func (s *Service) Ack(ctx context.Context, envID, id string) (store.WorkItem, error) {
+	cur, err := s.st.GetWork(ctx, envID, id)
+	if err != nil {
+		return cur, err
+	}
+	if served, err := s.sessions.ServedByExecutor(ctx, cur.SessionID); err != nil {
+		return cur, err
+	} else if served {
+		if _, err := s.Retire(ctx, cur.SessionID); err != nil {
+			return cur, err
+		}
+		return cur, fmt.Errorf("%w: work %s was retired: an executor serves session %s", ErrConflict, cur.ID, cur.SessionID)
+	}
 	w, err := s.st.UpdateWork(ctx, envID, id, func(w *store.WorkItem) error {
 		if w.State != store.WorkQueued {
 			return fmt.Errorf("%w: work %s is %s; only queued work can be acknowledged", ErrConflict, w.ID, w.State)
@@ -251,6 +290,39 @@ func (s *Service) Stop(ctx context.Context, envID, id string, force bool) (store
 	}
 	return w, err
 }
+
+// Retire stops the session's open item if no worker acknowledged it (it
+// is queued): the session went idle, or an executor serves it. It reports
+// whether a worker holds the item instead (it is then left alone).
+func (s *Service) Retire(ctx context.Context, sessionID string) (acked bool, err error) {
+	open, err := s.st.OpenWorkForSession(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	w, err := s.st.UpdateWork(ctx, open.EnvironmentID, open.ID, func(w *store.WorkItem) error {
+		if w.State != store.WorkQueued {
+			acked = w.State != store.WorkStopped
+			return errNoChange
+		}
+		now := time.Now().UTC()
+		w.State, w.StopRequestedAt, w.StoppedAt, w.LeaseExpiresAt = store.WorkStopped, &now, &now, nil
+		return nil
+	})
+	if errors.Is(err, errNoChange) {
+		return acked, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	s.log.Debug("work retired", "work", w.ID, "session", sessionID)
+	return false, nil
+}
+
+// errNoChange leaves an item as it is in UpdateWork.
+var errNoChange = errors.New("no change")
 
 // Stats returns an environment's queue figures and the number of workers
 // that polled in the last 30 s.

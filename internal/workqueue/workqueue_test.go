@@ -22,6 +22,22 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type sessions struct {
 	mu            sync.Mutex
 	arrived, left []string
+	executor      map[string]bool // sessions an executor serves
+}
+
+func (s *sessions) ServedByExecutor(_ context.Context, id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.executor[id], nil
+}
+
+func (s *sessions) setExecutor(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.executor == nil {
+		s.executor = map[string]bool{}
+	}
+	s.executor[id] = true
 }
 
 func (s *sessions) WorkerArrived(id string) {
@@ -151,5 +167,63 @@ func TestStopStates(t *testing.T) {
 	stats, polling, err := q.Stats(ctx, "env_1")
 	if err != nil || stats.Depth != 0 || polling != 0 {
 		t.Fatalf("stats %+v %d %v", stats, polling, err)
+	}
+}
+
+// TestExecutorSessionsAreNeverOffered: the item of a session that an
+// executor took is retired by the next poll or ack, and the session gets
+// no new one; an idle session's queued item retires.
+func TestExecutorSessionsAreNeverOffered(t *testing.T) {
+	ctx := context.Background()
+	q, ss, st := newService(t)
+	polled, err := q.Enqueue(ctx, "env_1", "sesn_polled", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := q.Enqueue(ctx, "env_1", "sesn_claimed", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Claimed by one worker before the executor took its session.
+	if got, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim); err != nil || got == nil || got.ID != polled.ID {
+		t.Fatalf("first poll: %+v %v", got, err)
+	}
+	if got, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim); err != nil || got == nil || got.ID != claimed.ID {
+		t.Fatalf("second poll: %+v %v", got, err)
+	}
+	ss.setExecutor("sesn_polled")
+	ss.setExecutor("sesn_claimed")
+	if _, err := q.Ack(ctx, "env_1", claimed.ID); !errors.Is(err, ErrConflict) {
+		t.Fatalf("ack of an executor's session: %v, want a conflict", err)
+	}
+	if got, err := q.Poll(ctx, "env_1", "worker-b", 0, 0); err != nil || got != nil {
+		t.Fatalf("poll offered %+v (%v); every queued session is an executor's", got, err)
+	}
+	for _, id := range []string{polled.ID, claimed.ID} {
+		if w, err := st.GetWork(ctx, "env_1", id); err != nil || w.State != store.WorkStopped {
+			t.Fatalf("item %s: %+v %v, want stopped", id, w.State, err)
+		}
+	}
+	if _, err := q.Enqueue(ctx, "env_1", "sesn_polled", nil); !errors.Is(err, ErrExecutorServes) {
+		t.Fatalf("enqueue for an executor's session: %v", err)
+	}
+
+	idle, err := q.Enqueue(ctx, "env_1", "sesn_idle", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acked, err := q.Retire(ctx, "sesn_idle"); err != nil || acked {
+		t.Fatalf("retire: %v %v", acked, err)
+	}
+	if stats, _, err := q.Stats(ctx, "env_1"); err != nil || stats.Depth != 0 {
+		t.Fatalf("stats after retiring %s: %+v %v", idle.ID, stats, err)
+	}
+	// A worker's item is not retired.
+	held, _ := q.Enqueue(ctx, "env_1", "sesn_held", nil)
+	if _, err := q.Ack(ctx, "env_1", held.ID); err != nil {
+		t.Fatal(err)
+	}
+	if acked, err := q.Retire(ctx, "sesn_held"); err != nil || !acked {
+		t.Fatalf("retire of an acknowledged item: %v %v", acked, err)
 	}
 }
