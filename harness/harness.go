@@ -18,9 +18,19 @@ import (
 	"github.com/reinsdev/reins/store"
 )
 
+// Store is what the harness needs of the store: the rows and logs of the
+// sessions it runs. A store.Store is one.
+type Store interface {
+	GetSession(ctx context.Context, id string) (ma.Session, error)
+	UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error)
+	ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error)
+	SessionIDsByStatus(ctx context.Context, statuses ...string) ([]string, error)
+	SessionIDsWithPending(ctx context.Context) ([]string, error)
+}
+
 // Config configures a Harness. Store, Bus and Model are required.
 type Config struct {
-	Store store.Store
+	Store Store
 	Bus   *bus.Bus
 	Model model.Provider
 	// Tools runs built-in tools; nil answers every call with an error

@@ -25,7 +25,7 @@ func newLogCache() *logCache {
 
 // refresh reads the entries written since the last refresh and returns
 // them.
-func (c *logCache) refresh(ctx context.Context, st store.Store, sessionID string) ([]ma.Event, error) {
+func (c *logCache) refresh(ctx context.Context, st Store, sessionID string) ([]ma.Event, error) {
 	start := len(c.rows)
 	for {
 		entries, err := st.ReadLog(ctx, sessionID, c.seq, logBatch)

@@ -4,9 +4,9 @@
 //
 // Every mutation of a session goes through Store.UpdateSession: one
 // transaction that reads the session row, appends events with the next
-// gap-free sequence numbers and writes the row back. Backends live in
-// sub-packages (sqlite; postgres later) and all pass the conformance suite in
-// store/storetest.
+// gap-free sequence numbers and writes the row back. The backends, sqlite
+// and postgres, are drivers of one implementation (store/internal/sqlstore)
+// and pass the conformance suite in store/storetest.
 package store
 
 import (

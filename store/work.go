@@ -8,6 +8,8 @@ import (
 // Work stores the work queues of self-hosted environments: a work item
 // means "run session S" for a pull worker.
 type Work interface {
+	// CreateWork stores a new item. A session has at most one open (not
+	// stopped) item: a second is ErrConflict, as is a taken id.
 	CreateWork(ctx context.Context, w WorkItem) error
 	GetWork(ctx context.Context, environmentID, id string) (WorkItem, error)
 	ListWork(ctx context.Context, environmentID string, q ListQuery) ([]Item[WorkItem], error)

@@ -99,8 +99,9 @@ func New(st store.Store, b *bus.Bus, sessions Sessions, log *slog.Logger) *Servi
 func queueKey(envID string) string { return "work:" + envID }
 
 // Enqueue makes sure the session has an open work item, creating one when
-// it is dormant (none open). It fails with ErrExecutorServes for a session
-// an executor serves.
+// it is dormant (none open). The store allows one open item a session, so
+// of concurrent calls one creates it and the others return it. It fails
+// with ErrExecutorServes for a session an executor serves.
 func (s *Service) Enqueue(ctx context.Context, envID, sessionID string, meta map[string]string) (store.WorkItem, error) {
 	if w, err := s.st.OpenWorkForSession(ctx, sessionID); err == nil {
 		return w, nil
@@ -117,7 +118,13 @@ func (s *Service) Enqueue(ctx context.Context, envID, sessionID string, meta map
 		meta = map[string]string{}
 	}
 	w := store.WorkItem{ID: ids.New("work_"), EnvironmentID: envID, SessionID: sessionID, State: store.WorkQueued, Metadata: meta, CreatedAt: time.Now().UTC()}
-	if err := s.st.CreateWork(ctx, w); err != nil {
+	if err := s.st.CreateWork(ctx, w); errors.Is(err, store.ErrConflict) {
+		// Another call opened one since we looked.
+		if open, oerr := s.st.OpenWorkForSession(ctx, sessionID); oerr == nil {
+			return open, nil
+		}
+		return w, err
+	} else if err != nil {
 		return w, err
 	}
 	s.bus.Publish(queueKey(envID))

@@ -227,3 +227,28 @@ func TestExecutorSessionsAreNeverOffered(t *testing.T) {
 		t.Fatalf("retire of an acknowledged item: %v %v", acked, err)
 	}
 }
+
+// TestConcurrentEnqueue: concurrent enqueues of a dormant session agree on
+// one work item (the store refuses a second open one).
+func TestConcurrentEnqueue(t *testing.T) {
+	ctx := context.Background()
+	q, _, st := newService(t)
+	const rounds = 20
+	for r := range rounds {
+		sess := "sesn_" + string(rune('a'+r))
+		var got [2]store.WorkItem
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Go(func() { got[i], errs[i] = q.Enqueue(ctx, "env_1", sess, nil) })
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil || got[0].ID != got[1].ID {
+			t.Fatalf("round %d: %s %v, %s %v; want one item", r, got[0].ID, errs[0], got[1].ID, errs[1])
+		}
+	}
+	list, err := st.ListWork(ctx, "env_1", store.ListQuery{Limit: 100})
+	if err != nil || len(list) != rounds {
+		t.Fatalf("%d items for %d sessions (%v)", len(list), rounds, err)
+	}
+}

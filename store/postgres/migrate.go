@@ -4,14 +4,12 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reinsdev/reins/store/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -25,32 +23,22 @@ const migrationLock = 0x7265696e73 // "reins"
 // migration not yet recorded in schema_migrations. Each transaction first
 // takes an advisory lock, so concurrent replicas apply each migration once.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	ms, err := sqlstore.Migrations(migrations, "migrations")
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		if err != nil {
-			return fmt.Errorf("migration %s: bad version prefix", base)
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return err
-		}
+	for _, m := range ms {
 		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			return apply(ctx, tx, v, string(body))
+			return apply(ctx, tx, m)
 		}); err != nil {
-			return fmt.Errorf("migration %s: %w", base, err)
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
 	return nil
 }
 
 // apply runs one migration in tx unless it is already recorded.
-func apply(ctx context.Context, tx pgx.Tx, version int, body string) error {
+func apply(ctx context.Context, tx pgx.Tx, m sqlstore.Migration) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
@@ -58,16 +46,16 @@ func apply(ctx context.Context, tx pgx.Tx, version int, body string) error {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	var done bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&done); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&done); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
 	if done {
 		return nil
 	}
 	// The simple protocol runs the several statements of a file at once.
-	if _, err := tx.Conn().PgConn().Exec(ctx, body).ReadAll(); err != nil {
+	if _, err := tx.Conn().PgConn().Exec(ctx, m.SQL).ReadAll(); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, version, time.Now().UnixNano())
+	_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, m.Version, time.Now().UnixNano())
 	return err
 }

@@ -1,27 +1,33 @@
-// Package postgres is the store backend for PostgreSQL (pgx, one pool). Any
-// number of replicas may share one database: every mutation of a session
-// locks the session row, so sequence numbers stay gap-free and unique.
+// Package postgres is the store backend for PostgreSQL (pgx, one pool). It
+// is a driver of the shared store core (store/internal/sqlstore): this
+// package holds only what is PostgreSQL's own, the pool, numbered
+// placeholders, row locks, the schema and the classification of errors.
+//
+// Every mutation of a session locks the session row, so sequence numbers
+// stay gap-free and unique even when two processes write to one database.
+// That does not make replicas safe yet: nothing coordinates which process
+// runs a session, so a second process on the same database runs duplicate
+// turns. Run one reins process per database.
 package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/store/internal/sqlstore"
 )
 
 // Store is a store.Store on a PostgreSQL database.
 type Store struct {
-	pool *pgxpool.Pool
+	*sqlstore.Store
 }
 
 var _ store.Store = (*Store)(nil)
@@ -41,159 +47,101 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{sqlstore.New(driver{pool})}, nil
 }
 
-// Close closes the connection pool.
-func (s *Store) Close() error {
-	s.pool.Close()
-	return nil
+// driver is the sqlstore.Driver of a PostgreSQL pool.
+type driver struct {
+	pool *pgxpool.Pool
 }
 
-// querier is what pgx.Tx and *pgxpool.Pool have in common.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+// Reader implements sqlstore.Driver.
+func (d driver) Reader() sqlstore.Querier { return conn{d.pool} }
+
+// WithTx implements sqlstore.Driver.
+func (d driver) WithTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return fn(conn{tx}) })
 }
 
-// withTx runs fn in a transaction, committed if fn returns nil.
-func (s *Store) withTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
+// Lock implements sqlstore.Driver.
+func (d driver) Lock(l sqlstore.Lock) string {
+	switch l {
+	case sqlstore.LockShare:
+		return " FOR SHARE"
+	case sqlstore.LockClaim:
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return " FOR UPDATE"
 }
 
-func isUnique(err error) bool {
+// IsUnique implements sqlstore.Driver.
+func (d driver) IsUnique(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-func notFound(err error, what, id string) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s %s: %w", what, id, store.ErrNotFound)
-	}
-	return err
+// Close implements sqlstore.Driver.
+func (d driver) Close() error {
+	d.pool.Close()
+	return nil
 }
 
-func unixOf(rfc string) int64 {
-	t, err := time.Parse(time.RFC3339Nano, rfc)
-	if err != nil {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func nsPtr(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return t.UnixNano()
-}
-
-func timePtr(ns *int64) *time.Time {
-	if ns == nil {
-		return nil
-	}
-	t := time.Unix(0, *ns).UTC()
-	return &t
-}
-
-// query builds a WHERE clause with numbered placeholders.
-type query struct {
-	where []string
-	args  []any
-}
-
-// arg adds a parameter and returns its placeholder.
-func (q *query) arg(v any) string {
-	q.args = append(q.args, v)
-	return "$" + strconv.Itoa(len(q.args))
-}
-
-func (q *query) and(cond string) { q.where = append(q.where, cond) }
-
-func (q *query) clause() string {
-	if len(q.where) == 0 {
-		return ""
-	}
-	return " WHERE " + strings.Join(q.where, " AND ")
-}
-
-// page adds the keyset conditions of l on column col and returns the WHERE,
-// ORDER BY and LIMIT clauses.
-func (q *query) page(col string, l store.ListQuery) string {
-	if l.After > 0 {
-		op := " > "
-		if l.Desc {
-			op = " < "
-		}
-		q.and(col + op + q.arg(l.After))
-	}
-	if l.Before > 0 {
-		op := " < "
-		if l.Desc {
-			op = " > "
-		}
-		q.and(col + op + q.arg(l.Before))
-	}
-	desc := l.Desc
-	// Before pages are read in the reverse direction; callers flip them.
-	if backwards(l) {
-		desc = !desc
-	}
-	dir := "ASC"
-	if desc {
-		dir = "DESC"
-	}
-	limit := l.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	return q.clause() + fmt.Sprintf(" ORDER BY %s %s LIMIT %d", col, dir, limit)
-}
-
-// backwards reports whether a page of l is read in reverse list order.
-func backwards(l store.ListQuery) bool { return l.Before > 0 && l.After == 0 }
-
-func reverse[T any](s []T) {
-	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
-		s[i], s[j] = s[j], s[i]
+// conn is a sqlstore.Querier on the pool or a transaction: it numbers the
+// store's ? placeholders.
+type conn struct {
+	db interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	}
 }
 
-// listItems runs a list query whose rows are (pos, JSON body) and decodes
-// the bodies; pages read backwards are put back in list order.
-func listItems[T any](ctx context.Context, db querier, sql string, args []any, l store.ListQuery) ([]store.Item[T], error) {
-	rows, err := db.Query(ctx, sql, args...)
+func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := c.db.Exec(ctx, numbered(query), args...)
+	return tag.RowsAffected(), err
+}
+
+func (c conn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := c.db.Query(ctx, numbered(query), args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Item[T]
-	for rows.Next() {
-		var it store.Item[T]
-		var body []byte
-		if err := rows.Scan(&it.Pos, &body); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(body, &it.Value); err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if backwards(l) {
-		reverse(out)
-	}
-	return out, nil
+	return pgRows{rows}, nil
 }
 
-// getJSON reads one JSON body and decodes it into v.
-func getJSON(ctx context.Context, db querier, v any, sql string, args ...any) error {
-	var body []byte
-	if err := db.QueryRow(ctx, sql, args...).Scan(&body); err != nil {
-		return err
+func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return c.db.QueryRow(ctx, numbered(query), args...)
+}
+
+// pgRows is pgx.Rows with the Close of database/sql.
+type pgRows struct{ pgx.Rows }
+
+func (r pgRows) Close() error {
+	r.Rows.Close()
+	return r.Rows.Err()
+}
+
+// numbered rewrites the ? placeholders of query as $1, $2, ... The store's
+// statements have no ? anywhere else (no string literals, no jsonb
+// operators).
+func numbered(query string) string {
+	n := strings.Count(query, "?")
+	if n == 0 {
+		return query
 	}
-	return json.Unmarshal(body, v)
+	var b strings.Builder
+	b.Grow(len(query) + 2*n)
+	i := 0
+	for {
+		j := strings.IndexByte(query, '?')
+		if j < 0 {
+			b.WriteString(query)
+			return b.String()
+		}
+		i++
+		b.WriteString(query[:j])
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(i))
+		query = query[j+1:]
+	}
 }

@@ -171,3 +171,57 @@ func TestRawIsByteIdentical(t *testing.T) {
 		t.Fatalf("Raw = %s, want %s", log[0].Raw, want)
 	}
 }
+
+// migratedConn creates a store in a fresh database and returns its DSN and
+// a plain connection to it.
+func migratedConn(t *testing.T) (string, *pgx.Conn) {
+	dsn := freshDB(t)
+	open(t, dsn).Close()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return dsn, conn
+}
+
+// insertWork inserts a work item of sesn_1 behind the store's back.
+func insertWork(conn *pgx.Conn, id, state string) error {
+	body, _ := json.Marshal(store.WorkItem{ID: id, EnvironmentID: "env_1", SessionID: "sesn_1", State: state})
+	_, err := conn.Exec(context.Background(), `INSERT INTO work_items (id, environment_id, session_id, state, created_at, body) VALUES ($1, 'env_1', 'sesn_1', $2, 0, $3)`, id, state, body)
+	return err
+}
+
+// TestOpenWorkIndex: the schema itself refuses a second open work item for
+// a session, whatever writes it.
+func TestOpenWorkIndex(t *testing.T) {
+	_, conn := migratedConn(t)
+	for _, w := range [][2]string{{"work_old", store.WorkStopped}, {"work_1", store.WorkQueued}} {
+		if err := insertWork(conn, w[0], w[1]); err != nil {
+			t.Fatalf("insert %s: %v", w[0], err)
+		}
+	}
+	if err := insertWork(conn, "work_2", store.WorkActive); err == nil {
+		t.Fatal("a second open work item of the session was inserted")
+	}
+}
+
+// TestOpenWorkMigration: a database where a race opened two work items for
+// one session migrates to the unique index, keeping the newest open.
+func TestOpenWorkMigration(t *testing.T) {
+	dsn, conn := migratedConn(t)
+	// Back to the schema before the index, with the race's duplicates.
+	for _, q := range []string{`DROP INDEX work_open_session`, `DELETE FROM schema_migrations WHERE version = 6`} {
+		if _, err := conn.Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"work_1", "work_2"} {
+		if err := insertWork(conn, id, store.WorkQueued); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open(t, dsn)
+	defer s.Close()
+	storetest.CheckOneOpenWork(t, s, "env_1", "sesn_1", "work_2", "work_1")
+}

@@ -1,12 +1,15 @@
 // Package sqlite is the embedded store backend: one SQLite file in WAL mode
-// (modernc.org/sqlite, no cgo). Writes go through a single connection, so
-// transactions never contend; reads use a pool of their own.
+// (modernc.org/sqlite, no cgo). It is a driver of the shared store core
+// (store/internal/sqlstore): this package holds only what is SQLite's own,
+// the connections, the group commit of the single writer, the schema and
+// the classification of errors. Writes go through a single connection, so
+// transactions never contend and need no row locks; reads use a pool of
+// their own.
 package sqlite
 
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -16,10 +19,18 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/store/internal/sqlstore"
 )
 
 // Store is a store.Store on a SQLite file.
 type Store struct {
+	*sqlstore.Store
+}
+
+var _ store.Store = (*Store)(nil)
+
+// driver is the sqlstore.Driver of a SQLite file.
+type driver struct {
 	w *sql.DB // one connection: every write transaction
 	r *sql.DB // readers
 
@@ -44,8 +55,6 @@ const maxBatch = 64
 
 // ErrClosed is returned for writes on a closed store.
 var ErrClosed = errors.New("sqlite: store closed")
-
-var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the database at path and applies pending
 // migrations.
@@ -82,49 +91,52 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	s := &Store{w: w, r: r, writes: make(chan *writeReq, 256), quit: make(chan struct{}), done: make(chan struct{})}
-	go s.writer()
-	return s, nil
+	d := &driver{w: w, r: r, writes: make(chan *writeReq, 256), quit: make(chan struct{}), done: make(chan struct{})}
+	go d.writer()
+	return &Store{sqlstore.New(d)}, nil
 }
 
 // Close stops the writer (failing what still waits) and closes both pools.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	already := s.closed
-	s.closed = true
-	s.mu.Unlock()
+func (d *driver) Close() error {
+	d.mu.Lock()
+	already := d.closed
+	d.closed = true
+	d.mu.Unlock()
 	if !already {
-		close(s.quit)
-		<-s.done
+		close(d.quit)
+		<-d.done
 	}
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(d.r.Close(), d.w.Close())
 }
 
-// withTx runs fn in a write transaction. fn may be committed together with
+// Reader implements sqlstore.Driver.
+func (d *driver) Reader() sqlstore.Querier { return conn{d.r} }
+
+// WithTx implements sqlstore.Driver. fn may be committed together with
 // other transactions; if it fails, only its own changes are undone.
-func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
+func (d *driver) WithTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	req := &writeReq{ctx: ctx, fn: func(tx *sql.Tx) error { return fn(conn{tx}) }, done: make(chan error, 1)}
+	d.mu.RLock()
+	if d.closed {
+		d.mu.RUnlock()
 		return ErrClosed
 	}
-	s.writes <- req
-	s.mu.RUnlock()
+	d.writes <- req
+	d.mu.RUnlock()
 	// Wait even if ctx ends: the transaction may already be committed.
 	return <-req.done
 }
 
-func (s *Store) writer() {
-	defer close(s.done)
+func (d *driver) writer() {
+	defer close(d.done)
 	for {
 		var first *writeReq
 		select {
-		case first = <-s.writes:
-		case <-s.quit:
+		case first = <-d.writes:
+		case <-d.quit:
 			for {
 				select {
-				case r := <-s.writes:
+				case r := <-d.writes:
 					r.done <- ErrClosed
 				default:
 					return
@@ -135,18 +147,18 @@ func (s *Store) writer() {
 	fill:
 		for len(batch) < maxBatch {
 			select {
-			case r := <-s.writes:
+			case r := <-d.writes:
 				batch = append(batch, r)
 			default:
 				break fill
 			}
 		}
-		s.commit(batch)
+		d.commit(batch)
 	}
 }
 
 // commit runs a batch in one transaction, each request in a savepoint.
-func (s *Store) commit(batch []*writeReq) {
+func (d *driver) commit(batch []*writeReq) {
 	results := make([]error, len(batch))
 	finish := func() {
 		for i, r := range batch {
@@ -154,7 +166,7 @@ func (s *Store) commit(batch []*writeReq) {
 		}
 	}
 	defer finish()
-	tx, err := s.w.BeginTx(context.Background(), nil)
+	tx, err := d.w.BeginTx(context.Background(), nil)
 	if err != nil {
 		for i := range results {
 			results[i] = fmt.Errorf("begin: %w", err)
@@ -201,90 +213,36 @@ func (s *Store) commit(batch []*writeReq) {
 	}
 }
 
-func isUnique(err error) bool {
+// Lock implements sqlstore.Driver: the single writer runs one transaction
+// at a time, so reads need no locks.
+func (d *driver) Lock(sqlstore.Lock) string { return "" }
+
+// IsUnique implements sqlstore.Driver.
+func (d *driver) IsUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
-func notFound(err error, what, id string) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s %s: %w", what, id, store.ErrNotFound)
-	}
-	return err
-}
-
-// page appends the keyset conditions of q on column col and returns the
-// ORDER BY and LIMIT clause.
-func page(where []string, args []any, col string, q store.ListQuery) ([]string, []any, string) {
-	if q.After > 0 {
-		if q.Desc {
-			where = append(where, col+" < ?")
-		} else {
-			where = append(where, col+" > ?")
-		}
-		args = append(args, q.After)
-	}
-	if q.Before > 0 {
-		if q.Desc {
-			where = append(where, col+" > ?")
-		} else {
-			where = append(where, col+" < ?")
-		}
-		args = append(args, q.Before)
-	}
-	dir := "ASC"
-	if q.Desc {
-		dir = "DESC"
-	}
-	// Before pages are read in the reverse direction; callers flip them.
-	if q.Before > 0 && q.After == 0 {
-		if dir == "ASC" {
-			dir = "DESC"
-		} else {
-			dir = "ASC"
-		}
-	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	return where, args, fmt.Sprintf(" ORDER BY %s %s LIMIT %d", col, dir, limit)
-}
-
-func whereClause(where []string) string {
-	if len(where) == 0 {
-		return ""
-	}
-	return " WHERE " + strings.Join(where, " AND ")
-}
-
-func reverse[T any](s []T) {
-	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
-		s[i], s[j] = s[j], s[i]
+// conn is a sqlstore.Querier on a *sql.DB or a *sql.Tx.
+type conn struct {
+	db interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	}
 }
 
-// listItems runs a list query whose rows are (pos, JSON body) and decodes
-// the bodies; pages read backwards (Before) are put back in list order.
-func listItems[T any](ctx context.Context, db *sql.DB, query string, args []any, q store.ListQuery) ([]store.Item[T], error) {
-	rows, err := db.QueryContext(ctx, query, args...)
+func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := c.db.ExecContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var out []store.Item[T]
-	for rows.Next() {
-		var it store.Item[T]
-		var body []byte
-		if err := rows.Scan(&it.Pos, &body); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(body, &it.Value); err != nil {
-			return nil, err
-		}
-		out = append(out, it)
-	}
-	if q.Before > 0 && q.After == 0 {
-		reverse(out)
-	}
-	return out, rows.Err()
+	return res.RowsAffected()
+}
+
+func (c conn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return c.db.QueryContext(ctx, query, args...)
+}
+
+func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return c.db.QueryRowContext(ctx, query, args...)
 }

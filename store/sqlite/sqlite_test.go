@@ -2,6 +2,8 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -104,4 +106,65 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	if _, err := s.UpdateSession(ctx, sess.ID, func(store.Tx) error { return nil }); !errors.Is(err, sqlite.ErrClosed) {
 		t.Fatalf("after close: %v", err)
 	}
+}
+
+// migratedDB creates a store at path and returns a plain connection to its
+// database.
+func migratedDB(t *testing.T, path string) *sql.DB {
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// insertWork inserts a work item of sesn_1 behind the store's back.
+func insertWork(db *sql.DB, id, state string) error {
+	body, _ := json.Marshal(store.WorkItem{ID: id, EnvironmentID: "env_1", SessionID: "sesn_1", State: state})
+	_, err := db.Exec(`INSERT INTO work_items (id, environment_id, session_id, state, created_at, body) VALUES (?, 'env_1', 'sesn_1', ?, 0, ?)`, id, state, body)
+	return err
+}
+
+// TestOpenWorkIndex: the schema itself refuses a second open work item for
+// a session, whatever writes it.
+func TestOpenWorkIndex(t *testing.T) {
+	db := migratedDB(t, filepath.Join(t.TempDir(), "reins.db"))
+	for _, w := range [][2]string{{"work_old", store.WorkStopped}, {"work_1", store.WorkQueued}} {
+		if err := insertWork(db, w[0], w[1]); err != nil {
+			t.Fatalf("insert %s: %v", w[0], err)
+		}
+	}
+	if err := insertWork(db, "work_2", store.WorkActive); err == nil {
+		t.Fatal("a second open work item of the session was inserted")
+	}
+}
+
+// TestOpenWorkMigration: a database where a race opened two work items for
+// one session migrates to the unique index, keeping the newest open.
+func TestOpenWorkMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reins.db")
+	db := migratedDB(t, path)
+	// Back to the schema before the index, with the race's duplicates.
+	for _, q := range []string{`DROP INDEX work_open_session`, `DELETE FROM schema_migrations WHERE version = 7`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"work_1", "work_2"} {
+		if err := insertWork(db, id, store.WorkQueued); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckOneOpenWork(t, s, "env_1", "sesn_1", "work_2", "work_1")
 }

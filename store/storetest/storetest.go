@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"APIKeys", testAPIKeys},
 		{"EnvironmentKeys", testEnvironmentKeys},
 		{"Work", testWork},
+		{"OneOpenWork", testOneOpenWork},
 		{"AgentVersions", testAgentVersions},
 		{"AgentListPaging", testAgentListPaging},
 		{"Environments", testEnvironments},

@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,5 +94,67 @@ func testWork(t *testing.T, s store.Store) {
 	list, err := s.ListWork(ctx, "env_1", store.ListQuery{Limit: 10})
 	if err != nil || len(list) != 2 || list[0].Value.ID != "work_a" {
 		t.Fatalf("list %+v %v", list, err)
+	}
+}
+
+// testOneOpenWork: a session has at most one open (not stopped) work item,
+// whoever creates them and however concurrently.
+func testOneOpenWork(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = s.CreateWork(ctx, store.WorkItem{ID: fmt.Sprintf("work_%d", i), EnvironmentID: "env_1", SessionID: "sesn_1", State: store.WorkQueued, CreatedAt: time.Now()})
+		})
+	}
+	wg.Wait()
+	created := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, store.ErrConflict):
+			t.Fatalf("create %d: %v, want ErrConflict", i, err)
+		}
+	}
+	list, err := s.ListWork(ctx, "env_1", store.ListQuery{Limit: 100})
+	if err != nil || created != 1 || len(list) != 1 {
+		t.Fatalf("%d creates succeeded, %d items listed (%v); want 1", created, len(list), err)
+	}
+	open, err := s.OpenWorkForSession(ctx, "sesn_1")
+	if err != nil || open.ID != list[0].Value.ID {
+		t.Fatalf("open work %+v %v", open, err)
+	}
+	// Once it is stopped the session may have a new one; other sessions
+	// are not affected.
+	if _, err := s.UpdateWork(ctx, "env_1", open.ID, func(w *store.WorkItem) error { w.State = store.WorkStopped; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []store.WorkItem{
+		{ID: "work_next", EnvironmentID: "env_1", SessionID: "sesn_1", State: store.WorkQueued, CreatedAt: time.Now()},
+		{ID: "work_other", EnvironmentID: "env_1", SessionID: "sesn_2", State: store.WorkQueued, CreatedAt: time.Now()},
+	} {
+		if err := s.CreateWork(ctx, w); err != nil {
+			t.Fatalf("create %s: %v", w.ID, err)
+		}
+	}
+}
+
+// CheckOneOpenWork checks that the session's open work item is open and that
+// each of stopped is stopped, in its state and its stored body. Backends
+// use it after migrating a database that had duplicates.
+func CheckOneOpenWork(t *testing.T, s store.Store, environmentID, sessionID, open string, stopped ...string) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := s.OpenWorkForSession(ctx, sessionID)
+	if err != nil || w.ID != open {
+		t.Fatalf("open work of %s: %+v %v; want %s", sessionID, w, err, open)
+	}
+	for _, id := range stopped {
+		if w, err := s.GetWork(ctx, environmentID, id); err != nil || w.State != store.WorkStopped {
+			t.Fatalf("work %s: %+v %v; want stopped", id, w, err)
+		}
 	}
 }
