@@ -67,10 +67,13 @@ type view struct {
 
 // transcriptBuilder accumulates messages, merging consecutive blocks of the
 // same role (the Messages API wants strict alternation).
-type transcriptBuilder struct{ msgs []model.Message }
+type transcriptBuilder struct {
+	msgs []model.Message
+	off  bool // build no transcript (a fold that needs the tool uses only)
+}
 
 func (b *transcriptBuilder) add(role model.Role, blocks ...model.Block) {
-	if len(blocks) == 0 {
+	if b.off || len(blocks) == 0 {
 		return
 	}
 	if n := len(b.msgs); n > 0 && b.msgs[n-1].Role == role {

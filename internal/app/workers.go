@@ -3,9 +3,9 @@ package app
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/workqueue"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
@@ -15,38 +15,20 @@ import (
 // sessions pull workers serve (harness.WorkerHost), and wakes sessions when
 // workers come and go (workqueue.Sessions).
 type workers struct {
-	st store.Store
-	q  *workqueue.Service
-	h  *harness.Harness
-
-	mu         sync.Mutex
-	selfHosted map[string]bool // environment id -> self-hosted, as first seen
+	st      store.Store
+	q       *workqueue.Service
+	h       *harness.Harness
+	hosting *sessions.Hosting // the one rule for "self-hosted"
 }
 
 // Serving implements harness.WorkerHost: a session is served by pull
 // workers once one acknowledged its work; one is present while an item is
 // acknowledged and its lease holds.
 func (w *workers) Serving(ctx context.Context, sess *ma.Session) (client, present bool, err error) {
-	// Only self-hosted environments have workers; the type of an
-	// environment is remembered (an update cannot change it).
-	w.mu.Lock()
-	hosted, known := w.selfHosted[sess.EnvironmentID]
-	w.mu.Unlock()
-	if !known {
-		env, err := w.st.GetEnvironment(ctx, sess.EnvironmentID)
-		if errors.Is(err, store.ErrNotFound) {
-			return false, true, nil
-		}
-		if err != nil {
-			return false, true, err
-		}
-		hosted = env.CheckOutsideExecutors() == nil
-		w.mu.Lock()
-		if w.selfHosted == nil {
-			w.selfHosted = map[string]bool{}
-		}
-		w.selfHosted[sess.EnvironmentID] = hosted
-		w.mu.Unlock()
+	// Only self-hosted environments have workers.
+	hosted, err := w.hosting.SelfHosted(ctx, sess.EnvironmentID)
+	if err != nil {
+		return false, true, err
 	}
 	if !hosted {
 		return false, true, nil
