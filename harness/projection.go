@@ -209,12 +209,9 @@ func (p *projector) feed(ev ma.Event) {
 	}
 }
 
-// project folds a session's live events (in log order) into a view.
-// client says whether pull workers run the session's built-in tools.
-func project(events []ma.Event, client bool) *view { return projectAll(events, client).view() }
-
-// projectAll is project that returns the projector, to be fed later
-// events.
+// projectAll folds a session's live events (in log order) into a
+// projector, to be fed later events. client says whether pull workers run
+// the session's built-in tools.
 func projectAll(events []ma.Event, client bool) *projector {
 	hideThrough, summary := "", ""
 	for i := len(events) - 1; i >= 0; i-- {
