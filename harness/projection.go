@@ -67,10 +67,13 @@ type view struct {
 
 // transcriptBuilder accumulates messages, merging consecutive blocks of the
 // same role (the Messages API wants strict alternation).
-type transcriptBuilder struct{ msgs []model.Message }
+type transcriptBuilder struct {
+	msgs []model.Message
+	off  bool // build no transcript (a fold that needs the tool uses only)
+}
 
 func (b *transcriptBuilder) add(role model.Role, blocks ...model.Block) {
-	if len(blocks) == 0 {
+	if b.off || len(blocks) == 0 {
 		return
 	}
 	if n := len(b.msgs); n > 0 && b.msgs[n-1].Role == role {
@@ -227,12 +230,9 @@ func (p *projector) feed(ev ma.Event) {
 	}
 }
 
-// project folds a session's live events (in log order) into a view.
-// client says whether pull workers run the session's built-in tools.
-func project(events []ma.Event, client bool) *view { return projectAll(events, client).view() }
-
-// projectAll is project that returns the projector, to be fed later
-// events.
+// projectAll folds a session's live events (in log order) into a
+// projector, to be fed later events. client says whether pull workers run
+// the session's built-in tools.
 func projectAll(events []ma.Event, client bool) *projector {
 	hideThrough, summary := "", ""
 	for i := len(events) - 1; i >= 0; i-- {

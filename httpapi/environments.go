@@ -270,10 +270,10 @@ func (s *Server) archiveEnvironment(w http.ResponseWriter, r *http.Request) erro
 
 func (s *Server) deleteEnvironment(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	s.envTypes.Delete(id)
 	if err := s.cfg.Store.DeleteEnvironment(r.Context(), id); err != nil {
 		return err
 	}
+	s.cfg.Sessions.Hosting().Forget(id)
 	if s.cfg.Lifecycle != nil {
 		s.cfg.Lifecycle.EnvironmentDeleted(r.Context(), id)
 	}

@@ -2,11 +2,12 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/sessions"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 )
@@ -135,97 +136,16 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		evs[i] = ev
 	}
-	id := r.PathValue("id")
-	// The session's waiting actions, to validate confirmations and results
-	// (read only when the request needs them: plain messages skip it).
-	var actions harness.Actions
-	for _, ev := range evs {
-		if ev.Type == ma.EventUserToolConfirmation || ev.Type == ma.EventUserCustomToolResult || ev.Type == ma.EventUserInterrupt || ev.Type == ma.EventUserToolResult || ev.Type == ma.EventSystemMessage {
-			entries, err := s.cfg.Store.ListEvents(r.Context(), id, store.EventQuery{Limit: 1 << 30})
-			if err != nil {
-				return err
-			}
-			live := make([]ma.Event, len(entries))
-			for i, e := range entries {
-				live[i] = e.Event
-			}
-			client, err := s.cfg.Store.SessionWorkAcked(r.Context(), id)
-			if err != nil {
-				return err
-			}
-			actions = harness.PendingActions(live, client)
-			break
+	evs, err := s.cfg.Sessions.Send(r.Context(), r.PathValue("id"), evs)
+	var re *sessions.RejectedError
+	if errors.As(err, &re) {
+		if re.Conflict {
+			return conflict("%s", re.Message)
 		}
+		return badRequest("%s", re.Message)
 	}
-	interrupt := false
-	sess, err := s.cfg.Store.UpdateSession(r.Context(), id, func(tx store.Tx) error {
-		sess := tx.Session()
-		if sess.ArchivedAt != nil {
-			return conflict("session %s is archived; it accepts no events", sess.ID)
-		}
-		if sess.Status == ma.StatusTerminated {
-			return conflict("session %s is terminated; it accepts no events", sess.ID)
-		}
-		now := ma.Time(time.Now())
-		for i := range evs {
-			ev := &evs[i]
-			f := fmt.Sprintf("events[%d]", i)
-			switch ev.Type {
-			case ma.EventUserToolConfirmation:
-				if !actions.Confirm[ev.ToolUseID] {
-					return badRequest("%s.tool_use_id: %s is not a tool use awaiting confirmation", f, ev.ToolUseID)
-				}
-				delete(actions.Confirm, ev.ToolUseID)
-				ev.ProcessedAt = &now
-			case ma.EventUserToolResult:
-				if !actions.ToolResults[ev.ToolUseID] {
-					return badRequest("%s.tool_use_id: %s is not a tool use awaiting a result from a self-hosted worker", f, ev.ToolUseID)
-				}
-				delete(actions.ToolResults, ev.ToolUseID)
-				ev.ProcessedAt = &now
-			case ma.EventUserCustomToolResult:
-				if !actions.CustomResults[ev.CustomToolUseID] {
-					return badRequest("%s.custom_tool_use_id: %s is not a custom tool use awaiting a result", f, ev.CustomToolUseID)
-				}
-				delete(actions.CustomResults, ev.CustomToolUseID)
-				ev.ProcessedAt = &now
-			case ma.EventSystemMessage:
-				// While the session waits on requires_action, a system
-				// message may only trail a tool result.
-				waiting := actions.TurnActive && sess.Status != ma.StatusRunning
-				if waiting && evs[i-1].Type == ma.EventUserMessage {
-					return badRequest("%s: the session is waiting for tool results (requires_action); a system.message is accepted only after a tool result", f)
-				}
-			case ma.EventUserInterrupt:
-				if sess.Status == ma.StatusIdle && !actions.TurnActive {
-					ev.ProcessedAt = &now // no-op on an idle session
-				} else {
-					interrupt = true
-				}
-			}
-			if err := tx.Append(ev); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 	if err != nil {
 		return err
-	}
-	s.cfg.Bus.Publish(id)
-	if interrupt {
-		s.cfg.Harness.Interrupt(id)
-	} else {
-		s.cfg.Harness.Wake(id)
-	}
-	for _, ev := range evs {
-		if ev.Type == ma.EventUserMessage || ev.Type == ma.EventSystemMessage {
-			// New input for a dormant self-hosted session wakes a worker.
-			if err := s.enqueueWork(r.Context(), &sess); err != nil {
-				return err
-			}
-			break
-		}
 	}
 	writeJSON(w, struct {
 		Data []ma.Event `json:"data"`

@@ -14,6 +14,7 @@ import (
 	"github.com/reinsdev/reins/bus"
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/workqueue"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
@@ -54,6 +55,9 @@ type Config struct {
 	Executors http.Handler
 	// Lifecycle, if set, is told when sessions and environments end.
 	Lifecycle Lifecycle
+	// Sessions changes sessions; nil makes one on Store, Bus, Harness and
+	// Work.
+	Sessions *sessions.Service
 }
 
 // Lifecycle is told when sessions and environments end for good, so that
@@ -73,9 +77,6 @@ type Server struct {
 	mux *http.ServeMux
 
 	tails *tails
-	// envTypes caches whether an environment is self-hosted (id -> bool);
-	// an environment's type never changes.
-	envTypes sync.Map
 
 	// done is closed by Shutdown: streams end cleanly.
 	done     chan struct{}
@@ -95,6 +96,13 @@ func New(cfg Config) *Server {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 2 * time.Second
+	}
+	if cfg.Sessions == nil {
+		sc := sessions.Config{Store: cfg.Store, Bus: cfg.Bus, Runner: cfg.Harness}
+		if cfg.Work != nil {
+			sc.Work = cfg.Work
+		}
+		cfg.Sessions = sessions.New(sc)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
 	s.tails = &tails{store: cfg.Store, bus: cfg.Bus, poll: cfg.PollInterval, done: s.done, m: map[string]*tail{}}

@@ -196,21 +196,8 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	sess := ma.Session{ID: ids.New(ids.Session), Type: "session", Title: p.Title, Status: ma.StatusIdle, EnvironmentID: env.ID,
 		Agent: agent, Resources: []ma.Raw{}, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.Raw{},
 		Budget: ma.Raw("null"), CreatedAt: now, UpdatedAt: now}
-	sess, err = s.cfg.Store.CreateSession(r.Context(), sess, func(tx store.Tx) error {
-		for i := range initial {
-			if err := tx.Append(&initial[i]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	sess, err = s.cfg.Sessions.Create(r.Context(), sess, initial)
 	if err != nil {
-		return err
-	}
-	if len(initial) > 0 {
-		s.cfg.Harness.Wake(sess.ID)
-	}
-	if err := s.enqueueWork(r.Context(), &sess); err != nil {
 		return err
 	}
 	writeJSON(w, withStats(sess))
@@ -298,7 +285,7 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
 	if len(p.Budget) > 0 && string(p.Budget) != "null" {
 		return badRequest("budget: session budgets are not supported by this server yet")
 	}
-	sess, err := s.cfg.Store.UpdateSession(r.Context(), r.PathValue("id"), func(tx store.Tx) error {
+	sess, err := s.cfg.Sessions.Update(r.Context(), r.PathValue("id"), func(tx store.Tx) error {
 		cur := tx.Session()
 		if cur.ArchivedAt != nil {
 			return conflict("session %s is archived and read-only", cur.ID)
@@ -356,7 +343,6 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.cfg.Bus.Publish(sess.ID)
 	writeJSON(w, withStats(sess))
 	return nil
 }
@@ -371,7 +357,7 @@ func fieldPrefix(prefix string, err error) error {
 }
 
 func (s *Server) archiveSession(w http.ResponseWriter, r *http.Request) error {
-	sess, err := s.cfg.Store.UpdateSession(r.Context(), r.PathValue("id"), func(tx store.Tx) error {
+	sess, err := s.cfg.Sessions.Update(r.Context(), r.PathValue("id"), func(tx store.Tx) error {
 		cur := tx.Session()
 		if cur.ArchivedAt != nil {
 			return nil
@@ -403,10 +389,9 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if sess.Status == ma.StatusRunning {
 		return badRequest("cannot delete session %s while it is running; interrupt it or wait until it is idle", id)
 	}
-	if err := s.cfg.Store.DeleteSession(r.Context(), id); err != nil {
+	if err := s.cfg.Sessions.Delete(r.Context(), id); err != nil {
 		return err
 	}
-	s.cfg.Bus.Publish(id) // open streams notice and send session.deleted
 	if s.cfg.Lifecycle != nil {
 		s.cfg.Lifecycle.SessionEnded(r.Context(), &sess, true)
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -12,41 +11,6 @@ import (
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 )
-
-// enqueueWork gives a session of a self-hosted environment an open work
-// item (on creation, and when a dormant session gets new input).
-func (s *Server) enqueueWork(ctx context.Context, sess *ma.Session) error {
-	if s.cfg.Work == nil {
-		return nil
-	}
-	hosted, err := s.selfHosted(ctx, sess.EnvironmentID)
-	if err != nil || !hosted {
-		return err
-	}
-	_, err = s.cfg.Work.Enqueue(ctx, sess.EnvironmentID, sess.ID, sess.Metadata)
-	if errors.Is(err, workqueue.ErrExecutorServes) {
-		return nil // its executor serves it
-	}
-	return err
-}
-
-// selfHosted reports whether an environment is self-hosted, remembering
-// the answer (the environment handlers forget it on update and delete).
-func (s *Server) selfHosted(ctx context.Context, envID string) (bool, error) {
-	if v, ok := s.envTypes.Load(envID); ok {
-		return v.(bool), nil
-	}
-	env, err := s.cfg.Store.GetEnvironment(ctx, envID)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	hosted := env.CheckOutsideExecutors() == nil
-	s.envTypes.Store(envID, hosted)
-	return hosted, nil
-}
 
 // work is the wire form of a work item.
 type work struct {

@@ -154,6 +154,9 @@ type Tx interface {
 	Append(evs ...*ma.Event) error
 	// Event returns the live event with that id.
 	Event(id string) (ma.Event, error)
+	// ReadLog returns the log entries with seq > after, in seq order, as
+	// this transaction sees them (its own appends included).
+	ReadLog(after int64) ([]Entry, error)
 	// MarkToolRunning records that a tool use is about to run outside the
 	// log (a built-in tool on an executor). A mark still there after a
 	// crash tells the next runner the tool may have run.

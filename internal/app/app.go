@@ -19,6 +19,7 @@ import (
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/workqueue"
 	"github.com/reinsdev/reins/model"
 	"github.com/reinsdev/reins/model/scripted"
@@ -165,7 +166,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if tools == nil {
 		tools = ht
 	}
-	wk := &workers{st: st, placed: ht.placed}
+	wk := &workers{st: st, placed: ht.placed, hosting: sessions.NewHosting(st)}
 	// Every request to a URL a user gave passes one guard.
 	guard := &netguard.Guard{Allow: cfg.OutboundAllow, Hint: outboundAllowHint}
 	streams, requests := guard.Client(0), guard.Client(outboundTimeout)
@@ -179,6 +180,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	hc := cfg.HTTP
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
+	hc.Sessions = sessions.New(sessions.Config{Store: st, Bus: b, Runner: h, Work: wk.q, Hosting: wk.hosting})
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
 	hc.Lifecycle = ht

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/reinsdev/reins/connector"
@@ -16,38 +17,57 @@ import (
 )
 
 // mcpHost is the harness's MCPHost: one connector pool per session,
-// reused across turns, closed when the session's runner leaves.
+// reused across turns while the session's MCP servers stay the same,
+// closed when the session's runner leaves.
 type mcpHost struct {
 	creds *connector.VaultCredentials
 	hc    *http.Client // carries the MCP traffic of every pool
 	log   *slog.Logger
 
 	mu    sync.Mutex
-	pools map[string]*connector.Pool
+	pools map[string]*sessionPool
+}
+
+// sessionPool is a session's pool and the servers it was made for.
+type sessionPool struct {
+	servers []connector.Server
+	pool    *connector.Pool
 }
 
 // newMCPHost returns a host whose pools connect with streams and refresh
 // OAuth tokens with requests; both should come from netguard.Guard.Client.
 func newMCPHost(st store.Store, keys *vault.Keyring, streams, requests *http.Client, log *slog.Logger) *mcpHost {
 	creds := &connector.VaultCredentials{Store: st, Keyring: keys, HTTPClient: requests, Logger: log}
-	return &mcpHost{creds: creds, hc: streams, log: log, pools: map[string]*connector.Pool{}}
+	return &mcpHost{creds: creds, hc: streams, log: log, pools: map[string]*sessionPool{}}
 }
 
+// pool returns the session's pool for its current MCP servers. When they
+// changed (a session update between turns), the old pool is closed and a
+// new one made.
 func (m *mcpHost) pool(sess *ma.Session) (*connector.Pool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if p := m.pools[sess.ID]; p != nil {
-		return p, nil
-	}
 	servers := make([]connector.Server, len(sess.Agent.MCPServers))
 	for i, s := range sess.Agent.MCPServers {
 		servers[i] = connector.Server{Name: s.Name, URL: s.URL}
 	}
+	m.mu.Lock()
+	old := m.pools[sess.ID]
+	if old != nil && slices.Equal(old.servers, servers) {
+		m.mu.Unlock()
+		return old.pool, nil
+	}
 	p, err := connector.NewPool(connector.Config{Servers: servers, VaultIDs: sess.VaultIDs, Credentials: m.creds, HTTPClient: m.hc, Logger: m.log})
+	if err == nil {
+		m.pools[sess.ID] = &sessionPool{servers: servers, pool: p}
+	}
+	m.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	m.pools[sess.ID] = p
+	if old != nil {
+		// The session's runner uses one pool at a time, and a session's
+		// servers change only between turns: nothing runs on the old one.
+		old.pool.Close()
+	}
 	return p, nil
 }
 
@@ -101,6 +121,6 @@ func (m *mcpHost) Release(sessionID string) {
 	delete(m.pools, sessionID)
 	m.mu.Unlock()
 	if p != nil {
-		p.Close()
+		p.pool.Close()
 	}
 }

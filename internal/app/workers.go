@@ -3,9 +3,9 @@ package app
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/workqueue"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
@@ -15,23 +15,25 @@ import (
 // sessions pull workers serve (harness.WorkerHost), and wakes sessions when
 // workers come and go (workqueue.Sessions).
 type workers struct {
-	st store.Store
-	q  *workqueue.Service
-	h  *harness.Harness
+	st      store.Store
+	q       *workqueue.Service
+	h       *harness.Harness
+	hosting *sessions.Hosting // the one rule for "self-hosted"
 	// placed reports whether an executor holds the session now.
 	placed func(sessionID string) bool
-
-	mu         sync.Mutex
-	selfHosted map[string]bool // environment id -> self-hosted, as first seen
 }
 
 // Serving implements harness.WorkerHost: a session is served by pull
 // workers once one acknowledged its work; one is present while an item is
 // acknowledged and its lease holds.
 func (w *workers) Serving(ctx context.Context, sess *ma.Session) (client, present bool, err error) {
-	hosted, err := w.hosted(ctx, sess.EnvironmentID)
-	if err != nil || !hosted {
+	// Only self-hosted environments have workers.
+	hosted, err := w.hosting.SelfHosted(ctx, sess.EnvironmentID)
+	if err != nil {
 		return false, true, err
+	}
+	if !hosted {
+		return false, true, nil
 	}
 	client, err = w.st.SessionWorkAcked(ctx, sess.ID)
 	if err != nil || !client {
@@ -47,37 +49,10 @@ func (w *workers) Serving(ctx context.Context, sess *ma.Session) (client, presen
 	return true, it.State == store.WorkStarting || it.State == store.WorkActive, nil
 }
 
-// hosted reports whether an environment is self-hosted: only those have
-// workers. The type of an environment is remembered (an update cannot
-// change it); a deleted environment is not self-hosted.
-func (w *workers) hosted(ctx context.Context, envID string) (bool, error) {
-	w.mu.Lock()
-	hosted, known := w.selfHosted[envID]
-	w.mu.Unlock()
-	if known {
-		return hosted, nil
-	}
-	env, err := w.st.GetEnvironment(ctx, envID)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	hosted = env.CheckOutsideExecutors() == nil
-	w.mu.Lock()
-	if w.selfHosted == nil {
-		w.selfHosted = map[string]bool{}
-	}
-	w.selfHosted[envID] = hosted
-	w.mu.Unlock()
-	return hosted, nil
-}
-
 // SessionIdle implements harness.WorkerHost: the queued item of a session
 // that went idle retires (a worker that holds one stops it itself).
 func (w *workers) SessionIdle(ctx context.Context, sess *ma.Session) error {
-	if hosted, err := w.hosted(ctx, sess.EnvironmentID); err != nil || !hosted {
+	if hosted, err := w.hosting.SelfHosted(ctx, sess.EnvironmentID); err != nil || !hosted {
 		return err
 	}
 	_, err := w.q.Retire(ctx, sess.ID)

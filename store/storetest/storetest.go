@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Environments", testEnvironments},
 		{"SessionLog", testSessionLog},
 		{"SessionRollback", testSessionRollback},
+		{"TxReadLog", testTxReadLog},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"SessionListFilters", testSessionListFilters},
 		{"DeleteSession", testDeleteSession},
@@ -346,6 +347,46 @@ func testSessionRollback(t *testing.T, s store.Store) {
 	log, _ = s.ReadLog(ctx, sess.ID, 0, 10)
 	if len(log) != 1 || log[0].Seq != 1 {
 		t.Fatalf("log after rollback = %+v", log)
+	}
+}
+
+// testTxReadLog: a transaction reads the log after a seq, echoes and its
+// own appends included.
+func testTxReadLog(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	sess := newSession(t, s, "agent_a")
+	msg := &ma.Event{Type: ma.EventUserMessage, Content: []ma.ContentBlock{{Type: "text", Text: "hi"}}}
+	if _, err := s.UpdateSession(ctx, sess.ID, func(tx store.Tx) error { return tx.Append(msg) }); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.UpdateSession(ctx, sess.ID, func(tx store.Tx) error {
+		ts := now()
+		echo := *msg
+		echo.ProcessedAt = &ts
+		if err := tx.Append(&echo, &ma.Event{Type: ma.EventStatusRunning, ProcessedAt: &ts}); err != nil {
+			return err
+		}
+		all, err := tx.ReadLog(0)
+		if err != nil {
+			return err
+		}
+		if len(all) != 3 || all[0].Seq != 1 || all[2].Seq != 3 || all[1].Event.ID != msg.ID || all[1].Event.ProcessedAt == nil || all[2].Event.Type != ma.EventStatusRunning {
+			return fmt.Errorf("tx.ReadLog(0) = %+v", all)
+		}
+		tail, err := tx.ReadLog(2)
+		if err != nil {
+			return err
+		}
+		if len(tail) != 1 || tail[0].Seq != 3 || len(tail[0].Raw) == 0 {
+			return fmt.Errorf("tx.ReadLog(2) = %+v", tail)
+		}
+		if none, err := tx.ReadLog(3); err != nil || len(none) != 0 {
+			return fmt.Errorf("tx.ReadLog(3) = %+v, %v", none, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

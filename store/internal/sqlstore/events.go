@@ -40,6 +40,12 @@ func (t *sessionTx) Event(id string) (ma.Event, error) {
 	return ev, nil
 }
 
+// ReadLog implements store.Tx: the entries after a seq, in this
+// transaction.
+func (t *sessionTx) ReadLog(after int64) ([]store.Entry, error) {
+	return collect(t.ctx, t.tx, scanEntry, `SELECT seq, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`, t.sess.ID, after)
+}
+
 // Append implements store.Tx. An event whose id is already in the log
 // supersedes the live entry of that id.
 func (t *sessionTx) Append(evs ...*ma.Event) error {
