@@ -54,6 +54,11 @@ type Config struct {
 	Executors http.Handler
 	// Lifecycle, if set, is told when sessions and environments end.
 	Lifecycle Lifecycle
+	// ValidatePackages, if set, checks an environment's config.packages
+	// on create and update: what this host can install (the server's
+	// app passes packages.Validate). Its error becomes a 400 under
+	// "config.". Unset, packages are only checked when installed.
+	ValidatePackages func(*ma.Packages) error
 }
 
 // Lifecycle is told when sessions and environments end for good, so that

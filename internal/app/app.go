@@ -19,6 +19,7 @@ import (
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/internal/packages"
 	"github.com/reinsdev/reins/internal/workqueue"
 	"github.com/reinsdev/reins/model"
 	"github.com/reinsdev/reins/model/scripted"
@@ -181,6 +182,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
 	hc.Lifecycle = ht
+	hc.ValidatePackages = packages.Validate
 	api := httpapi.New(hc)
 	idle := func() {
 		streams.CloseIdleConnections()
