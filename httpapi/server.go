@@ -102,13 +102,19 @@ func New(cfg Config) *Server {
 		cfg.PollInterval = 2 * time.Second
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
-	s.tails = &tails{store: cfg.Store, bus: cfg.Bus, poll: cfg.PollInterval, done: s.done, m: map[string]*tail{}}
+	s.tails = newTails(cfg.Store, cfg.Bus, cfg.PollInterval)
 	s.routes()
 	return s
 }
 
-// Shutdown ends every open stream (they send nothing more and close).
-func (s *Server) Shutdown() { s.doneOnce.Do(func() { close(s.done) }) }
+// Shutdown ends every open stream (they send nothing more and close) and
+// waits for the readers that fed them.
+func (s *Server) Shutdown() {
+	s.doneOnce.Do(func() {
+		close(s.done)
+		s.tails.close()
+	})
+}
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 

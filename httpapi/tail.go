@@ -20,10 +20,29 @@ type tails struct {
 	store store.Store
 	bus   *bus.Bus
 	poll  time.Duration
-	done  <-chan struct{}
+	// ctx is cancelled by close, which then waits for the tails' readers.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
-	mu sync.Mutex
-	m  map[string]*tail
+	mu     sync.Mutex
+	m      map[string]*tail
+	closed bool
+}
+
+func newTails(st store.Store, b *bus.Bus, poll time.Duration) *tails {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &tails{store: st, bus: b, poll: poll, ctx: ctx, cancel: cancel, m: map[string]*tail{}}
+}
+
+// close stops every tail's reader and waits for them to return. Tails made
+// after close have no reader of their own; their streams read the store.
+func (ts *tails) close() {
+	ts.mu.Lock()
+	ts.closed = true
+	ts.mu.Unlock()
+	ts.cancel()
+	ts.wg.Wait()
 }
 
 // tail is the shared reader of one session.
@@ -44,19 +63,17 @@ type tail struct {
 // subscribe returns the session's tail and a channel that is signalled when
 // it has news. Call release when done.
 func (ts *tails) subscribe(ctx context.Context, id string) (*tail, chan struct{}, func(), error) {
+	// Read the log's end before taking the lock, so that a slow store
+	// does not hold up the streams of other sessions.
+	seq, err := ts.store.LastSeq(ctx, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t := ts.m[id]
 	if t == nil {
-		seq, err := ts.store.LastSeq(ctx, id)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		tctx, cancel := context.WithCancel(context.Background())
-		t = &tail{t: ts, id: id, seq: seq, subs: map[chan struct{}]struct{}{}, stop: cancel}
-		ts.m[id] = t
-		sub := ts.bus.Subscribe(id)
-		go t.run(tctx, sub)
+		t = ts.start(id, seq)
 	}
 	ch := make(chan struct{}, 1)
 	t.mu.Lock()
@@ -77,6 +94,19 @@ func (ts *tails) subscribe(ctx context.Context, id string) (*tail, chan struct{}
 	return t, ch, release, nil
 }
 
+// start makes the tail of session id, whose log ends at seq, and starts
+// its reader. ts.mu is held.
+func (ts *tails) start(id string, seq int64) *tail {
+	tctx, cancel := context.WithCancel(ts.ctx)
+	t := &tail{t: ts, id: id, seq: seq, subs: map[chan struct{}]struct{}{}, stop: cancel}
+	ts.m[id] = t
+	if !ts.closed {
+		sub := ts.bus.Subscribe(id)
+		ts.wg.Go(func() { t.run(tctx, sub) })
+	}
+	return t
+}
+
 func (t *tail) run(ctx context.Context, sub *bus.Sub) {
 	defer sub.Close()
 	tick := time.NewTicker(t.t.poll)
@@ -84,8 +114,6 @@ func (t *tail) run(ctx context.Context, sub *bus.Sub) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-t.t.done:
 			return
 		case <-sub.C:
 		case <-tick.C:
