@@ -10,8 +10,14 @@ import (
 	"github.com/reinsdev/reins/store"
 )
 
-// tailRing bounds the recent log entries a tail keeps for its streams.
-const tailRing = 4096
+// tailRing bounds the recent log entries a tail keeps for its streams, in
+// number and in bytes of event JSON: an event may be as large as a request
+// body (32 MiB), and a stream that needs entries the ring no longer holds
+// reads them from the store.
+const (
+	tailRing      = 4096
+	tailRingBytes = 8 << 20
+)
 
 // tails shares one reader of a session's log among all the streams open on
 // that session: each new entry is read from the store once, whatever the
@@ -52,12 +58,13 @@ type tail struct {
 
 	readMu sync.Mutex // one read at a time
 
-	mu      sync.Mutex
-	ring    []store.Entry // the most recent entries, in seq order
-	seq     int64         // last seq read
-	deleted bool
-	subs    map[chan struct{}]struct{}
-	stop    context.CancelFunc
+	mu        sync.Mutex
+	ring      []store.Entry // the most recent entries, in seq order
+	ringBytes int           // the length of their Raw JSON
+	seq       int64         // last seq read
+	deleted   bool
+	subs      map[chan struct{}]struct{}
+	stop      context.CancelFunc
 }
 
 // subscribe returns the session's tail and a channel that is signalled when
@@ -153,12 +160,7 @@ func (t *tail) read(ctx context.Context) {
 		}
 	}
 	t.mu.Lock()
-	t.ring = append(t.ring, fresh...)
-	// Keep at least the last tailRing entries; trim in bulk so that the
-	// copy is amortized over tailRing appends.
-	if len(t.ring) > 2*tailRing {
-		t.ring = append(t.ring[:0:0], t.ring[len(t.ring)-tailRing:]...)
-	}
+	t.keep(fresh)
 	t.seq = after
 	t.deleted = deleted
 	for ch := range t.subs {
@@ -168,6 +170,22 @@ func (t *tail) read(ctx context.Context) {
 		}
 	}
 	t.mu.Unlock()
+}
+
+// keep appends fresh entries to the ring and drops the oldest until it
+// holds at most tailRing entries and tailRingBytes of JSON. t.mu is held.
+func (t *tail) keep(fresh []store.Entry) {
+	t.ring = append(t.ring, fresh...)
+	for _, e := range fresh {
+		t.ringBytes += len(e.Raw)
+	}
+	drop := 0
+	for drop < len(t.ring) && (len(t.ring)-drop > tailRing || t.ringBytes > tailRingBytes) {
+		t.ringBytes -= len(t.ring[drop].Raw)
+		drop++
+	}
+	clear(t.ring[:drop]) // let the dropped events' memory go
+	t.ring = t.ring[drop:]
 }
 
 // since returns the entries after seq. ok is false when the ring no longer

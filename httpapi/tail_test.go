@@ -101,3 +101,34 @@ func TestShutdownWaitsForTails(t *testing.T) {
 	goleak.VerifyNone(t, ignore) // before release, which would stop the reader
 	release()
 }
+
+// TestTailRingBoundedByBytes feeds a tail events whose JSON together
+// exceeds tailRingBytes.
+func TestTailRingBoundedByBytes(t *testing.T) {
+	const big = 3 << 20
+	st := &logStore{}
+	for seq := range int64(4) {
+		st.entries = append(st.entries, store.Entry{Seq: seq + 1, Raw: make([]byte, big)})
+	}
+	ts := newTails(st, bus.New(), time.Hour)
+	defer ts.close()
+	tl, _, release, err := ts.subscribe(t.Context(), "sesn_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	tl.read(t.Context())
+
+	tl.mu.Lock()
+	n, size := len(tl.ring), tl.ringBytes
+	tl.mu.Unlock()
+	if size > tailRingBytes || n != tailRingBytes/big {
+		t.Fatalf("ring holds %d entries of %d bytes, want %d entries within %d bytes", n, size, tailRingBytes/big, tailRingBytes)
+	}
+	if _, _, ok := tl.since(0); ok {
+		t.Fatal("since(0) served from the ring after its first entries were dropped")
+	}
+	if got, _, ok := tl.since(2); !ok || len(got) != 2 || got[0].Seq != 3 {
+		t.Fatalf("since(2) = %d entries, ok %v; want entries 3 and 4 from the ring", len(got), ok)
+	}
+}
