@@ -10,12 +10,13 @@ import (
 	"regexp"
 
 	"github.com/reinsdev/reins/tools"
+	"github.com/reinsdev/reins/tools/toolset"
 )
 
 // BuiltinCapabilities are the capabilities of the built-in toolset.
 func BuiltinCapabilities() []string {
 	caps := []string{CapabilityProcess, CapabilityProcessPTY}
-	for _, n := range tools.Names {
+	for _, n := range toolset.Names() {
 		caps = append(caps, ToolCapability(n))
 	}
 	return caps

@@ -320,7 +320,7 @@ func (c *Client) loop(ctx context.Context) error {
 		if c.opts.MaxReconnectAttempts > 0 && failures > c.opts.MaxReconnectAttempts {
 			return fmt.Errorf("%w after %d attempts: %w", ErrReconnectExhausted, failures, err)
 		}
-		d := backoff(failures, c.opts.BackoffMin, c.opts.BackoffMax)
+		d := reconnectDelay(failures, c.opts.BackoffMin, c.opts.BackoffMax)
 		c.logger.Info("executor disconnected; reconnecting", "in", d, "attempt", failures, "err", err)
 		t := time.NewTimer(d)
 		select {

@@ -3,13 +3,13 @@ package executor
 import (
 	"context"
 	"errors"
+
+	"github.com/reinsdev/reins/tools/toolset"
 )
 
-// MayHaveRunText is the sentence of the outcome-unknown contract: every
-// result of a tool call that was started and cut off before it reported
-// ends with it, whatever cut it off (a lost executor, an interrupt, a
-// crash of the server).
-const MayHaveRunText = "The tool may or may not have run; check its effects before running it again."
+// MayHaveRunText is the sentence of the outcome-unknown contract
+// ([toolset.MayHaveRunText]).
+const MayHaveRunText = toolset.MayHaveRunText
 
 // OutcomeUnknownText is what the model reads when a tool call ended with
 // [ErrToolOutcomeUnknown].

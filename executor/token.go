@@ -5,42 +5,33 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/reinsdev/reins/internal/secret"
 )
 
 // Prefixes of the long-lived credentials an executor presents at the token
 // endpoint.
 const (
-	EnvironmentKeyPrefix = "reins_ek_"
-	MachineTokenPrefix   = "reins_mt_"
+	EnvironmentKeyPrefix = secret.EnvironmentKeyPrefix
+	MachineTokenPrefix   = secret.MachineTokenPrefix
 )
 
 // NewEnvironmentKey returns a new random environment key, to be shown once,
 // and the hash to store in its place.
-func NewEnvironmentKey() (key, hash string) { return newSecret(EnvironmentKeyPrefix) }
+func NewEnvironmentKey() (key, hash string) { return secret.New(EnvironmentKeyPrefix) }
 
 // NewMachineToken returns a new random machine token, to be shown once, and
 // the hash to store in its place.
-func NewMachineToken() (token, hash string) { return newSecret(MachineTokenPrefix) }
-
-func newSecret(prefix string) (string, string) {
-	var b [32]byte
-	rand.Read(b[:])
-	s := prefix + base64.RawURLEncoding.EncodeToString(b[:])
-	return s, HashSecret(s)
-}
+func NewMachineToken() (token, hash string) { return secret.New(MachineTokenPrefix) }
 
 // HashSecret returns the hash under which an environment key or machine
 // token is stored and looked up (hex SHA-256: the secrets are 256-bit
 // random values, so a fast hash is enough).
-func HashSecret(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
-}
+func HashSecret(s string) string { return secret.Hash(s) }
 
 // principal is who an executor token speaks for: one environment or one
 // machine.

@@ -4,26 +4,26 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/reinsdev/reins/executor"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/tools/toolset"
 )
 
 // ToolInterruptedText is the result of a built-in tool that was running
 // when the server stopped (a crash, a kill, or a shutdown that cut it
 // off): the next runner cannot know what it did, so it tells the model
 // rather than running it a second time.
-const ToolInterruptedText = "The server stopped while this tool was running, before it reported a result. " + executor.MayHaveRunText
+const ToolInterruptedText = "The server stopped while this tool was running, before it reported a result. " + toolset.MayHaveRunText
 
 // ToolCutOffText is the result of a built-in tool that was running when
 // the turn ended (a user.interrupt, or a turn abandoned after internal
 // failures): it was cancelled, possibly half done.
-const ToolCutOffText = "The turn was interrupted while this tool was running, before it reported a result. " + executor.MayHaveRunText
+const ToolCutOffText = "The turn was interrupted while this tool was running, before it reported a result. " + toolset.MayHaveRunText
 
 // toolUnansweredText is the transcript's result of a tool use that its
 // runner (a pull worker, the client, an MCP server) may have received
 // before the turn ended without its result.
-const toolUnansweredText = "The turn ended before this tool reported a result. " + executor.MayHaveRunText
+const toolUnansweredText = "The turn ended before this tool reported a result. " + toolset.MayHaveRunText
 
 // toolNotRunText is the transcript's result of a tool use that provably
 // never started: the turn ended before it was dispatched.

@@ -3,9 +3,9 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/reinsdev/reins/internal/backoff"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/model"
 )
@@ -15,8 +15,9 @@ type RetryPolicy struct {
 	// MaxAttempts is the number of tries of one model call, the first
 	// included (default 4).
 	MaxAttempts int
-	// BaseDelay is the first backoff (default 1 s); each retry doubles it
-	// up to MaxDelay (default 30 s). A full jitter of ±50% applies.
+	// BaseDelay bounds the first backoff (default 1 s); each retry doubles
+	// the bound up to MaxDelay (default 30 s). The wait is drawn with full
+	// jitter, uniform between zero and the bound (package backoff).
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 }
@@ -39,17 +40,8 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // floor.
 func (p RetryPolicy) Delay(attempt int, retryAfter time.Duration) time.Duration {
 	p = p.withDefaults()
-	d := p.BaseDelay
-	for i := 1; i < attempt && d < p.MaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, p.MaxDelay)
-	// Jitter in [d/2, d*3/2).
-	d = d/2 + time.Duration(rand.Int64N(int64(d)))
-	if retryAfter > d {
-		d = retryAfter
-	}
-	return d
+	d := backoff.Policy{Base: p.BaseDelay, Max: p.MaxDelay}.Delay(attempt)
+	return max(d, retryAfter)
 }
 
 // failure is a classified turn failure: what session.error to emit and

@@ -7,6 +7,7 @@ import (
 
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/model"
+	"github.com/reinsdev/reins/tools/toolset"
 )
 
 // ToolCall is a built-in tool call the harness dispatches.
@@ -64,7 +65,7 @@ type WorkerHost interface {
 func BuiltinTools(agent *ma.SessionAgent) []string {
 	p := planTools(agent)
 	var out []string
-	for _, name := range builtinToolNames {
+	for _, name := range toolset.Names() {
 		if p.builtin[name] != "" {
 			out = append(out, name)
 		}
@@ -85,22 +86,6 @@ func ErrorResult(text string) ToolResult {
 	return ToolResult{IsError: true, Content: []ma.ContentBlock{{Type: "text", Text: text}}}
 }
 
-// builtinSchemas describe the tools of agent_toolset_20260401 that reins runs.
-var builtinSchemas = map[string]struct {
-	desc   string
-	schema string
-}{
-	"bash":  {"Run a shell command in a persistent bash session.", `{"type":"object","properties":{"command":{"type":"string"},"restart":{"type":"boolean"},"timeout_ms":{"type":"integer"}},"required":["command"]}`},
-	"read":  {"Read a text file, optionally a range of lines.", `{"type":"object","properties":{"file_path":{"type":"string"},"view_range":{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":2}},"required":["file_path"]}`},
-	"write": {"Create or overwrite a file.", `{"type":"object","properties":{"file_path":{"type":"string"},"content":{"type":"string"}},"required":["file_path","content"]}`},
-	"edit":  {"Replace an exact string in a file.", `{"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"},"replace_all":{"type":"boolean"}},"required":["file_path","old_string","new_string"]}`},
-	"glob":  {"Find files by glob pattern.", `{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string"}},"required":["pattern"]}`},
-	"grep":  {"Search file contents with a regular expression.", `{"type":"object","properties":{"pattern":{"type":"string"},"path":{"type":"string"}},"required":["pattern"]}`},
-}
-
-// builtinToolNames lists the built-in tools in the order they are offered.
-var builtinToolNames = []string{"bash", "read", "write", "edit", "glob", "grep"}
-
 // toolPlan is the resolved tool configuration of a session's agent.
 type toolPlan struct {
 	offered []model.Tool
@@ -115,14 +100,13 @@ func planTools(agent *ma.SessionAgent) *toolPlan {
 	for _, t := range agent.Tools {
 		switch t.Type {
 		case ma.ToolTypeAgentToolset:
-			for _, name := range builtinToolNames {
-				c := ResolveToolConfig(t, name)
+			for _, b := range toolset.Builtins() {
+				c := ResolveToolConfig(t, b.Name)
 				if !c.Enabled {
 					continue
 				}
-				s := builtinSchemas[name]
-				p.offered = append(p.offered, model.Tool{Name: name, Description: s.desc, InputSchema: json.RawMessage(s.schema)})
-				p.builtin[name] = c.PermissionPolicy.Type
+				p.offered = append(p.offered, model.Tool{Name: b.Name, Description: b.Description, InputSchema: b.InputSchema})
+				p.builtin[b.Name] = c.PermissionPolicy.Type
 			}
 		case ma.ToolTypeCustom:
 			schema := t.InputSchema

@@ -13,6 +13,7 @@ import (
 	"github.com/reinsdev/reins/internal/ids"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/tools/toolset"
 )
 
 // modelParam is a model given as a bare string or as an object.
@@ -85,9 +86,6 @@ type toolParam struct {
 	Description   string            `json:"description"`
 	InputSchema   json.RawMessage   `json:"input_schema"`
 }
-
-// toolsetNames are the tools of agent_toolset_20260401.
-var toolsetNames = []string{"bash", "read", "write", "edit", "glob", "grep", "web_fetch", "web_search"}
 
 var customToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
@@ -173,8 +171,8 @@ func resolveTools(params []toolParam, servers []ma.MCPServer) ([]ma.Tool, error)
 				if c.Name == "" {
 					return nil, badRequest("%s.name: required", cf)
 				}
-				if p.Type == ma.ToolTypeAgentToolset && !slices.Contains(toolsetNames, c.Name) {
-					return nil, badRequest("%s.name: unknown tool %q (known: %s)", cf, c.Name, strings.Join(toolsetNames, ", "))
+				if known := toolset.AgentToolset(); p.Type == ma.ToolTypeAgentToolset && !slices.Contains(known, c.Name) {
+					return nil, badRequest("%s.name: unknown tool %q (known: %s)", cf, c.Name, strings.Join(known, ", "))
 				}
 				if seen[c.Name] {
 					return nil, badRequest("%s.name: duplicate config for %q", cf, c.Name)
@@ -195,7 +193,7 @@ func resolveTools(params []toolParam, servers []ma.MCPServer) ([]ma.Tool, error)
 				t.Configs = append(t.Configs, *rc)
 			}
 			if p.Type == ma.ToolTypeAgentToolset {
-				for _, n := range toolsetNames {
+				for _, n := range toolset.AgentToolset() {
 					if names[n] {
 						return nil, badRequest("%s: tool name %q is used twice", f, n)
 					}

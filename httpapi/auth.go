@@ -2,17 +2,15 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/secret"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 )
@@ -23,10 +21,7 @@ const KeyPrefix = "sk-reins-"
 // HashKey returns the stored form of an API key: hex SHA-256. Keys carry
 // over 200 bits of randomness, so a fast hash is enough (nothing to
 // brute-force).
-func HashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
-}
+func HashKey(key string) string { return secret.Hash(key) }
 
 // NewKey makes a new random API key.
 func NewKey() string {
@@ -107,7 +102,7 @@ func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, 
 	if key == "" {
 		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "missing API key: send it as the x-api-key header or as Authorization: Bearer")
 	}
-	if strings.HasPrefix(key, executor.EnvironmentKeyPrefix) && a.EnvironmentKeys != nil {
+	if strings.HasPrefix(key, secret.EnvironmentKeyPrefix) && a.EnvironmentKeys != nil {
 		return a.checkEnvironmentKey(ctx, key)
 	}
 	if a.Bootstrap != "" && subtle.ConstantTimeCompare([]byte(key), []byte(a.Bootstrap)) == 1 {
@@ -133,7 +128,7 @@ func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, 
 // rejected).
 func (a *Authenticator) checkEnvironmentKey(ctx context.Context, key string) (Principal, error) {
 	invalid := errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked environment key")
-	k, err := a.EnvironmentKeys.EnvironmentKeyByHash(ctx, executor.HashSecret(key))
+	k, err := a.EnvironmentKeys.EnvironmentKeyByHash(ctx, secret.Hash(key))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
 		return Principal{}, invalid
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/ids"
-	"github.com/reinsdev/reins/internal/packages"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 )
@@ -39,7 +38,7 @@ func orEmpty(s []string) []string {
 }
 
 // resolveConfig validates an environment config and fills its defaults.
-func resolveEnvConfig(p *configParam) (ma.EnvironmentConfig, error) {
+func (s *Server) resolveEnvConfig(p *configParam) (ma.EnvironmentConfig, error) {
 	if p == nil {
 		p = &configParam{Type: ma.EnvCloud}
 	}
@@ -86,8 +85,10 @@ func resolveEnvConfig(p *configParam) (ma.EnvironmentConfig, error) {
 			return out, badRequest("config.packages.type: must be \"packages\"; got %q", pk.Type)
 		}
 		out.Packages = &ma.Packages{Type: "packages", Apt: orEmpty(pk.Apt), Cargo: orEmpty(pk.Cargo), Gem: orEmpty(pk.Gem), Go: orEmpty(pk.Go), Npm: orEmpty(pk.Npm), Pip: orEmpty(pk.Pip)}
-		if err := packages.Validate(out.Packages); err != nil {
-			return out, badRequest("config.%s", err)
+		if v := s.cfg.ValidatePackages; v != nil {
+			if err := v(out.Packages); err != nil {
+				return out, badRequest("config.%s", err)
+			}
 		}
 	}
 	return out, nil
@@ -140,7 +141,7 @@ func (s *Server) createEnvironment(w http.ResponseWriter, r *http.Request) error
 	if err := checkLen("description", p.Description, 0, 2048); err != nil {
 		return err
 	}
-	cfg, err := resolveEnvConfig(p.Config)
+	cfg, err := s.resolveEnvConfig(p.Config)
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func (s *Server) updateEnvironment(w http.ResponseWriter, r *http.Request) error
 			cur.Description = p.Description.Value
 		}
 		if p.Config != nil {
-			cfg, err := resolveEnvConfig(p.Config)
+			cfg, err := s.resolveEnvConfig(p.Config)
 			if err != nil {
 				return err
 			}

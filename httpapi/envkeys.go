@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/secret"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/store"
 )
@@ -39,7 +39,7 @@ func (s *Server) createEnvironmentKey(w http.ResponseWriter, r *http.Request) er
 	if env.ArchivedAt != nil {
 		return conflict("environment %s is archived; it takes no new keys", env.ID)
 	}
-	key, hash := executor.NewEnvironmentKey()
+	key, hash := secret.New(secret.EnvironmentKeyPrefix)
 	k := store.EnvironmentKey{ID: ids.New("ekey_"), EnvironmentID: env.ID, Hash: hash, Hint: key[len(key)-4:], CreatedAt: time.Now().UTC()}
 	if err := s.cfg.Store.CreateEnvironmentKey(r.Context(), k); err != nil {
 		return err

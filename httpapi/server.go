@@ -58,6 +58,11 @@ type Config struct {
 	// Sessions changes sessions; nil makes one on Store, Bus, Harness and
 	// Work.
 	Sessions *sessions.Service
+	// ValidatePackages, if set, checks an environment's config.packages
+	// on create and update: what this host can install (the server's
+	// app passes packages.Validate). Its error becomes a 400 under
+	// "config.". Unset, packages are only checked when installed.
+	ValidatePackages func(*ma.Packages) error
 }
 
 // Lifecycle is told when sessions and environments end for good, so that
@@ -105,13 +110,19 @@ func New(cfg Config) *Server {
 		cfg.Sessions = sessions.New(sc)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
-	s.tails = &tails{store: cfg.Store, bus: cfg.Bus, poll: cfg.PollInterval, done: s.done, m: map[string]*tail{}}
+	s.tails = newTails(cfg.Store, cfg.Bus, cfg.PollInterval)
 	s.routes()
 	return s
 }
 
-// Shutdown ends every open stream (they send nothing more and close).
-func (s *Server) Shutdown() { s.doneOnce.Do(func() { close(s.done) }) }
+// Shutdown ends every open stream (they send nothing more and close) and
+// waits for the readers that fed them.
+func (s *Server) Shutdown() {
+	s.doneOnce.Do(func() {
+		close(s.done)
+		s.tails.close()
+	})
+}
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 

@@ -10,8 +10,14 @@ import (
 	"github.com/reinsdev/reins/store"
 )
 
-// tailRing bounds the recent log entries a tail keeps for its streams.
-const tailRing = 4096
+// tailRing bounds the recent log entries a tail keeps for its streams, in
+// number and in bytes of event JSON: an event may be as large as a request
+// body (32 MiB), and a stream that needs entries the ring no longer holds
+// reads them from the store.
+const (
+	tailRing      = 4096
+	tailRingBytes = 8 << 20
+)
 
 // tails shares one reader of a session's log among all the streams open on
 // that session: each new entry is read from the store once, whatever the
@@ -20,10 +26,29 @@ type tails struct {
 	store store.Store
 	bus   *bus.Bus
 	poll  time.Duration
-	done  <-chan struct{}
+	// ctx is cancelled by close, which then waits for the tails' readers.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
-	mu sync.Mutex
-	m  map[string]*tail
+	mu     sync.Mutex
+	m      map[string]*tail
+	closed bool
+}
+
+func newTails(st store.Store, b *bus.Bus, poll time.Duration) *tails {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &tails{store: st, bus: b, poll: poll, ctx: ctx, cancel: cancel, m: map[string]*tail{}}
+}
+
+// close stops every tail's reader and waits for them to return. Tails made
+// after close have no reader of their own; their streams read the store.
+func (ts *tails) close() {
+	ts.mu.Lock()
+	ts.closed = true
+	ts.mu.Unlock()
+	ts.cancel()
+	ts.wg.Wait()
 }
 
 // tail is the shared reader of one session.
@@ -33,30 +58,29 @@ type tail struct {
 
 	readMu sync.Mutex // one read at a time
 
-	mu      sync.Mutex
-	ring    []store.Entry // the most recent entries, in seq order
-	seq     int64         // last seq read
-	deleted bool
-	subs    map[chan struct{}]struct{}
-	stop    context.CancelFunc
+	mu        sync.Mutex
+	ring      []store.Entry // the most recent entries, in seq order
+	ringBytes int           // the length of their Raw JSON
+	seq       int64         // last seq read
+	deleted   bool
+	subs      map[chan struct{}]struct{}
+	stop      context.CancelFunc
 }
 
 // subscribe returns the session's tail and a channel that is signalled when
 // it has news. Call release when done.
 func (ts *tails) subscribe(ctx context.Context, id string) (*tail, chan struct{}, func(), error) {
+	// Read the log's end before taking the lock, so that a slow store
+	// does not hold up the streams of other sessions.
+	seq, err := ts.store.LastSeq(ctx, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t := ts.m[id]
 	if t == nil {
-		seq, err := ts.store.LastSeq(ctx, id)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		tctx, cancel := context.WithCancel(context.Background())
-		t = &tail{t: ts, id: id, seq: seq, subs: map[chan struct{}]struct{}{}, stop: cancel}
-		ts.m[id] = t
-		sub := ts.bus.Subscribe(id)
-		go t.run(tctx, sub)
+		t = ts.start(id, seq)
 	}
 	ch := make(chan struct{}, 1)
 	t.mu.Lock()
@@ -77,6 +101,19 @@ func (ts *tails) subscribe(ctx context.Context, id string) (*tail, chan struct{}
 	return t, ch, release, nil
 }
 
+// start makes the tail of session id, whose log ends at seq, and starts
+// its reader. ts.mu is held.
+func (ts *tails) start(id string, seq int64) *tail {
+	tctx, cancel := context.WithCancel(ts.ctx)
+	t := &tail{t: ts, id: id, seq: seq, subs: map[chan struct{}]struct{}{}, stop: cancel}
+	ts.m[id] = t
+	if !ts.closed {
+		sub := ts.bus.Subscribe(id)
+		ts.wg.Go(func() { t.run(tctx, sub) })
+	}
+	return t
+}
+
 func (t *tail) run(ctx context.Context, sub *bus.Sub) {
 	defer sub.Close()
 	tick := time.NewTicker(t.t.poll)
@@ -84,8 +121,6 @@ func (t *tail) run(ctx context.Context, sub *bus.Sub) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-t.t.done:
 			return
 		case <-sub.C:
 		case <-tick.C:
@@ -125,12 +160,7 @@ func (t *tail) read(ctx context.Context) {
 		}
 	}
 	t.mu.Lock()
-	t.ring = append(t.ring, fresh...)
-	// Keep at least the last tailRing entries; trim in bulk so that the
-	// copy is amortized over tailRing appends.
-	if len(t.ring) > 2*tailRing {
-		t.ring = append(t.ring[:0:0], t.ring[len(t.ring)-tailRing:]...)
-	}
+	t.keep(fresh)
 	t.seq = after
 	t.deleted = deleted
 	for ch := range t.subs {
@@ -140,6 +170,22 @@ func (t *tail) read(ctx context.Context) {
 		}
 	}
 	t.mu.Unlock()
+}
+
+// keep appends fresh entries to the ring and drops the oldest until it
+// holds at most tailRing entries and tailRingBytes of JSON. t.mu is held.
+func (t *tail) keep(fresh []store.Entry) {
+	t.ring = append(t.ring, fresh...)
+	for _, e := range fresh {
+		t.ringBytes += len(e.Raw)
+	}
+	drop := 0
+	for drop < len(t.ring) && (len(t.ring)-drop > tailRing || t.ringBytes > tailRingBytes) {
+		t.ringBytes -= len(t.ring[drop].Raw)
+		drop++
+	}
+	clear(t.ring[:drop]) // let the dropped events' memory go
+	t.ring = t.ring[drop:]
 }
 
 // since returns the entries after seq. ok is false when the ring no longer

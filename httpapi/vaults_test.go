@@ -22,6 +22,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/mcptest"
 	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/internal/packages"
 	"github.com/reinsdev/reins/store/sqlite"
 	"github.com/reinsdev/reins/vault"
 )
@@ -89,7 +90,7 @@ func newVaultFixture(t *testing.T) *vaultFixture {
 	}
 	f := &vaultFixture{dir: dir, logs: &syncBuffer{}, bodies: &syncBuffer{}}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv := New(Config{Store: st, Auth: &Authenticator{Keys: st, Bootstrap: "sk-test"}, Logger: log})
+	srv := New(Config{Store: st, Auth: &Authenticator{Keys: st, Bootstrap: "sk-test"}, Logger: log, ValidatePackages: packages.Validate})
 	// The tests' MCP servers and token endpoints listen on loopback.
 	probe := (&netguard.Guard{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}).Client(5 * time.Second)
 	srv.vaultRoutes(VaultConfig{Keyring: keys, ProbeClient: probe})

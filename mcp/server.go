@@ -147,6 +147,7 @@ func NewServer(opts Options) *Server {
 		inflight: map[*flight]struct{}{},
 	}
 	caps := &sdk.ServerCapabilities{
+		//lint:ignore SA1019 clients may still ask for log messages; MCP deprecates logging without a replacement
 		Logging: &sdk.LoggingCapabilities{},
 		Tools:   &sdk.ToolCapabilities{ListChanged: true},
 	}
@@ -163,6 +164,7 @@ func NewServer(opts Options) *Server {
 	so.Logger = log
 	if so.Capabilities != nil {
 		c := *so.Capabilities
+		//lint:ignore SA1019 keeps the logging capability above (deprecated, no replacement)
 		c.Logging, c.Tools = caps.Logging, caps.Tools
 		if caps.Extensions != nil {
 			c.Extensions = caps.Extensions

@@ -46,9 +46,6 @@ type GrepInput struct {
 	Path    string `json:"path,omitempty"`
 }
 
-// Names of the built-in tools.
-var Names = []string{"bash", "read", "write", "edit", "glob", "grep"}
-
 // Mutating reports whether the tool name may change the workspace, the
 // calls a person is asked to confirm.
 func Mutating(name string) bool {

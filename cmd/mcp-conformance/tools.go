@@ -54,6 +54,7 @@ func tools() []mcp.Operation {
 				if i > 0 {
 					pause(ctx, 50*time.Millisecond)
 				}
+				//lint:ignore SA1019 the conformance suite tests logging, deprecated in MCP without a replacement
 				_ = c.Request.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "info", Data: msg})
 			}
 			return mcp.TextResult("Tool with logging executed successfully"), nil
@@ -77,7 +78,9 @@ func tools() []mcp.Operation {
 			Handler: func(ctx context.Context, c *mcp.Call) (*mcp.Result, error) {
 				var in struct{ Prompt string }
 				_ = json.Unmarshal(c.Arguments, &in)
+				//lint:ignore SA1019 the conformance suite tests sampling, deprecated in MCP without a replacement
 				res, err := c.Request.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 100,
+					//lint:ignore SA1019 as above
 					Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: in.Prompt}}}})
 				if err != nil {
 					return nil, err

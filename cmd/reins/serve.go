@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +33,8 @@ type serveOptions struct {
 	maxAttempts      int
 	retryBase        time.Duration
 	retryMax         time.Duration
+	modelConcurrency int
+	providerConc     map[string]int
 	shutdownGrace    time.Duration
 	logLevel         string
 	outboundAllow    []string
@@ -62,6 +65,8 @@ in the data dir; nothing else needs installing.`,
 	f.IntVar(&o.maxAttempts, "model-max-attempts", envInt("REINS_MODEL_MAX_ATTEMPTS", 4), "tries of one model call before the turn is abandoned (REINS_MODEL_MAX_ATTEMPTS)")
 	f.DurationVar(&o.retryBase, "model-retry-base", envDuration("REINS_MODEL_RETRY_BASE", time.Second), "first retry delay, doubled each retry (REINS_MODEL_RETRY_BASE)")
 	f.DurationVar(&o.retryMax, "model-retry-max", envDuration("REINS_MODEL_RETRY_MAX", 30*time.Second), "longest retry delay (REINS_MODEL_RETRY_MAX)")
+	f.IntVar(&o.modelConcurrency, "model-concurrency", envInt("REINS_MODEL_CONCURRENCY", 64), "model calls in flight at once across all providers, 0 for no bound; turns over it wait, still running (REINS_MODEL_CONCURRENCY)")
+	f.StringToIntVar(&o.providerConc, "model-provider-concurrency", envIntMap("REINS_MODEL_PROVIDER_CONCURRENCY"), "model calls in flight at once per provider, as anthropic=N,openai=N (REINS_MODEL_PROVIDER_CONCURRENCY)")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown waits for requests and runners")
 	f.StringVar(&o.logLevel, "log-level", envOr("REINS_LOG_LEVEL", "info"), "debug, info, warn or error (REINS_LOG_LEVEL)")
 	f.StringSliceVar(&o.outboundAllow, "outbound-allow", splitList(os.Getenv("REINS_OUTBOUND_ALLOW")),
@@ -79,6 +84,21 @@ func envInt(name string, def int) int {
 		return n
 	}
 	return def
+}
+
+// envIntMap reads name=N,name=N from the environment variable; a malformed
+// value is ignored (the flag's default is then empty).
+func envIntMap(name string) map[string]int {
+	out := map[string]int{}
+	for _, kv := range splitList(os.Getenv(name)) {
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			return map[string]int{}
+		}
+		out[strings.TrimSpace(k)] = n
+	}
+	return out
 }
 
 func envDuration(name string, def time.Duration) time.Duration {
@@ -101,6 +121,11 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	for name := range o.providerConc {
+		if name != "anthropic" && name != "openai" && name != "scripted" {
+			return fmt.Errorf("--model-provider-concurrency: unknown provider %q (anthropic, openai, scripted)", name)
+		}
+	}
 	sbx, err := o.sandbox.config()
 	if err != nil {
 		return err
@@ -115,6 +140,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	}
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
+		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound})
 	if err != nil {
 		return err

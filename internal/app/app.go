@@ -19,6 +19,7 @@ import (
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/internal/packages"
 	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/workqueue"
 	"github.com/reinsdev/reins/model"
@@ -42,7 +43,12 @@ type Config struct {
 	// Models are the model providers by name ("anthropic", "openai",
 	// "scripted"). "scripted" is added when missing.
 	Models model.Router
-	Retry  harness.RetryPolicy
+	// ModelConcurrency bounds the model calls in flight across all
+	// providers, and ProviderConcurrency those of each provider by name
+	// (0 or missing: no bound). Turns over a bound wait, still running.
+	ModelConcurrency    int
+	ProviderConcurrency map[string]int
+	Retry               harness.RetryPolicy
 	// WorkLeaseTTL is the lease of a pull worker's work item (default
 	// 30 s).
 	WorkLeaseTTL time.Duration
@@ -138,6 +144,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if models["scripted"] == nil {
 		models["scripted"] = &scripted.Provider{Dir: filepath.Join(cfg.DataDir, "scripts")}
 	}
+	limitModels(models, cfg.ModelConcurrency, cfg.ProviderConcurrency)
 	rawKey, err := vault.LoadKey(os.Getenv(vault.EnvKey), cfg.DataDir)
 	if err != nil {
 		st.Close()
@@ -184,6 +191,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
 	hc.Lifecycle = ht
+	hc.ValidatePackages = packages.Validate
 	api := httpapi.New(hc)
 	idle := func() {
 		streams.CloseIdleConnections()
@@ -238,4 +246,16 @@ func (a *App) Shutdown(ctx context.Context) error {
 	errs = append(errs, a.Store.Close())
 	errs = append(errs, a.lock.release())
 	return errors.Join(errs...)
+}
+
+// limitModels bounds the concurrent calls of each provider of models to
+// its own bound and to the shared bound global.
+func limitModels(models model.Router, global int, perProvider map[string]int) {
+	all := model.NewLimiter(global)
+	for name, p := range models {
+		own := model.NewLimiter(perProvider[name])
+		if own != nil || all != nil {
+			models[name] = model.Limit(p, own, all)
+		}
+	}
 }

@@ -29,13 +29,12 @@ func (c credentialCheck) Check(ctx context.Context, sessionID, envID string, vau
 		return nil // unrestricted (or self-hosted: not injected there)
 	}
 	for _, vid := range vaultIDs {
-		creds, err := c.st.ListCredentials(ctx, vid, store.ListQuery{Limit: 1000})
+		creds, err := liveCredentials(ctx, c.st, vid)
 		if err != nil {
 			return err
 		}
-		for _, it := range creds {
-			cr := it.Value
-			if cr.ArchivedAt != nil || cr.Auth.Type != ma.AuthEnvVar || cr.Auth.Networking == nil || cr.Auth.Networking.Type != "limited" {
+		for _, cr := range creds {
+			if cr.Auth.Type != ma.AuthEnvVar || cr.Auth.Networking == nil || cr.Auth.Networking.Type != "limited" {
 				continue
 			}
 			for _, h := range cr.Auth.Networking.AllowedHosts {

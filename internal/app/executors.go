@@ -130,13 +130,12 @@ func (t *hubTools) credentials(ctx context.Context, sess *ma.Session) ([]secret,
 	var secrets []secret
 	seen := map[string]bool{}
 	for _, vid := range sess.VaultIDs {
-		creds, err := t.st.ListCredentials(ctx, vid, store.ListQuery{Limit: 1000})
+		creds, err := liveCredentials(ctx, t.st, vid)
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range creds {
-			c := it.Value
-			if c.ArchivedAt != nil || c.Auth.Type != ma.AuthEnvVar || seen[c.Auth.SecretName] {
+		for _, c := range creds {
+			if c.Auth.Type != ma.AuthEnvVar || seen[c.Auth.SecretName] {
 				continue // the first vault that has the name wins
 			}
 			seen[c.Auth.SecretName] = true

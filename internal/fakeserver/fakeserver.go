@@ -44,6 +44,8 @@ type Server[R any] struct {
 	queue      []R
 	reqs       []Request
 	unscripted int
+	inFlight   int // scripted calls being answered
+	peak       int // the most inFlight has been
 }
 
 // Config describes a fake API.
@@ -100,6 +102,14 @@ func (s *Server[R]) Unscripted() int {
 	return s.unscripted
 }
 
+// PeakConcurrency returns the most scripted calls that were being
+// answered at once.
+func (s *Server[R]) PeakConcurrency() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
 // Client returns an HTTP client for the server whose idle connections are
 // closed with it.
 func (s *Server[R]) Client() *http.Client { return s.srv.Client() }
@@ -136,6 +146,13 @@ func (s *Server[R]) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := s.queue[0]
 	s.queue = s.queue[1:]
+	s.inFlight++
+	s.peak = max(s.peak, s.inFlight)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
 	s.serve(w, r, body, resp, s.done)
 }

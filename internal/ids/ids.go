@@ -4,18 +4,40 @@ package ids
 
 import (
 	"crypto/rand"
+	"io"
 )
 
 const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghijkmnopqrstuvwxyz"
 
-// New returns prefix followed by 24 random characters (about 140 bits).
+// idLen is the number of random characters of an id.
+const idLen = 24
+
+// unbiased is the largest multiple of len(alphabet) that fits a byte: a
+// byte below it maps to every character equally often, the rest are
+// dropped.
+const unbiased = 256 - 256%len(alphabet)
+
+// New returns prefix followed by 24 characters drawn uniformly from a
+// 57-letter alphabet (about 140 bits).
 func New(prefix string) string {
-	var b [24]byte
-	rand.Read(b[:]) // never fails (crypto/rand panics on a broken system)
-	out := make([]byte, len(prefix)+len(b))
+	return newFrom(rand.Reader, prefix)
+}
+
+// newFrom is New reading random bytes from r.
+func newFrom(r io.Reader, prefix string) string {
+	out := make([]byte, len(prefix), len(prefix)+idLen)
 	copy(out, prefix)
-	for i, c := range b {
-		out[len(prefix)+i] = alphabet[int(c)%len(alphabet)]
+	var buf [idLen + idLen/2]byte // rejection drops about 11% of bytes
+	for len(out) < cap(out) {
+		if _, err := io.ReadFull(r, buf[:]); err != nil {
+			// crypto/rand never fails: it aborts the program instead.
+			panic("ids: reading random bytes: " + err.Error())
+		}
+		for _, c := range buf {
+			if int(c) < unbiased && len(out) < cap(out) {
+				out = append(out, alphabet[int(c)%len(alphabet)])
+			}
+		}
 	}
 	return string(out)
 }

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,12 +174,6 @@ func (q *query) page(col string, l store.ListQuery) string {
 // backwards reports whether a page of l is read in reverse list order.
 func backwards(l store.ListQuery) bool { return l.Before > 0 && l.After == 0 }
 
-func reverse[T any](s []T) {
-	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
-		s[i], s[j] = s[j], s[i]
-	}
-}
-
 // collect runs a query and scans each row with scan.
 func collect[T any](ctx context.Context, db Querier, scan func(Row) (T, error), sql string, args ...any) ([]T, error) {
 	rows, err := db.Query(ctx, sql, args...)
@@ -202,7 +197,7 @@ func collect[T any](ctx context.Context, db Querier, scan func(Row) (T, error), 
 func list[T any](ctx context.Context, db Querier, scan func(Row) (T, error), sql, col string, q *query, l store.ListQuery) ([]T, error) {
 	out, err := collect(ctx, db, scan, sql+q.page(col, l), q.args...)
 	if err == nil && backwards(l) {
-		reverse(out)
+		slices.Reverse(out)
 	}
 	return out, err
 }
