@@ -54,16 +54,43 @@ type Config struct {
 	Executors http.Handler
 	// Lifecycle, if set, is told when sessions and environments end.
 	Lifecycle Lifecycle
+	// Models, if set, checks the model ids of agents as they are created
+	// or changed: an id no configured provider serves is refused (400)
+	// instead of failing the session's first turn.
+	Models ModelChecker
 }
 
-// Lifecycle is told when sessions and environments end for good, so that
-// what they hold (sandboxes, workspaces, executors) goes with them.
+// ModelChecker tells whether a model id is served; model.Router is one.
+type ModelChecker interface {
+	Check(modelID string) error
+}
+
+// checkModel refuses a model id that no configured provider serves.
+func (s *Server) checkModel(field, id string) error {
+	if s.cfg.Models == nil {
+		return nil
+	}
+	if err := s.cfg.Models.Check(id); err != nil {
+		return badRequest("%s: %v", field, err)
+	}
+	return nil
+}
+
+// Lifecycle is told when sessions and environments end for good, and when
+// environment keys are revoked, so that what they hold (sandboxes,
+// workspaces, executor connections) goes with them.
 type Lifecycle interface {
 	// SessionEnded is called after sess was archived, or deleted when
 	// deleted is set.
 	SessionEnded(ctx context.Context, sess *ma.Session, deleted bool)
 	// EnvironmentDeleted is called after an environment was deleted.
 	EnvironmentDeleted(ctx context.Context, id string)
+	// EnvironmentArchived is called after an environment was archived:
+	// its outside executors are cut off.
+	EnvironmentArchived(ctx context.Context, id string)
+	// EnvironmentKeyRevoked is called after an environment key was
+	// revoked: the executors connected with it are cut off.
+	EnvironmentKeyRevoked(ctx context.Context, k store.EnvironmentKey)
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -167,7 +194,16 @@ func (s *Server) routes() {
 
 type ctxKey int
 
-const requestIDKey ctxKey = iota
+const (
+	requestIDKey ctxKey = iota
+	principalKey
+)
+
+// principal returns who r acts for (the zero Principal on /healthz).
+func principal(r *http.Request) Principal {
+	p, _ := r.Context().Value(principalKey).(Principal)
+	return p
+}
 
 func requestID(r *http.Request) string {
 	id, _ := r.Context().Value(requestIDKey).(string)
@@ -202,6 +238,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
 	}
 	// Go's mux answers a wrong method with its own 405 text; answer in
 	// the JSON envelope instead.
