@@ -143,6 +143,18 @@ func (s *Server) handle(pattern string, maxBody int64, h handlerFunc) {
 	})
 }
 
+// noBody is h for an endpoint that takes no request body: a body, if
+// any, must be empty, {} or null, so that a field sent there is refused
+// rather than ignored.
+func noBody(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := decode(r, &struct{}{}); err != nil {
+			return err
+		}
+		return h(w, r)
+	}
+}
+
 func (s *Server) routes() {
 	big := s.cfg.MaxBody
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -152,33 +164,33 @@ func (s *Server) routes() {
 	s.handle("GET /v1/agents", smallBody, s.listAgents)
 	s.handle("GET /v1/agents/{id}", smallBody, s.getAgent)
 	s.handle("POST /v1/agents/{id}", smallBody*4, s.updateAgent)
-	s.handle("POST /v1/agents/{id}/archive", smallBody, s.archiveAgent)
+	s.handle("POST /v1/agents/{id}/archive", smallBody, noBody(s.archiveAgent))
 	s.handle("GET /v1/agents/{id}/versions", smallBody, s.listAgentVersions)
 
 	s.handle("POST /v1/environments", smallBody, s.createEnvironment)
 	s.handle("GET /v1/environments", smallBody, s.listEnvironments)
 	s.handle("GET /v1/environments/{id}", smallBody, s.getEnvironment)
 	s.handle("POST /v1/environments/{id}", smallBody, s.updateEnvironment)
-	s.handle("POST /v1/environments/{id}/archive", smallBody, s.archiveEnvironment)
-	s.handle("DELETE /v1/environments/{id}", smallBody, s.deleteEnvironment)
+	s.handle("POST /v1/environments/{id}/archive", smallBody, noBody(s.archiveEnvironment))
+	s.handle("DELETE /v1/environments/{id}", smallBody, noBody(s.deleteEnvironment))
 	s.handle("GET /v1/environments/{id}/work/poll", smallBody, s.pollWork)
 	s.handle("GET /v1/environments/{id}/work/stats", smallBody, s.workStats)
 	s.handle("GET /v1/environments/{id}/work", smallBody, s.listWork)
 	s.handle("GET /v1/environments/{id}/work/{work_id}", smallBody, s.getWork)
 	s.handle("POST /v1/environments/{id}/work/{work_id}", smallBody, s.updateWork)
-	s.handle("POST /v1/environments/{id}/work/{work_id}/ack", smallBody, s.ackWork)
-	s.handle("POST /v1/environments/{id}/work/{work_id}/heartbeat", smallBody, s.heartbeatWork)
+	s.handle("POST /v1/environments/{id}/work/{work_id}/ack", smallBody, noBody(s.ackWork))
+	s.handle("POST /v1/environments/{id}/work/{work_id}/heartbeat", smallBody, noBody(s.heartbeatWork))
 	s.handle("POST /v1/environments/{id}/work/{work_id}/stop", smallBody, s.stopWork)
-	s.handle("POST /v1/environments/{id}/keys", smallBody, s.createEnvironmentKey)
+	s.handle("POST /v1/environments/{id}/keys", smallBody, noBody(s.createEnvironmentKey))
 	s.handle("GET /v1/environments/{id}/keys", smallBody, s.listEnvironmentKeys)
-	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, s.revokeEnvironmentKey)
+	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, noBody(s.revokeEnvironmentKey))
 
 	s.handle("POST /v1/sessions", big, s.createSession)
 	s.handle("GET /v1/sessions", smallBody, s.listSessions)
 	s.handle("GET /v1/sessions/{id}", smallBody, s.getSession)
 	s.handle("POST /v1/sessions/{id}", smallBody*4, s.updateSession)
-	s.handle("POST /v1/sessions/{id}/archive", smallBody, s.archiveSession)
-	s.handle("DELETE /v1/sessions/{id}", smallBody, s.deleteSession)
+	s.handle("POST /v1/sessions/{id}/archive", smallBody, noBody(s.archiveSession))
+	s.handle("DELETE /v1/sessions/{id}", smallBody, noBody(s.deleteSession))
 	s.handle("POST /v1/sessions/{id}/events", big, s.sendEvents)
 	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
 	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, s.streamEvents)

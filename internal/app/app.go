@@ -181,6 +181,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
 	hc.Lifecycle = ht
+	hc.Models = models
 	api := httpapi.New(hc)
 	idle := func() {
 		streams.CloseIdleConnections()
