@@ -35,7 +35,7 @@ func TestUnknownFieldsAreRefused(t *testing.T) {
 		{"POST", "/v1/agents/{agent}/archive", `{"force":true}`, "unknown field: force (this endpoint takes no body)"},
 		{"POST", "/v1/environments", `{"name":"e2","config":{"type":"cloud","networkin":{}}}`, "config.networkin"},
 		{"POST", "/v1/environments/{env}", `{"descripton":"d"}`, "unknown field: descripton"},
-		{"POST", "/v1/environments/{env}/keys", `{"name":"k"}`, "unknown field: name"},
+		{"POST", "/v1/environments/{hosted}/keys", `{"name":"k"}`, "unknown field: name"},
 		{"POST", "/v1/sessions", `{"agent":"{agent}","environment_id":"{env}","titel":"t"}`, "unknown field: titel"},
 		{"POST", "/v1/sessions", `{"agent":{"type":"agent","id":"{agent}","versoin":1},"environment_id":"{env}"}`, "agent.versoin"},
 		{"POST", "/v1/sessions/{sess}", `{"agent":{"toolz":[]}}`, "agent.toolz"},
