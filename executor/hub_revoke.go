@@ -28,8 +28,9 @@ func (h *Hub) DisconnectEnvironment(environmentID, reason string) int {
 	}, reason)
 }
 
-// cut closes the connections that match, ending their leases first. It
-// returns how many it closed.
+// cut closes the connections that match, ending their leases and taking
+// them out of placement first, so that no session is placed on them
+// meanwhile. It returns how many it closed.
 func (h *Hub) cut(match func(*hubConn) bool, reason string) int {
 	h.mu.Lock()
 	var conns []*hubConn
@@ -40,6 +41,10 @@ func (h *Hub) cut(match func(*hubConn) bool, reason string) int {
 		conns = append(conns, c)
 		for _, l := range c.leases {
 			h.endLeaseLocked(l, leaseLost, fmt.Errorf("%w: %s", ErrToolOutcomeUnknown, reason), "")
+		}
+		if c.registered {
+			h.unregisterLocked(c)
+			h.broadcastLocked(c.principal.scope())
 		}
 	}
 	h.mu.Unlock()

@@ -115,16 +115,25 @@ type Principal struct {
 	hash string
 }
 
-// RecheckPrincipal checks again the key p was authenticated with: an error once it
-// was revoked, or its environment archived or deleted. An API key found
-// valid within [Authenticator.RecheckInterval] is not read again.
+// RecheckPrincipal checks again the key p was authenticated with: an error
+// once it was revoked, or its environment archived or deleted. A key found
+// valid within [Authenticator.RecheckInterval] is not read again, so the
+// streams of one key share one check per interval.
 func (a *Authenticator) RecheckPrincipal(ctx context.Context, p Principal) error {
 	switch {
 	case p.hash == "":
 		return nil
 	case p.EnvironmentID != "":
-		_, err := a.checkEnvironmentKey(ctx, p.hash)
-		return err
+		// Remembered apart from API keys: an environment key is never
+		// taken for an API key.
+		if a.cached("ek:"+p.hash, a.RecheckInterval()) {
+			return nil
+		}
+		if _, err := a.checkEnvironmentKey(ctx, p.hash); err != nil {
+			return err
+		}
+		a.remember("ek:" + p.hash)
+		return nil
 	case a.cached(p.hash, a.RecheckInterval()):
 		return nil
 	}
