@@ -17,7 +17,10 @@ type hubConn struct {
 	h         *Hub
 	rpc       *rpcConn
 	principal principal
-	local     bool // connected through the in-memory listener (NewLocal)
+	// credential is the hash of the environment key or machine token the
+	// connection's token was exchanged for ("" for in-process executors).
+	credential string
+	local      bool // connected through the in-memory listener (NewLocal)
 
 	// guarded by h.mu
 	registered  bool

@@ -59,28 +59,9 @@ func (h *Hub) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret := bearer(r)
-	var p principal
-	var err error
-	switch {
-	case h.opts.Credentials == nil:
-		err = fmt.Errorf("%w: no credentials configured", ErrCredentialRejected)
-	case strings.HasPrefix(secret, EnvironmentKeyPrefix):
-		p.EnvironmentID, err = h.opts.Credentials.VerifyEnvironmentKey(r.Context(), HashSecret(secret))
-	case strings.HasPrefix(secret, MachineTokenPrefix):
-		p.MachineID, err = h.opts.Credentials.VerifyMachineToken(r.Context(), HashSecret(secret))
-	default:
-		err = ErrCredentialRejected
-	}
-	if err == nil && p.EnvironmentID == "" && p.MachineID == "" {
-		err = ErrCredentialRejected
-	}
-	switch {
-	case errors.Is(err, ErrCredentialRejected):
-		httpError(w, http.StatusUnauthorized, "authentication_error", rejection(err))
-		return
-	case err != nil:
-		h.logger.Warn("executor credential check failed", "err", err)
-		httpError(w, http.StatusServiceUnavailable, "overloaded_error", "credential check unavailable; retry")
+	hash := HashSecret(secret)
+	p, err := h.verifyCredential(r.Context(), secret, hash)
+	if !h.credentialOK(w, err) {
 		return
 	}
 	expires := h.opts.Now().Add(h.opts.TokenTTL)
@@ -95,10 +76,75 @@ func (h *Hub) serveToken(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(tokenResponse{
 		Type:      "executor_token",
-		Token:     h.signer.issue(p, expires),
+		Token:     h.signer.issue(p, hash, expires),
 		ExpiresAt: expires.UTC(),
 		URL:       connectURL(base),
 	})
+}
+
+// verifyCredential asks the Credentials who secret (an environment key or
+// a machine token, whose hash is hash) speaks for.
+func (h *Hub) verifyCredential(ctx context.Context, secret, hash string) (principal, error) {
+	var p principal
+	var err error
+	switch {
+	case h.opts.Credentials == nil:
+		err = fmt.Errorf("%w: no credentials configured", ErrCredentialRejected)
+	case strings.HasPrefix(secret, EnvironmentKeyPrefix):
+		p.EnvironmentID, err = h.opts.Credentials.VerifyEnvironmentKey(ctx, hash)
+	case strings.HasPrefix(secret, MachineTokenPrefix):
+		p.MachineID, err = h.opts.Credentials.VerifyMachineToken(ctx, hash)
+	default:
+		err = ErrCredentialRejected
+	}
+	if err == nil && p.EnvironmentID == "" && p.MachineID == "" {
+		err = ErrCredentialRejected
+	}
+	return p, err
+}
+
+// credentialOK answers a failed credential check (401 when the credential
+// was rejected, 503 when it could not be checked) and reports whether err
+// is nil.
+func (h *Hub) credentialOK(w http.ResponseWriter, err error) bool {
+	switch {
+	case errors.Is(err, ErrCredentialRejected):
+		httpError(w, http.StatusUnauthorized, "authentication_error", rejection(err))
+		return false
+	case err != nil:
+		h.logger.Warn("executor credential check failed", "err", err)
+		httpError(w, http.StatusServiceUnavailable, "overloaded_error", "credential check unavailable; retry")
+		return false
+	}
+	return true
+}
+
+// recheck verifies again the credential an executor token was exchanged
+// for, so that a token outlives neither its environment key's revocation
+// nor its environment's archival. In-process executors' tokens name no
+// credential.
+func (h *Hub) recheck(ctx context.Context, c tokenClaims) error {
+	if c.Credential == "" {
+		return nil
+	}
+	var err error
+	switch {
+	case h.opts.Credentials == nil:
+		err = fmt.Errorf("%w: no credentials configured", ErrCredentialRejected)
+	case c.EnvironmentID != "":
+		var env string
+		env, err = h.opts.Credentials.VerifyEnvironmentKey(ctx, c.Credential)
+		if err == nil && env != c.EnvironmentID {
+			err = ErrCredentialRejected
+		}
+	default:
+		var m string
+		m, err = h.opts.Credentials.VerifyMachineToken(ctx, c.Credential)
+		if err == nil && m != c.MachineID {
+			err = ErrCredentialRejected
+		}
+	}
+	return err
 }
 
 // rejection is the message of the token endpoint's 401: the reason the
@@ -129,6 +175,9 @@ func (h *Hub) serveConnect(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusUnauthorized, "authentication_error", err.Error())
 		return
 	}
+	if !h.credentialOK(w, h.recheck(r.Context(), claims)) {
+		return
+	}
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
@@ -142,7 +191,7 @@ func (h *Hub) serveConnect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	c := &hubConn{h: h, principal: claims.principal, local: isLocalConn(r.Context()), leases: make(map[string]*Lease)}
+	c := &hubConn{h: h, principal: claims.principal, credential: claims.Credential, local: isLocalConn(r.Context()), leases: make(map[string]*Lease)}
 	c.rpc = newRPCConn(ws, connConfig{
 		handler:        c.handle,
 		inline:         func(m string) bool { return m == MethodToolResult || m == MethodHeartbeat },

@@ -68,7 +68,7 @@ func (t localTokens) Token(ctx context.Context) (Token, error) {
 	}
 	exp := t.h.opts.Now().Add(t.h.opts.TokenTTL)
 	return Token{
-		Token:     t.h.signer.issue(principal{EnvironmentID: t.env}, exp),
+		Token:     t.h.signer.issue(principal{EnvironmentID: t.env}, "", exp),
 		ExpiresAt: exp,
 		URL:       "ws://reins.local/v1/executor/connect",
 	}, nil

@@ -49,8 +49,13 @@ func (p principal) scope() string {
 
 type tokenClaims struct {
 	principal
-	Expires int64  `json:"x"`
-	Nonce   string `json:"n"`
+	// Credential is the hash of the environment key or machine token the
+	// token was exchanged for (empty for an in-process executor's token):
+	// the hub checks it again at connect and closes the connections made
+	// with it when it is revoked.
+	Credential string `json:"k,omitempty"`
+	Expires    int64  `json:"x"`
+	Nonce      string `json:"n"`
 }
 
 var errBadToken = errors.New("executor: invalid executor token")
@@ -59,10 +64,10 @@ var errBadToken = errors.New("executor: invalid executor token")
 // hub sharing the secret accepts them.
 type tokenSigner struct{ secret []byte }
 
-func (s tokenSigner) issue(p principal, expires time.Time) string {
+func (s tokenSigner) issue(p principal, credential string, expires time.Time) string {
 	var n [9]byte
 	rand.Read(n[:])
-	b, _ := json.Marshal(tokenClaims{principal: p, Expires: expires.Unix(), Nonce: base64.RawURLEncoding.EncodeToString(n[:])})
+	b, _ := json.Marshal(tokenClaims{principal: p, Credential: credential, Expires: expires.Unix(), Nonce: base64.RawURLEncoding.EncodeToString(n[:])})
 	payload := base64.RawURLEncoding.EncodeToString(b)
 	return "reins_et_" + payload + "." + s.sign(payload)
 }

@@ -59,8 +59,10 @@ type failure struct {
 	credentialID, vaultID string
 }
 
-// classify maps an error from a model call to the session error model
-// (shared/design/error-model.md §1).
+// classify maps an error from a model call to the session error model:
+// the session.error type, and whether a retry may help (retry_status
+// retrying, else exhausted; see "What a session.error means" in the
+// README).
 func classify(err error) failure {
 	if f, ok := mcpFailure(err); ok {
 		return f

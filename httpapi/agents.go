@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -39,6 +40,9 @@ func (m *modelParam) UnmarshalJSON(b []byte) error {
 	}
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return badRequest("model: must be a model id string or an object {id, effort?, speed?}")
+	}
+	if err := checkUnknownAt("model", b, &obj); err != nil {
+		return err
 	}
 	m.ID, m.Speed, m.InferenceGeo = obj.ID, obj.Speed, obj.InferenceGeo
 	if len(obj.Effort) > 0 && string(obj.Effort) != "null" {
@@ -242,7 +246,20 @@ type agentCreate struct {
 	MCPServers  []ma.MCPServer    `json:"mcp_servers"`
 	Skills      []json.RawMessage `json:"skills"`
 	Multiagent  json.RawMessage   `json:"multiagent"`
-	Metadata    map[string]string `json:"metadata"`
+	// ExecutionIdentity is accepted when null only.
+	ExecutionIdentity json.RawMessage   `json:"execution_identity"`
+	Metadata          map[string]string `json:"metadata"`
+}
+
+// unsupported refuses the fields this server does not implement yet when
+// they carry a value (null means "none").
+func unsupported(fields map[string]json.RawMessage) error {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		if v := fields[name]; len(v) > 0 && string(v) != "null" {
+			return badRequest("%s: not supported by this server yet", name)
+		}
+	}
+	return nil
 }
 
 func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
@@ -268,8 +285,11 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 	if len(p.Skills) > 0 {
 		return badRequest("skills: not supported by this server yet")
 	}
-	if len(p.Multiagent) > 0 && string(p.Multiagent) != "null" {
-		return badRequest("multiagent: not supported by this server yet")
+	if err := unsupported(map[string]json.RawMessage{"multiagent": p.Multiagent, "execution_identity": p.ExecutionIdentity}); err != nil {
+		return err
+	}
+	if err := s.checkModel("model", p.Model.ID); err != nil {
+		return err
 	}
 	if err := validateMetadata("metadata", p.Metadata); err != nil {
 		return err
@@ -320,7 +340,10 @@ type agentUpdate struct {
 	Tools       *[]toolParam       `json:"tools"`
 	MCPServers  *[]ma.MCPServer    `json:"mcp_servers"`
 	Skills      *[]json.RawMessage `json:"skills"`
-	Metadata    metadataPatch      `json:"metadata"`
+	// Multiagent and ExecutionIdentity are accepted when null only.
+	Multiagent        json.RawMessage `json:"multiagent"`
+	ExecutionIdentity json.RawMessage `json:"execution_identity"`
+	Metadata          metadataPatch   `json:"metadata"`
 }
 
 func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) error {
@@ -330,6 +353,14 @@ func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) error {
 	raw, err := decodePresent(r, &p)
 	if err != nil {
 		return err
+	}
+	if err := unsupported(map[string]json.RawMessage{"multiagent": p.Multiagent, "execution_identity": p.ExecutionIdentity}); err != nil {
+		return err
+	}
+	if p.Model.set {
+		if err := s.checkModel("model", p.Model.ID); err != nil {
+			return err
+		}
 	}
 	a, err := s.cfg.Store.UpdateAgent(r.Context(), r.PathValue("id"), func(cur ma.Agent) (ma.Agent, bool, error) {
 		if cur.ArchivedAt != nil {

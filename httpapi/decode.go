@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 
 	ma "github.com/reinsdev/reins/managedagents"
@@ -59,7 +62,7 @@ func decodeBytes(data []byte, v any) error {
 	if dec.More() {
 		return badRequest("request body: unexpected data after the JSON value")
 	}
-	return nil
+	return checkUnknown(data, v)
 }
 
 func jsonError(err error) error {
@@ -169,4 +172,144 @@ func quoteList(s []string) string {
 		q[i] = fmt.Sprintf("%q", x)
 	}
 	return strings.Join(q, ", ")
+}
+
+// unmarshalerType is json.Unmarshaler: a type that decodes itself is not
+// walked by unknownFields (it checks its own fields, or takes any).
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// checkUnknown refuses the object keys in data that the type of v does
+// not declare, at any depth, naming every one with its path and the
+// fields its object accepts. Keys match exactly, as the API documents
+// them: encoding/json's case-insensitive match would take "Name" for
+// "name".
+func checkUnknown(data []byte, v any) error { return checkUnknownAt("", data, v) }
+
+// checkUnknownAt is checkUnknown for the object at path (for the types
+// that decode themselves).
+func checkUnknownAt(path string, data []byte, v any) error {
+	var found []unknownField
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	walkFields(path, data, t, &found)
+	if len(found) == 0 {
+		return nil
+	}
+	slices.SortFunc(found, func(a, b unknownField) int { return strings.Compare(a.path, b.path) })
+	parts := make([]string, len(found))
+	for i, f := range found {
+		accepted := "this endpoint takes no body"
+		if len(f.accepted) > 0 {
+			accepted = "accepted: " + strings.Join(f.accepted, ", ")
+		}
+		parts[i] = fmt.Sprintf("%s (%s)", f.path, accepted)
+	}
+	noun := "unknown field"
+	if len(found) > 1 {
+		noun = "unknown fields"
+	}
+	return badRequest("%s: %s", noun, strings.Join(parts, "; "))
+}
+
+// unknownField is a key that its object's type does not declare.
+type unknownField struct {
+	path     string
+	accepted []string
+}
+
+func walkUnknown(path string, raw []byte, t reflect.Type, found *[]unknownField) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		walkFields(path, raw, t, found)
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return // raw JSON or bytes
+		}
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return
+		}
+		for i, it := range items {
+			walkUnknown(fmt.Sprintf("%s[%d]", path, i), it, t.Elem(), found)
+		}
+	case reflect.Map:
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			return
+		}
+		for k, v := range m {
+			walkUnknown(join(path, k), v, t.Elem(), found)
+		}
+	}
+}
+
+// walkFields checks the keys of the object raw against struct type t.
+func walkFields(path string, raw []byte, t reflect.Type, found *[]unknownField) {
+	if t.Kind() != reflect.Struct {
+		walkUnknown(path, raw, t, found)
+		return
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return
+	}
+	fields := jsonFields(t)
+	for k, v := range m {
+		ft, ok := fields[k]
+		if !ok {
+			*found = append(*found, unknownField{path: join(path, k), accepted: slices.Sorted(maps.Keys(fields))})
+			continue
+		}
+		walkUnknown(join(path, k), v, ft, found)
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// jsonFields returns the JSON names of t's fields and their types, with
+// the fields of embedded structs promoted, as encoding/json reads them.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			et := f.Type
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct {
+				for k, v := range jsonFields(et) {
+					if _, ok := out[k]; !ok {
+						out[k] = v
+					}
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
 }

@@ -265,6 +265,9 @@ func (s *Server) archiveEnvironment(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
+	if s.cfg.Lifecycle != nil {
+		s.cfg.Lifecycle.EnvironmentArchived(r.Context(), e.ID)
+	}
 	writeJSON(w, e)
 	return nil
 }

@@ -70,10 +70,15 @@ func (s *Server) listEnvironmentKeys(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
+// revokeEnvironmentKey revokes a key: requests with it are refused from
+// now on, and the executors and streams it opened are cut off.
 func (s *Server) revokeEnvironmentKey(w http.ResponseWriter, r *http.Request) error {
 	k, err := s.cfg.Store.RevokeEnvironmentKey(r.Context(), r.PathValue("id"), r.PathValue("key_id"), time.Now())
 	if err != nil {
 		return err
+	}
+	if s.cfg.Lifecycle != nil {
+		s.cfg.Lifecycle.EnvironmentKeyRevoked(r.Context(), k)
 	}
 	writeJSON(w, keyView(k))
 	return nil

@@ -43,7 +43,8 @@ func conflict(format string, args ...any) *apiError {
 	return e
 }
 
-// writeError answers err in the envelope of error-model.md §2. Errors that
+// writeError answers err in the API's error envelope ({"type":"error",
+// "error":{"type","message"},"request_id"}). Errors that
 // are not *apiError map from the store's sentinels, else to 500 api_error
 // (logged, with a generic message).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {

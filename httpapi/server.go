@@ -63,16 +63,43 @@ type Config struct {
 	// app passes packages.Validate). Its error becomes a 400 under
 	// "config.". Unset, packages are only checked when installed.
 	ValidatePackages func(*ma.Packages) error
+	// Models, if set, checks the model ids of agents as they are created
+	// or changed: an id no configured provider serves is refused (400)
+	// instead of failing the session's first turn.
+	Models ModelChecker
 }
 
-// Lifecycle is told when sessions and environments end for good, so that
-// what they hold (sandboxes, workspaces, executors) goes with them.
+// ModelChecker tells whether a model id is served; model.Router is one.
+type ModelChecker interface {
+	Check(modelID string) error
+}
+
+// checkModel refuses a model id that no configured provider serves.
+func (s *Server) checkModel(field, id string) error {
+	if s.cfg.Models == nil {
+		return nil
+	}
+	if err := s.cfg.Models.Check(id); err != nil {
+		return badRequest("%s: %v", field, err)
+	}
+	return nil
+}
+
+// Lifecycle is told when sessions and environments end for good, and when
+// environment keys are revoked, so that what they hold (sandboxes,
+// workspaces, executor connections) goes with them.
 type Lifecycle interface {
 	// SessionEnded is called after sess was archived, or deleted when
 	// deleted is set.
 	SessionEnded(ctx context.Context, sess *ma.Session, deleted bool)
 	// EnvironmentDeleted is called after an environment was deleted.
 	EnvironmentDeleted(ctx context.Context, id string)
+	// EnvironmentArchived is called after an environment was archived:
+	// its outside executors are cut off.
+	EnvironmentArchived(ctx context.Context, id string)
+	// EnvironmentKeyRevoked is called after an environment key was
+	// revoked: the executors connected with it are cut off.
+	EnvironmentKeyRevoked(ctx context.Context, k store.EnvironmentKey)
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -135,6 +162,18 @@ func (s *Server) handle(pattern string, maxBody int64, h handlerFunc) {
 	})
 }
 
+// noBody is h for an endpoint that takes no request body: a body, if
+// any, must be empty, {} or null, so that a field sent there is refused
+// rather than ignored.
+func noBody(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := decode(r, &struct{}{}); err != nil {
+			return err
+		}
+		return h(w, r)
+	}
+}
+
 func (s *Server) routes() {
 	big := s.cfg.MaxBody
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -144,33 +183,33 @@ func (s *Server) routes() {
 	s.handle("GET /v1/agents", smallBody, s.listAgents)
 	s.handle("GET /v1/agents/{id}", smallBody, s.getAgent)
 	s.handle("POST /v1/agents/{id}", smallBody*4, s.updateAgent)
-	s.handle("POST /v1/agents/{id}/archive", smallBody, s.archiveAgent)
+	s.handle("POST /v1/agents/{id}/archive", smallBody, noBody(s.archiveAgent))
 	s.handle("GET /v1/agents/{id}/versions", smallBody, s.listAgentVersions)
 
 	s.handle("POST /v1/environments", smallBody, s.createEnvironment)
 	s.handle("GET /v1/environments", smallBody, s.listEnvironments)
 	s.handle("GET /v1/environments/{id}", smallBody, s.getEnvironment)
 	s.handle("POST /v1/environments/{id}", smallBody, s.updateEnvironment)
-	s.handle("POST /v1/environments/{id}/archive", smallBody, s.archiveEnvironment)
-	s.handle("DELETE /v1/environments/{id}", smallBody, s.deleteEnvironment)
+	s.handle("POST /v1/environments/{id}/archive", smallBody, noBody(s.archiveEnvironment))
+	s.handle("DELETE /v1/environments/{id}", smallBody, noBody(s.deleteEnvironment))
 	s.handle("GET /v1/environments/{id}/work/poll", smallBody, s.pollWork)
 	s.handle("GET /v1/environments/{id}/work/stats", smallBody, s.workStats)
 	s.handle("GET /v1/environments/{id}/work", smallBody, s.listWork)
 	s.handle("GET /v1/environments/{id}/work/{work_id}", smallBody, s.getWork)
 	s.handle("POST /v1/environments/{id}/work/{work_id}", smallBody, s.updateWork)
-	s.handle("POST /v1/environments/{id}/work/{work_id}/ack", smallBody, s.ackWork)
-	s.handle("POST /v1/environments/{id}/work/{work_id}/heartbeat", smallBody, s.heartbeatWork)
+	s.handle("POST /v1/environments/{id}/work/{work_id}/ack", smallBody, noBody(s.ackWork))
+	s.handle("POST /v1/environments/{id}/work/{work_id}/heartbeat", smallBody, noBody(s.heartbeatWork))
 	s.handle("POST /v1/environments/{id}/work/{work_id}/stop", smallBody, s.stopWork)
-	s.handle("POST /v1/environments/{id}/keys", smallBody, s.createEnvironmentKey)
+	s.handle("POST /v1/environments/{id}/keys", smallBody, noBody(s.createEnvironmentKey))
 	s.handle("GET /v1/environments/{id}/keys", smallBody, s.listEnvironmentKeys)
-	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, s.revokeEnvironmentKey)
+	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, noBody(s.revokeEnvironmentKey))
 
 	s.handle("POST /v1/sessions", big, s.createSession)
 	s.handle("GET /v1/sessions", smallBody, s.listSessions)
 	s.handle("GET /v1/sessions/{id}", smallBody, s.getSession)
 	s.handle("POST /v1/sessions/{id}", smallBody*4, s.updateSession)
-	s.handle("POST /v1/sessions/{id}/archive", smallBody, s.archiveSession)
-	s.handle("DELETE /v1/sessions/{id}", smallBody, s.deleteSession)
+	s.handle("POST /v1/sessions/{id}/archive", smallBody, noBody(s.archiveSession))
+	s.handle("DELETE /v1/sessions/{id}", smallBody, noBody(s.deleteSession))
 	s.handle("POST /v1/sessions/{id}/events", big, s.sendEvents)
 	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
 	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, s.streamEvents)
@@ -186,7 +225,16 @@ func (s *Server) routes() {
 
 type ctxKey int
 
-const requestIDKey ctxKey = iota
+const (
+	requestIDKey ctxKey = iota
+	principalKey
+)
+
+// principal returns who r acts for (the zero Principal on /healthz).
+func principal(r *http.Request) Principal {
+	p, _ := r.Context().Value(principalKey).(Principal)
+	return p
+}
 
 func requestID(r *http.Request) string {
 	id, _ := r.Context().Value(requestIDKey).(string)
@@ -221,6 +269,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
 	}
 	// Go's mux answers a wrong method with its own 405 text; answer in
 	// the JSON envelope instead.

@@ -36,6 +36,9 @@ func (a *agentRef) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
+	if err := checkUnknownAt("agent", b, &p); err != nil {
+		return err
+	}
 	*a = agentRef(p)
 	return json.Unmarshal(b, &a.raw)
 }
@@ -70,6 +73,9 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 				return sa, badRequest("agent.model: cannot be cleared")
 			}
 			if err := ref.Model.validate(); err != nil {
+				return sa, err
+			}
+			if err := s.checkModel("agent.model", ref.Model.ID); err != nil {
 				return sa, err
 			}
 			sa.Model = ref.Model.ModelConfig

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -115,6 +117,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	ping := time.NewTicker(s.cfg.PingInterval)
 	defer ping.Stop()
+	who := principal(r)
+	recheck := time.NewTicker(s.cfg.Auth.RecheckInterval())
+	defer recheck.Stop()
 	if drain() {
 		return nil
 	}
@@ -124,6 +129,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		case <-s.done:
 			return nil
+		case <-recheck.C:
+			if s.revoked(ctx, bw, r, who) {
+				flush()
+				return nil
+			}
 		case <-news:
 			if drain() {
 				return nil
@@ -167,6 +177,26 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
+}
+
+// revoked checks again the key a stream was opened with. Once it is
+// refused (revoked, or its environment archived or deleted), revoked
+// writes the error frame that ends the stream, so that the SDKs raise it
+// instead of waiting on a silent connection, and reports true. A store
+// that cannot answer does not end the stream.
+func (s *Server) revoked(ctx context.Context, bw *bufio.Writer, r *http.Request, who Principal) bool {
+	err := s.cfg.Auth.RecheckPrincipal(ctx, who)
+	var ae *apiError
+	if err == nil || !errors.As(err, &ae) {
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("recheck a stream's key", "request_id", requestID(r), "err", err)
+		}
+		return false
+	}
+	s.log.Info("stream ended: its key was refused", "path", r.URL.Path, "request_id", requestID(r), "err", err)
+	b, _ := json.Marshal(ma.ErrorEnvelope{Type: "error", Error: ma.ErrorBody{Type: ae.typ, Message: ae.message}, RequestID: requestID(r)})
+	writeFrame(bw, "", "error", b)
+	return true
 }
 
 func writeFrame(w *bufio.Writer, id, event string, data []byte) {

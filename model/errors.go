@@ -7,7 +7,8 @@ import (
 )
 
 // Kind classifies a failed model call for the harness's retry policy
-// (see shared/design/error-model.md §1).
+// (RetryPolicy in package harness): whether the call is tried again and
+// which session.error it becomes (the table in docs/models.md).
 type Kind int
 
 // The kinds of model failure.

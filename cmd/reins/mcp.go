@@ -1,19 +1,98 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/reinsdev/reins/mcp"
 	mcpcobra "github.com/reinsdev/reins/mcp/cobra"
 )
 
+// mcpTool is how `reins mcp serve` publishes a command.
+type mcpTool struct {
+	readOnly    bool
+	destructive bool
+}
+
+// mcpTools are the commands `reins mcp serve` publishes to an agent, by
+// their path below the root. The list is closed: a command not named here
+// is not published. Left out on purpose: serve and executor (they run a
+// server or a machine's hands, and never return), keys create and revoke
+// (they mint and cut credentials), sessions tail (it never returns) and
+// the mcp subtree.
+func mcpTools() map[string]mcpTool {
+	read, write, destroy := mcpTool{readOnly: true}, mcpTool{}, mcpTool{destructive: true}
+	return map[string]mcpTool{
+		"version":              read,
+		"keys list":            read,
+		"agents list":          read,
+		"agents get":           read,
+		"agents versions":      read,
+		"agents create":        write,
+		"agents update":        write,
+		"agents archive":       destroy,
+		"environments list":    read,
+		"environments get":     read,
+		"environments work":    read,
+		"environments create":  write,
+		"environments update":  write,
+		"environments archive": destroy,
+		"environments delete":  destroy,
+		"sessions list":        read,
+		"sessions get":         read,
+		"sessions events":      read,
+		"sessions create":      write,
+		"sessions send":        write,
+		"sessions run":         write,
+		"sessions archive":     destroy,
+		"sessions delete":      destroy,
+	}
+}
+
 // newMCPCommand returns the "mcp" command, which exposes root's CLI to MCP
 // clients through the Cobra binding: "reins mcp serve" serves stdio,
-// "reins mcp serve --http ADDR" serves streamable HTTP at /mcp, and
-// "reins mcp tools" prints the catalogue as JSON. The mcp subtree itself
-// is never published.
+// "reins mcp serve --http ADDR" serves streamable HTTP at /mcp behind a
+// bearer token, and "reins mcp tools" prints the catalogue as JSON. Only
+// the commands of mcpTools are published, with their MCP hints; read-only
+// ones run in parallel, the others one at a time.
 func newMCPCommand(root *cobra.Command) *cobra.Command {
+	tools := mcpTools()
 	return mcpcobra.NewCommand(root, mcpcobra.CommandOptions{
 		Server: mcp.Options{Name: "reins"},
+		Binding: mcpcobra.Options{
+			Expose: func(cmd *cobra.Command) bool {
+				t, ok := tools[commandPath(cmd)]
+				if ok {
+					annotate(cmd, t)
+				}
+				return ok
+			},
+		},
 	})
+}
+
+// commandPath is cmd's path below the root ("sessions list").
+func commandPath(cmd *cobra.Command) string {
+	_, path, _ := strings.Cut(cmd.CommandPath(), " ")
+	return path
+}
+
+// annotate records t as the MCP hints the binding reads.
+func annotate(cmd *cobra.Command, t mcpTool) {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[mcpcobra.ReadOnlyHint] = boolString(t.readOnly)
+	cmd.Annotations[mcpcobra.DestructiveHint] = boolString(!t.readOnly && t.destructive)
+	cmd.Annotations[mcpcobra.IdempotentHint] = boolString(t.readOnly)
+	// Every call reaches the reins server, not the open world.
+	cmd.Annotations[mcpcobra.OpenWorldHint] = "false"
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
 }

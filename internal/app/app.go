@@ -192,6 +192,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
 	hc.Lifecycle = ht
 	hc.ValidatePackages = packages.Validate
+	hc.Models = models
 	api := httpapi.New(hc)
 	idle := func() {
 		streams.CloseIdleConnections()

@@ -418,7 +418,8 @@ func (t *hubTools) SessionEnded(ctx context.Context, sess *ma.Session, deleted b
 }
 
 // EnvironmentDeleted implements httpapi.Lifecycle: the environment's
-// in-process executor stops, and with it its sessions' sandboxes.
+// in-process executor stops, and with it its sessions' sandboxes; its
+// outside executors are disconnected.
 func (t *hubTools) EnvironmentDeleted(ctx context.Context, id string) {
 	t.mu.Lock()
 	c := t.locals[id]
@@ -427,6 +428,19 @@ func (t *hubTools) EnvironmentDeleted(ctx context.Context, id string) {
 	if c != nil {
 		c.Stop()
 	}
+	t.hub.DisconnectEnvironment(id, fmt.Sprintf("environment %s was deleted", id))
+}
+
+// EnvironmentArchived implements httpapi.Lifecycle: the environment's
+// outside executors are disconnected (their keys no longer work).
+func (t *hubTools) EnvironmentArchived(ctx context.Context, id string) {
+	t.hub.DisconnectEnvironment(id, fmt.Sprintf("environment %s is archived", id))
+}
+
+// EnvironmentKeyRevoked implements httpapi.Lifecycle: the executors
+// connected with the key are disconnected at once.
+func (t *hubTools) EnvironmentKeyRevoked(ctx context.Context, k store.EnvironmentKey) {
+	t.hub.RevokeCredential(k.Hash, fmt.Sprintf("environment key %s was revoked", k.ID))
 }
 
 func (t *hubTools) removeWorkspace(envID, sessionID string) {

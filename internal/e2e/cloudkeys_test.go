@@ -176,13 +176,25 @@ func TestOutsideExecutorCannotRegisterInACloudEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok.URL = "ws" + strings.TrimPrefix(s.url, "http") + "/v1/executor/connect"
+	// The server checks the credential a token names again at connect: the
+	// forged one is refused before any registration.
+	req, _ := http.NewRequest("GET", s.url+"/v1/executor/connect", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("connect with a forged cloud environment token: %d, want 401", resp.StatusCode)
+	}
 	// Named "local", it would take the in-process executor's place.
 	c := executor.NewClient(executor.Options{URL: s.url, TokenSource: fixedToken{tok}, Executor: executor.ExecutorInfo{Name: "local"},
-		Workspace: t.TempDir(), MaxRefusedRegistrations: 1, BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
+		Workspace: t.TempDir(), MaxRefusedRegistrations: 1, MaxReconnectAttempts: 2, BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Run(ctx); !errors.Is(err, executor.ErrRegistrationRefused) {
-		t.Fatalf("outside executor in a cloud environment: %v, want ErrRegistrationRefused", err)
+	if err := c.Run(ctx); !errors.Is(err, executor.ErrReconnectExhausted) {
+		t.Fatalf("outside executor in a cloud environment: %v, want ErrReconnectExhausted", err)
 	}
 	for _, x := range s.app.Hub.Executors() {
 		if x.EnvironmentID == env.ID && x.Executor.Version != "local" {

@@ -37,6 +37,7 @@ const (
 	DefaultOutputCap     = 1 << 20
 	DefaultCleanupBudget = 5 * time.Second
 	DefaultTermGrace     = 2 * time.Second
+	DefaultReadOnlySlots = 4
 	MaxArgs              = 256
 )
 
@@ -63,6 +64,11 @@ type Options struct {
 	Codecs map[string]Codec
 	// Slots is the number of commands that may run at once. Zero means 1.
 	Slots int
+	// ReadOnlySlots is the number of read-only commands (those with
+	// ReadOnlyHint "true") that may run at once besides Slots: a read
+	// never waits for a write, nor takes its slot. Zero means
+	// DefaultReadOnlySlots.
+	ReadOnlySlots int
 	// Timeout bounds one execution. Zero means DefaultTimeout.
 	Timeout time.Duration
 	// OutputCap is the number of bytes retained per stream (head and
@@ -87,7 +93,9 @@ type Binding struct {
 	exe   string
 	ops   []mcp.Operation
 	slots chan struct{}
-	log   *slog.Logger
+	// roSlots are the slots of read-only commands.
+	roSlots chan struct{}
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	closing  bool
@@ -104,6 +112,9 @@ func New(root *cc.Command, opts Options) (*Binding, error) {
 	if opts.Slots <= 0 {
 		opts.Slots = 1
 	}
+	if opts.ReadOnlySlots <= 0 {
+		opts.ReadOnlySlots = DefaultReadOnlySlots
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
@@ -119,7 +130,7 @@ func New(root *cc.Command, opts Options) (*Binding, error) {
 	if opts.signal == nil {
 		opts.signal = signalGroup
 	}
-	b := &Binding{opts: opts, slots: make(chan struct{}, opts.Slots), running: map[*execution]struct{}{}, log: opts.Logger}
+	b := &Binding{opts: opts, slots: make(chan struct{}, opts.Slots), roSlots: make(chan struct{}, opts.ReadOnlySlots), running: map[*execution]struct{}{}, log: opts.Logger}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -240,6 +251,7 @@ func (b *Binding) operation(root, cmd *cc.Command, kinds map[string]flagKind) (m
 		desc = strings.TrimSpace(desc + "\n\nUsage: " + cmd.UseLine())
 	}
 	a := cmd.Annotations
+	readOnly := a[ReadOnlyHint] == "true"
 	return mcp.Operation{
 		Name:        name,
 		Group:       group,
@@ -249,13 +261,13 @@ func (b *Binding) operation(root, cmd *cc.Command, kinds map[string]flagKind) (m
 		OutputSchema: json.RawMessage(`{"type":"object","required":["stdout","stderr","exitCode"],"properties":{` +
 			`"stdout":{"type":"string"},"stderr":{"type":"string"},"exitCode":{"type":"integer"},"truncated":{"type":"boolean"}}}`),
 		Annotations: mcp.Annotations{
-			ReadOnly:    a[ReadOnlyHint] == "true",
+			ReadOnly:    readOnly,
 			Destructive: hint(a[DestructiveHint]),
 			Idempotent:  a[IdempotentHint] == "true",
 			OpenWorld:   hint(a[OpenWorldHint]),
 		},
 		Timeout: b.opts.Timeout + b.opts.TermGrace + b.opts.CleanupBudget,
-		Handler: b.handler(path, flags),
+		Handler: b.handler(path, flags, readOnly),
 	}, nil
 }
 
@@ -309,7 +321,7 @@ type input struct {
 	Args  []string                   `json:"args"`
 }
 
-func (b *Binding) handler(path []string, flags map[string]boundFlag) mcp.Handler {
+func (b *Binding) handler(path []string, flags map[string]boundFlag, readOnly bool) mcp.Handler {
 	return func(ctx context.Context, call *mcp.Call) (*mcp.Result, error) {
 		var in input
 		if err := json.Unmarshal(call.Arguments, &in); err != nil {
@@ -319,6 +331,10 @@ func (b *Binding) handler(path []string, flags map[string]boundFlag) mcp.Handler
 		if err != nil {
 			return nil, err
 		}
-		return b.execute(ctx, call.Operation, args)
+		slots := b.slots
+		if readOnly {
+			slots = b.roSlots
+		}
+		return b.execute(ctx, call.Operation, args, slots)
 	}
 }

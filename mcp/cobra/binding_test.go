@@ -131,7 +131,7 @@ func TestServeStdio(t *testing.T) {
 	for _, o := range found.Operations {
 		names = append(names, o.Name)
 	}
-	want := []string{"testcli_admin_users", "testcli_echo", "testcli_fail", "testcli_noisy", "testcli_sleep", "testcli_spawn", "testcli_stdin"}
+	want := []string{"testcli_admin_users", "testcli_echo", "testcli_fail", "testcli_noisy", "testcli_peek", "testcli_sleep", "testcli_spawn", "testcli_stdin"}
 	if !slices.Equal(names, want) {
 		t.Errorf("operations = %v, want %v", names, want)
 	}
@@ -223,7 +223,7 @@ func TestMCPTools(t *testing.T) {
 			t.Errorf("echo definition: %s", dump(d))
 		}
 	}
-	want := []string{"testcli_admin_users", "testcli_echo", "testcli_fail", "testcli_noisy", "testcli_sleep", "testcli_spawn", "testcli_stdin"}
+	want := []string{"testcli_admin_users", "testcli_echo", "testcli_fail", "testcli_noisy", "testcli_peek", "testcli_sleep", "testcli_spawn", "testcli_stdin"}
 	if !slices.Equal(names, want) {
 		t.Errorf("catalogue = %v, want %v", names, want)
 	}
@@ -305,7 +305,7 @@ func TestBusyAndShutdown(t *testing.T) {
 	var first *sdk.CallToolResult
 	wg.Go(func() { first = c.call(t, ctx, "testcli_sleep", nil) })
 	waitFor(t, func() bool { st := b.Status(); return len(st.Running) == 1 && st.Running[0].PID != 0 })
-	wantCode(t, c.call(t, ctx, "testcli_echo", nil), mcp.CodeBusy)
+	wantCode(t, c.call(t, ctx, "testcli_fail", nil), mcp.CodeBusy)
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := b.Shutdown(sctx); err != nil {
@@ -317,6 +317,38 @@ func TestBusyAndShutdown(t *testing.T) {
 	if st := b.Status(); !st.ShuttingDown || st.InUse != 0 {
 		t.Errorf("status %+v", st)
 	}
+}
+
+// TestReadOnlyCallsRunInParallel: read-only commands run side by side,
+// and beside a write that holds the only write slot; a fifth read beyond
+// the read-only slots is busy.
+func TestReadOnlyCallsRunInParallel(t *testing.T) {
+	c, b := served(t, mcpcobra.Options{TermGrace: 100 * time.Millisecond})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Go(func() { c.call(t, ctx, "testcli_sleep", nil) })
+	waitFor(t, func() bool { st := b.Status(); return len(st.Running) == 1 && st.Running[0].PID != 0 })
+	results := make([]*sdk.CallToolResult, mcpcobra.DefaultReadOnlySlots)
+	start := time.Now()
+	var reads sync.WaitGroup
+	for i := range results {
+		reads.Go(func() { results[i] = c.call(t, ctx, "testcli_peek", map[string]any{"flags": map[string]any{"for": "2s"}}) })
+	}
+	waitFor(t, func() bool { return len(b.Status().Running) == 1+len(results) })
+	wantCode(t, c.call(t, ctx, "testcli_peek", nil), mcp.CodeBusy)
+	reads.Wait()
+	if d := time.Since(start); d > time.Duration(len(results))*2*time.Second-time.Second {
+		t.Errorf("%d reads of 2 s took %v: they did not run in parallel", len(results), d)
+	}
+	for _, r := range results {
+		if o := decode(t, r); o.Failure != nil || !strings.Contains(o.Stdout, "peeked") {
+			t.Errorf("read: %s", dump(r))
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b.Shutdown(sctx)
+	wg.Wait()
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -362,7 +394,7 @@ func TestCleanupFailed(t *testing.T) {
 	if !st.Degraded || st.InUse != 1 || len(st.Leaked) != 1 || st.LastCleanupError == "" {
 		t.Fatalf("status %+v", st)
 	}
-	wantCode(t, c.call(t, ctx, "testcli_echo", nil), mcp.CodeBusy)
+	wantCode(t, c.call(t, ctx, "testcli_fail", nil), mcp.CodeBusy)
 	sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	var f *mcp.Failure

@@ -2,6 +2,9 @@ package cobra
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +31,10 @@ type CommandOptions struct {
 	// ShutdownBudget bounds the shutdown of server and binding when
 	// serving ends. Zero means 10 seconds.
 	ShutdownBudget time.Duration
+	// TokenEnv is the environment variable that gives the bearer token
+	// of --http when --token is not set. Empty means ROOT_MCP_TOKEN (the
+	// root's name in upper case).
+	TokenEnv string
 }
 
 // NewCommand returns an "mcp" command for root with two subcommands:
@@ -40,8 +48,12 @@ func NewCommand(root *cc.Command, opts CommandOptions) *cc.Command {
 		Short:       "Serve this CLI to MCP clients",
 		Annotations: map[string]string{OmitAnnotation: "true"},
 	}
-	var addr, level string
+	var addr, level, token string
 	var direct bool
+	tokenEnv := opts.TokenEnv
+	if tokenEnv == "" {
+		tokenEnv = strings.ToUpper(root.Name()) + "_MCP_TOKEN"
+	}
 	serve := &cc.Command{
 		Use:   "serve",
 		Short: "Serve the CLI over MCP (stdio, or streamable HTTP with --http)",
@@ -53,7 +65,10 @@ func NewCommand(root *cc.Command, opts CommandOptions) *cc.Command {
 			if err != nil {
 				return err
 			}
-			serveErr := serveOn(ctx, srv, addr, cmd)
+			if token == "" {
+				token = os.Getenv(tokenEnv)
+			}
+			serveErr := serveOn(ctx, srv, addr, token, cmd)
 			budget := opts.ShutdownBudget
 			if budget <= 0 {
 				budget = 10 * time.Second
@@ -63,7 +78,8 @@ func NewCommand(root *cc.Command, opts CommandOptions) *cc.Command {
 			return errors.Join(serveErr, srv.Shutdown(sctx), b.Shutdown(sctx))
 		},
 	}
-	serve.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on `ADDR` (path /mcp) instead of stdio")
+	serve.Flags().StringVar(&addr, "http", "", "serve streamable HTTP on `ADDR` (path /mcp) instead of stdio; clients must send the bearer token")
+	serve.Flags().StringVar(&token, "token", "", "bearer token that --http requires ("+tokenEnv+"); without one, a random token is made and printed once")
 	serve.Flags().StringVar(&level, "log-level", "info", "log level on stderr: debug, info, warn or error")
 	serve.Flags().BoolVar(&direct, "direct", false, "publish one MCP tool per command instead of the compact three")
 	tools := &cc.Command{
@@ -119,8 +135,10 @@ func build(root *cc.Command, opts CommandOptions, level string, direct bool, cmd
 	return srv, b, nil
 }
 
-// serveOn serves until ctx ends or the peer goes away.
-func serveOn(ctx context.Context, srv *mcp.Server, addr string, cmd *cc.Command) error {
+// serveOn serves until ctx ends or the peer goes away. Over HTTP every
+// request must carry token as a bearer token; an empty token is replaced
+// by a random one, printed once.
+func serveOn(ctx context.Context, srv *mcp.Server, addr, token string, cmd *cc.Command) error {
 	if addr == "" {
 		return srv.ServeStdio(ctx, os.Stdin, nopCloser{cmd.OutOrStdout()})
 	}
@@ -128,10 +146,19 @@ func serveOn(ctx context.Context, srv *mcp.Server, addr string, cmd *cc.Command)
 	if err != nil {
 		return err
 	}
+	generated := token == ""
+	if generated {
+		var b [24]byte
+		rand.Read(b[:])
+		token = hex.EncodeToString(b[:])
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.HTTPHandler(mcp.HTTPOptions{}))
+	mux.Handle("/mcp", requireBearer(token, srv.HTTPHandler(mcp.HTTPOptions{})))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(cmd.ErrOrStderr(), "serving MCP at http://%s/mcp\n", ln.Addr())
+	fmt.Fprintf(cmd.ErrOrStderr(), "serving MCP at http://%s/mcp (clients send Authorization: Bearer TOKEN)\n", ln.Addr())
+	if generated {
+		fmt.Fprintf(cmd.ErrOrStderr(), "bearer token (generated, shown once; give one with --token to keep it across restarts): %s\n", token)
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -142,6 +169,19 @@ func serveOn(ctx context.Context, srv *mcp.Server, addr string, cmd *cc.Command)
 		return err
 	}
 	return nil
+}
+
+// requireBearer answers 401 to a request without the bearer token.
+func requireBearer(token string, next http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+			http.Error(w, "missing or wrong bearer token: send Authorization: Bearer TOKEN (the token mcp serve printed or was given)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type nopCloser struct {

@@ -27,8 +27,9 @@ type execution struct {
 	cancel  context.CancelCauseFunc
 }
 
-// execute runs the binary with args and reports its outcome.
-func (b *Binding) execute(ctx context.Context, op string, args []string) (*mcp.Result, error) {
+// execute runs the binary with args in one of slots and reports its
+// outcome.
+func (b *Binding) execute(ctx context.Context, op string, args []string, slots chan struct{}) (*mcp.Result, error) {
 	b.mu.Lock()
 	closing := b.closing
 	b.mu.Unlock()
@@ -36,7 +37,7 @@ func (b *Binding) execute(ctx context.Context, op string, args []string) (*mcp.R
 		return nil, mcp.NewFailure(mcp.CodeUnavailable, "the binding is shutting down", nil)
 	}
 	select {
-	case b.slots <- struct{}{}:
+	case slots <- struct{}{}:
 	default:
 		return nil, mcp.NewFailure(mcp.CodeBusy, "every execution slot is taken; retry later", nil)
 	}
@@ -46,7 +47,7 @@ func (b *Binding) execute(ctx context.Context, op string, args []string) (*mcp.R
 	b.mu.Lock()
 	if b.closing {
 		b.mu.Unlock()
-		<-b.slots
+		<-slots
 		return nil, mcp.NewFailure(mcp.CodeUnavailable, "the binding is shutting down", nil)
 	}
 	b.running[ex] = struct{}{}
@@ -58,7 +59,7 @@ func (b *Binding) execute(ctx context.Context, op string, args []string) (*mcp.R
 		delete(b.running, ex)
 		b.mu.Unlock()
 		if !keepSlot {
-			<-b.slots
+			<-slots
 		}
 		b.finished.Done()
 	}()

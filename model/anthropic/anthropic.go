@@ -8,8 +8,10 @@ package anthropic
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -56,9 +58,22 @@ type Provider struct {
 	log       *slog.Logger
 	now       func() time.Time
 	idle      time.Duration
+	// official is set when the provider calls api.anthropic.com (no
+	// BaseURL).
+	official bool
 }
 
 var _ model.Provider = (*Provider)(nil)
+
+// Accepts implements model.Acceptor: the Anthropic API serves Claude
+// models only, whose ids all start with "claude-". Behind another base URL
+// (a compatible proxy or gateway) any id may be served.
+func (p *Provider) Accepts(modelID string) error {
+	if p.official && !strings.HasPrefix(modelID, "claude-") {
+		return errors.New(`the anthropic provider calls the Anthropic API, which serves Claude models only ("claude-…")`)
+	}
+	return nil
+}
 
 // New returns a Provider configured by opts. It reads no environment
 // variables: the caller resolves flags and environment into opts.
@@ -70,7 +85,7 @@ func New(opts Options) *Provider {
 	ropts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithHTTPClient(hc),
-		// The harness owns every retry (error-model §1).
+		// The harness owns every retry (harness.RetryPolicy).
 		option.WithMaxRetries(0),
 	}
 	if opts.APIKey != "" {
@@ -85,6 +100,7 @@ func New(opts Options) *Provider {
 	}
 	return &Provider{
 		client:    anthropic.NewClient(ropts...),
+		official:  opts.BaseURL == "",
 		maxTokens: cmp.Or(opts.MaxTokens, DefaultMaxTokens),
 		log:       log,
 		now:       time.Now,

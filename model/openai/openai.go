@@ -67,7 +67,7 @@ func New(opts Options) *Provider {
 	ropts := []option.RequestOption{
 		option.WithEnvironmentProduction(),
 		option.WithHTTPClient(hc),
-		// The harness owns every retry (error-model §1).
+		// The harness owns every retry (harness.RetryPolicy).
 		option.WithMaxRetries(0),
 	}
 	if opts.BaseURL != "" {

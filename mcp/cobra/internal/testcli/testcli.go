@@ -78,6 +78,17 @@ func Root() *cc.Command {
 	}
 	sleep.Flags().Duration("for", time.Hour, "how long")
 	sleep.Flags().Bool("ignore-term", false, "ignore SIGTERM")
+	peek := &cc.Command{
+		Use: "peek", Short: "Sleep, read-only",
+		Annotations: map[string]string{"readOnlyHint": "true"},
+		RunE: func(cmd *cc.Command, _ []string) error {
+			d, _ := cmd.Flags().GetDuration("for")
+			time.Sleep(d)
+			fmt.Fprintln(cmd.OutOrStdout(), "peeked")
+			return nil
+		},
+	}
+	peek.Flags().Duration("for", time.Second, "how long")
 
 	spawn := &cc.Command{
 		Use: "spawn", Short: "Start a grandchild that ignores SIGTERM, print its PID, and exit",
@@ -131,6 +142,6 @@ func Root() *cc.Command {
 	secret := &cc.Command{Use: "secret", Annotations: map[string]string{"mcp.reins.dev/omit": "true"},
 		Run: func(*cc.Command, []string) {}}
 	hidden := &cc.Command{Use: "hideme", Hidden: true, Run: func(*cc.Command, []string) {}}
-	root.AddCommand(echo, fail, sleep, spawn, linger, noisy, stdin, admin, old, secret, hidden)
+	root.AddCommand(echo, fail, sleep, peek, spawn, linger, noisy, stdin, admin, old, secret, hidden)
 	return root
 }
