@@ -328,7 +328,8 @@ func (f *follower) needsInput(id, what string) error {
 func openStream(ctx context.Context, c *apiClient, sessionID string, previews bool) (eventStream, func(), error) {
 	var p anthropic.BetaSessionEventStreamParams
 	if previews {
-		p.EventDeltas = []anthropic.BetaManagedAgentsDeltaType{anthropic.BetaManagedAgentsDeltaTypeAgentMessage}
+		// Thinking's preview start is what shows it before the answer.
+		p.EventDeltas = []anthropic.BetaManagedAgentsDeltaType{anthropic.BetaManagedAgentsDeltaTypeAgentMessage, anthropic.BetaManagedAgentsDeltaTypeAgentThinking}
 	}
 	s := c.Beta.Sessions.Events.StreamEvents(ctx, sessionID, p)
 	if err := s.Err(); err != nil {

@@ -65,6 +65,24 @@ func freePort(t *testing.T) string {
 	return addr
 }
 
+// lookPath finds name in the PATH of env (exec.Command looks in the test's
+// own PATH).
+func lookPath(t *testing.T, env []string, name string) string {
+	t.Helper()
+	for _, kv := range env {
+		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, dir := range filepath.SplitList(path) {
+				p := filepath.Join(dir, name)
+				if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+					return p
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s in the PATH of the environment", name)
+	return ""
+}
+
 // termProc is a process on a pseudo-terminal of its own (its controlling
 // terminal: Ctrl-C typed there interrupts it).
 type termProc struct {
@@ -79,11 +97,11 @@ type termProc struct {
 
 func startOnTerminal(t *testing.T, env []string, name string, args ...string) *termProc {
 	t.Helper()
-	cmd := exec.Command(name, args...)
+	cmd := exec.Command(lookPath(t, env, name), args...)
 	cmd.Env = env
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 200})
 	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
+		t.Fatalf("start %s on a pseudo-terminal: %v", name, err)
 	}
 	p := &termProc{t: t, cmd: cmd, ptmx: ptmx, done: make(chan struct{}), exit: make(chan error, 1)}
 	go func() {
