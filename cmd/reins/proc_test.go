@@ -120,9 +120,7 @@ func startOnTerminal(t *testing.T, env []string, name string, args ...string) *t
 	}()
 	go func() { p.exit <- cmd.Wait() }()
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-		}
+		cmd.Process.Kill() // an error when it has exited already
 		ptmx.Close()
 	})
 	return p
