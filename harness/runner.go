@@ -330,6 +330,11 @@ func (r *runner) setStatusAt(tx store.Tx, status string, ev *ma.Event, now strin
 	s.Status = status
 	s.UpdatedAt = now
 	ev.ProcessedAt = &now
+	if ev.StopReason != nil {
+		r.h.log.Debug("session status", "session", r.id, "status", status, "stop_reason", ev.StopReason.Type)
+	} else {
+		r.h.log.Debug("session status", "session", r.id, "status", status)
+	}
 	return tx.Append(ev)
 }
 
@@ -651,6 +656,8 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 	s.Usage.CacheReadInputTokens += u.CacheReadInputTokens
 	s.Usage.CacheCreation.Ephemeral5mInputTokens += u.CacheCreationInputTokens
 	s.UpdatedAt = now
+	r.h.log.Debug("model response", "session", r.id, "stop_reason", resp.StopReason, "tool_uses", uses,
+		"input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
 	if uses == 0 {
 		return r.idle(tx, ma.StopEndTurn, nil)
 	}
@@ -685,6 +692,9 @@ func (r *runner) reschedule(ctx context.Context, gen uint64, wait <-chan struct{
 // runTools runs the tool uses that may run, one at a time, recording each
 // result as soon as it is known.
 func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, uses []*toolUse) error {
+	for _, u := range uses {
+		r.h.log.Debug("tool call", "session", r.id, "tool", u.ev.Name, "type", u.ev.Type, "event", u.ev.ID)
+	}
 	builtins := slices.ContainsFunc(uses, func(u *toolUse) bool { return u.ev.Type == ma.EventAgentToolUse })
 	if p, ok := r.h.cfg.Tools.(Placer); ok && builtins {
 		tctx, done := r.turnContext(ctx, gen)

@@ -25,6 +25,12 @@ import (
 
 func TestMain(m *testing.M) {
 	sandbox.MaybeRun() // the sandboxes the commands start re-execute this binary
+	if os.Getenv(asReinsEnv) == "1" {
+		// This test binary, run as `reins` by the tests that need a
+		// process of its own (signals, a terminal, a crash).
+		main()
+		os.Exit(0)
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -69,7 +75,7 @@ func startServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	// Keep the person's environment out of the tests.
-	for _, name := range []string{"REINS_URL", "ANTHROPIC_BASE_URL", "REINS_API_KEY", "ANTHROPIC_API_KEY", "REINS_DATA_DIR", "NO_COLOR"} {
+	for _, name := range []string{"REINS_URL", "REINS_ADDR", "ANTHROPIC_BASE_URL", "REINS_API_KEY", "ANTHROPIC_API_KEY", "REINS_DATA_DIR", "NO_COLOR"} {
 		t.Setenv(name, "")
 	}
 	return &testServer{url: "http://" + ln.Addr().String(), key: key, dataDir: dir, agentID: demo.AgentID, envID: demo.EnvironmentID}
@@ -458,11 +464,32 @@ func TestUnauthorized(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.err.Error(), "$REINS_API_KEY") {
 		t.Errorf("err = %v, want it to name $REINS_API_KEY", r.err)
 	}
-	t.Setenv("REINS_API_KEY", "")
-	t.Setenv("ANTHROPIC_API_KEY", bad)
-	r = execute(context.Background(), "", "sessions", "list", "--url", s.url)
-	if r.err == nil || !strings.Contains(r.err.Error(), "$ANTHROPIC_API_KEY") || !strings.Contains(r.err.Error(), "REINS_API_KEY") {
-		t.Errorf("err = %v, want it to name $ANTHROPIC_API_KEY and suggest REINS_API_KEY", r.err)
+}
+
+// TestAnthropicVariablesAreNotReinsCredentials: with the README's Claude
+// setup exported (ANTHROPIC_API_KEY, and ANTHROPIC_BASE_URL for the
+// server's upstream), the CLI still finds the server from REINS_ADDR and
+// the key in the data dir, never sending the Anthropic key.
+func TestAnthropicVariablesAreNotReinsCredentials(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, app.KeyFile), []byte(s.key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-not-a-reins-key")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
+	t.Setenv("REINS_ADDR", strings.TrimPrefix(s.url, "http://"))
+	t.Setenv("REINS_DATA_DIR", dir)
+	r := execute(context.Background(), "", "agents", "list").must(t)
+	assertContains(t, r.stdout, "demo")
+}
+
+func TestBadURL(t *testing.T) {
+	for _, u := range []string{"127.0.0.1:4290", "http://127.0.0.1:4290/v1"} {
+		r := execute(context.Background(), "", "agents", "list", "--url", u, "--api-key", "k")
+		if r.err == nil || !strings.Contains(r.err.Error(), "--url") || strings.Contains(r.err.Error(), "requestoption") {
+			t.Errorf("--url %s: %v", u, r.err)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,8 +42,8 @@ type clientFlags struct {
 func addClientFlags(cmd *cobra.Command) *clientFlags {
 	f := &clientFlags{}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.url, "url", "", "server URL (REINS_URL, else ANTHROPIC_BASE_URL, else "+defaultURL+")")
-	pf.StringVar(&f.apiKey, "api-key", "", "API key (REINS_API_KEY, else ANTHROPIC_API_KEY, else the api-key file in the data dir)")
+	pf.StringVar(&f.url, "url", "", "server URL (REINS_URL, else http://$REINS_ADDR, else "+defaultURL+")")
+	pf.StringVar(&f.apiKey, "api-key", "", "reins API key (REINS_API_KEY, else the api-key file in the data dir)")
 	pf.StringVar(&f.dataDir, "data-dir", "", "data directory holding the api-key file (REINS_DATA_DIR, else "+defaultDataDir()+")")
 	pf.StringVarP(&f.output, "output", "o", outputText, "output format: text or json")
 	return f
@@ -68,7 +69,10 @@ func (f *clientFlags) newClient() (*apiClient, error) {
 	if f.output != outputText && f.output != outputJSON {
 		return nil, fmt.Errorf("--output: want text or json, got %q", f.output)
 	}
-	url := firstNonEmpty(f.url, os.Getenv("REINS_URL"), os.Getenv("ANTHROPIC_BASE_URL"), defaultURL)
+	base, err := checkServerURL(f.serverURL())
+	if err != nil {
+		return nil, err
+	}
 	key, source, err := f.resolveKey()
 	if err != nil {
 		return nil, err
@@ -77,23 +81,60 @@ func (f *clientFlags) newClient() (*apiClient, error) {
 	c := anthropic.NewClient(
 		option.WithoutEnvironmentDefaults(),
 		option.WithHTTPClient(&http.Client{Transport: transport}),
-		option.WithBaseURL(url),
+		option.WithBaseURL(base),
 		option.WithAPIKey(key),
 		// The CLI reports failures at once; the person decides to retry.
 		option.WithMaxRetries(0),
 	)
-	return &apiClient{Client: c, url: url, keySource: source, output: f.output, transport: transport}, nil
+	return &apiClient{Client: c, url: base, keySource: source, output: f.output, transport: transport}, nil
 }
 
-// resolveKey returns the API key and a description of its source.
+// serverURL is --url, else $REINS_URL, else the address `reins serve`
+// reads from $REINS_ADDR, else the default. The ANTHROPIC_* variables are
+// never read: they configure `reins serve`'s own connection to Anthropic.
+func (f *clientFlags) serverURL() string {
+	return firstNonEmpty(f.url, os.Getenv("REINS_URL"), addrURL(os.Getenv("REINS_ADDR")), defaultURL)
+}
+
+// checkServerURL refuses what is not a server's base URL, before a
+// request fails obscurely: a missing scheme, or the API's /v1 prefix.
+func checkServerURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("--url: %q is not a server URL; give one such as %s", s, defaultURL)
+	}
+	if p := strings.TrimSuffix(u.Path, "/"); p == "/v1" {
+		return "", fmt.Errorf("--url: give the server's base URL without /v1, such as %s://%s", u.Scheme, u.Host)
+	}
+	return s, nil
+}
+
+// addrURL turns a listen address (host:port) into the URL a client on this
+// machine reaches it at: an unspecified host is loopback. It returns ""
+// for "".
+func addrURL(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// resolveKey returns the reins API key and a description of its source:
+// --api-key, else $REINS_API_KEY, else the key file in the data dir. An
+// Anthropic key ($ANTHROPIC_API_KEY) is never a reins key and is not read.
 func (f *clientFlags) resolveKey() (key, source string, err error) {
 	if f.apiKey != "" {
 		return f.apiKey, "the --api-key flag", nil
 	}
-	for _, name := range []string{"REINS_API_KEY", "ANTHROPIC_API_KEY"} {
-		if v := os.Getenv(name); v != "" {
-			return v, "$" + name, nil
-		}
+	if v := os.Getenv("REINS_API_KEY"); v != "" {
+		return v, "$REINS_API_KEY", nil
 	}
 	dir := firstNonEmpty(f.dataDir, os.Getenv("REINS_DATA_DIR"), defaultDataDir())
 	path := filepath.Join(dir, app.KeyFile)
@@ -131,9 +172,6 @@ func (c *apiClient) explain(err error) error {
 		switch apiErr.StatusCode {
 		case 401:
 			hint := "check the key, or create one with `reins keys create`"
-			if c.keySource == "$ANTHROPIC_API_KEY" {
-				hint = "if that is an Anthropic key meant for `reins serve`, give the CLI a reins key with --api-key or REINS_API_KEY"
-			}
 			return &explained{fmt.Sprintf("the server at %s rejected the API key from %s (HTTP 401 %s); %s", c.url, c.keySource, t, hint), err}
 		case 403:
 			return &explained{fmt.Sprintf("the API key from %s may not do this (HTTP 403 %s): %s", c.keySource, t, msg), err}

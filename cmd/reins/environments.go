@@ -113,7 +113,7 @@ func newEnvironmentsCommand() *cobra.Command {
 		Short:   "Create and manage the environments agents' tools run in",
 	}
 	cf := addClientFlags(cmd)
-	cmd.AddCommand(envCreate(cf), envGet(cf), envList(cf), envUpdate(cf), envArchive(cf), envDelete(cf), envWork(cf))
+	cmd.AddCommand(envCreate(cf), envGet(cf), envList(cf), envUpdate(cf), envArchive(cf), envDelete(cf), envWork(cf), envKeys(cf))
 	return cmd
 }
 

@@ -44,6 +44,9 @@ is stopped, and exits non-zero on a terminal error (a revoked key, another
 executor with the same name, a refused registration).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return fmt.Errorf("reins executor: %w", err)
+			}
 			if url == "" {
 				url = os.Getenv("REINS_URL")
 			}

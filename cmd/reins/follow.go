@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
@@ -54,35 +55,143 @@ type follower struct {
 	// taken up belong to an earlier turn and do not end the follow.
 	await   string
 	awaited bool
+	// reconnect opens a new stream when one breaks.
+	reconnect bool
+	// closers close the streams opened on reconnects.
+	closers []func()
+	// current is the stream followed last: a new one after a reconnect.
+	current eventStream
 }
 
 // follow consumes the stream until the turn ends (untilIdle), the session
-// is terminated or deleted, the stream ends, or ctx is cancelled.
+// is terminated or deleted, or ctx is cancelled. When the stream breaks
+// (the server restarted) and reconnect is set, it opens a new one, shows
+// what it missed from the session's log and carries on.
 func (f *follower) follow(ctx context.Context, stream eventStream) error {
+	for {
+		f.current = stream
+		done, err := f.consume(ctx, stream)
+		if done {
+			return err
+		}
+		if !f.reconnect {
+			if err != nil {
+				return f.c.explain(err)
+			}
+			return errors.New("the event stream ended before the session went idle; is the server shutting down?")
+		}
+		var caughtUp bool
+		stream, caughtUp, err = f.reattach(ctx, err)
+		if caughtUp || err != nil {
+			return err
+		}
+	}
+}
+
+// consume reads the stream. done reports that the follow is over (with
+// err as its result); otherwise the stream ended, with err its error.
+func (f *follower) consume(ctx context.Context, stream eventStream) (done bool, err error) {
 	for stream.Next() {
-		raw := stream.Current().RawJSON()
 		var it streamItem
+		raw := stream.Current().RawJSON()
 		if err := json.Unmarshal([]byte(raw), &it); err != nil {
-			return fmt.Errorf("decode stream event: %w", err)
+			return true, fmt.Errorf("decode stream event: %w", err)
 		}
-		if err := f.show(raw, it); err != nil {
-			return err
-		}
-		if it.ID != "" && it.ID == f.await && (it.ProcessedAt != nil || it.Flushed) {
-			f.awaited = true
-		}
-		done, err := f.react(ctx, it)
-		if done || err != nil {
-			return err
+		if done, err := f.handle(ctx, raw, it); done || err != nil {
+			return true, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return true, err
 	}
-	if err := stream.Err(); err != nil {
-		return f.c.explain(err)
+	return false, stream.Err()
+}
+
+// handle shows one frame and reacts to it. A persisted event seen before
+// (history and stream overlap, a queued event's second echo) is reacted
+// to once.
+func (f *follower) handle(ctx context.Context, raw string, it streamItem) (done bool, err error) {
+	dup := it.ID != "" && f.r.seen[it.ID]
+	if err := f.show(raw, it); err != nil {
+		return true, err
 	}
-	return errors.New("the event stream ended before the session went idle; is the server shutting down?")
+	if it.ID != "" && it.ID == f.await && (it.ProcessedAt != nil || it.Flushed) {
+		f.awaited = true
+	}
+	if dup {
+		return false, nil
+	}
+	return f.react(ctx, it)
+}
+
+// reconnectFor is how long a follower tries to reach the server again.
+const reconnectFor = 2 * time.Minute
+
+// reattach opens a new stream after the last one broke, then catches up
+// on the events of the session's log it missed. caughtUp reports that
+// those ended the follow (with err its result).
+func (f *follower) reattach(ctx context.Context, cause error) (_ eventStream, caughtUp bool, err error) {
+	reason := "the stream ended"
+	if cause != nil {
+		reason = rootCause(cause).Error()
+	}
+	f.note(fmt.Sprintf("lost the connection to the server (%s); reconnecting…", reason))
+	deadline := time.Now().Add(reconnectFor)
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		select {
+		case <-ctx.Done():
+			return nil, true, ctx.Err()
+		case <-time.After(delay):
+		}
+		stream, closeStream, err := openStream(ctx, f.c, f.sessionID, true)
+		if err == nil {
+			f.closers = append(f.closers, closeStream)
+			f.note("reconnected")
+			done, err := f.catchUp(ctx)
+			return stream, done, err
+		}
+		if ctx.Err() != nil {
+			return nil, true, ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return nil, true, fmt.Errorf("lost the connection to the server at %s and could not reconnect within %s (%v); re-attach with `reins sessions tail %s --history --until-idle`",
+				f.c.url, reconnectFor, rootCause(err), f.sessionID)
+		}
+	}
+}
+
+// catchUp shows and reacts to the events of the session's log not seen
+// yet.
+func (f *follower) catchUp(ctx context.Context) (done bool, err error) {
+	pager := f.c.Beta.Sessions.Events.ListAutoPaging(ctx, f.sessionID, anthropic.BetaSessionEventListParams{Limit: anthropic.Int(1000)})
+	for pager.Next() {
+		raw := pager.Current().RawJSON()
+		var it streamItem
+		if err := json.Unmarshal([]byte(raw), &it); err != nil {
+			return true, fmt.Errorf("decode event: %w", err)
+		}
+		if done, err := f.handle(ctx, raw, it); done || err != nil {
+			return true, err
+		}
+	}
+	if err := pager.Err(); err != nil {
+		return true, f.c.explain(err)
+	}
+	return false, nil
+}
+
+// note writes a line about the follower itself (not in JSON output).
+func (f *follower) note(text string) {
+	if f.raw == nil {
+		f.con.Write(f.r.line(styleYellow, text), false)
+	}
+}
+
+// close closes the streams the follower opened itself.
+func (f *follower) close() {
+	for _, c := range f.closers {
+		c()
+	}
 }
 
 // show writes one frame.
@@ -114,13 +223,17 @@ func (f *follower) react(ctx context.Context, it streamItem) (done bool, err err
 		}
 		switch it.StopReason.Type {
 		case ma.StopRequiresAction:
+			ids := f.needsAnswer(it.StopReason.EventIDs)
+			if len(ids) == 0 {
+				return false, nil // a pull worker answers; the turn goes on
+			}
 			if f.answers == nil {
 				if f.untilIdle {
 					return true, &exitError{code: exitNeedsInput, err: fmt.Errorf("the session waits for input: answer with `reins sessions send %s --approve|--deny|--tool-result EVENT_ID`", f.sessionID)}
 				}
 				return false, nil
 			}
-			return false, f.resolve(ctx, it.StopReason.EventIDs)
+			return false, f.resolve(ctx, ids)
 		case ma.StopRetriesExhausted:
 			if f.untilIdle && !before {
 				return true, &exitError{code: 1, err: errors.New("the turn was abandoned")}
@@ -130,6 +243,18 @@ func (f *follower) react(ctx context.Context, it streamItem) (done bool, err err
 		}
 	}
 	return false, nil
+}
+
+// needsAnswer leaves out of the ids a session waits on the tool uses a
+// pull worker answers.
+func (f *follower) needsAnswer(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if !f.r.AwaitsWorker(id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // resolve answers the pending tool confirmations and custom tool uses.
@@ -147,7 +272,7 @@ func (f *follower) resolve(ctx context.Context, ids []string) error {
 					return f.needsInput(id, "the result of custom tool "+ev.Name)
 				}
 				var err error
-				text, err = f.answers.ask.ask(ctx, fmt.Sprintf("result of custom tool %s %s: ", ev.Name, oneLine(string(ev.Input), 120)))
+				text, err = f.answers.ask.ask(ctx, fmt.Sprintf("result of custom tool %s %s: ", ev.Name, oneLine(unescapeJSON(string(ev.Input)), 120)))
 				if err != nil {
 					return err
 				}
@@ -168,7 +293,7 @@ func (f *follower) resolve(ctx context.Context, ids []string) error {
 			denyMessage = "The person running the session denied this tool call (--auto-deny)."
 		case f.answers.ask != nil:
 			var err error
-			allow, err = f.answers.ask.confirm(ctx, fmt.Sprintf("allow %s %s?", ev.Name, oneLine(string(ev.Input), 120)))
+			allow, err = f.answers.ask.confirm(ctx, fmt.Sprintf("allow %s %s?", ev.Name, oneLine(unescapeJSON(string(ev.Input)), 120)))
 			if err != nil {
 				return err
 			}
@@ -203,7 +328,8 @@ func (f *follower) needsInput(id, what string) error {
 func openStream(ctx context.Context, c *apiClient, sessionID string, previews bool) (eventStream, func(), error) {
 	var p anthropic.BetaSessionEventStreamParams
 	if previews {
-		p.EventDeltas = []anthropic.BetaManagedAgentsDeltaType{anthropic.BetaManagedAgentsDeltaTypeAgentMessage}
+		// Thinking's preview start is what shows it before the answer.
+		p.EventDeltas = []anthropic.BetaManagedAgentsDeltaType{anthropic.BetaManagedAgentsDeltaTypeAgentMessage, anthropic.BetaManagedAgentsDeltaTypeAgentThinking}
 	}
 	s := c.Beta.Sessions.Events.StreamEvents(ctx, sessionID, p)
 	if err := s.Err(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -34,5 +35,27 @@ func TestKeysCommands(t *testing.T) {
 	r = execute(ctx, "", "keys", "list", "--data-dir", s.dataDir)
 	if !strings.Contains(r.stdout, "revoked") {
 		t.Fatalf("list after revoke:\n%s", r.stdout)
+	}
+}
+
+// TestKeysRefuseMissingDatabase: keys commands on a directory without a
+// reins database refuse, naming the flag, and create nothing; revoking a
+// missing key says so.
+func TestKeysRefuseMissingDatabase(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"keys", "create"}, {"keys", "list"}, {"keys", "revoke", "key_x"}} {
+		r := execute(ctx, "", append(args, "--data-dir", dir)...)
+		if r.err == nil || !strings.Contains(r.err.Error(), "no reins database") || !strings.Contains(r.err.Error(), "--data-dir") {
+			t.Errorf("%v: %v", args, r.err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the refused commands left %d files in %s", len(entries), dir)
+	}
+	s := startServer(t)
+	r := execute(ctx, "", "keys", "revoke", "key_missing", "--data-dir", s.dataDir)
+	if r.err == nil || !strings.Contains(r.err.Error(), "no API key key_missing") {
+		t.Errorf("revoke missing: %v", r.err)
 	}
 }

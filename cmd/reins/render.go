@@ -65,12 +65,15 @@ type renderer struct {
 	seen map[string]bool
 	// tools are the tool uses seen, by event id, for results and prompts.
 	tools map[string]ma.Event
+	// decisions are the confirmations seen ("allow" or "deny"), by tool
+	// use id.
+	decisions map[string]string
 	// working is set while the session runs a turn.
 	working bool
 }
 
 func newRenderer(color, showUser bool) *renderer {
-	return &renderer{color: color, showUser: showUser, previewed: map[string][]string{}, seen: map[string]bool{}, tools: map[string]ma.Event{}}
+	return &renderer{color: color, showUser: showUser, previewed: map[string][]string{}, seen: map[string]bool{}, tools: map[string]ma.Event{}, decisions: map[string]string{}}
 }
 
 // Working reports whether the session is busy, for the spinner.
@@ -82,10 +85,26 @@ func (r *renderer) Tool(id string) (ma.Event, bool) {
 	return ev, ok
 }
 
+// AwaitsWorker reports whether a tool use a session waits on is run by a
+// pull worker (which answers with user.tool_result) rather than answered
+// by the person: a built-in tool call that was allowed, by its policy or
+// by a confirmation. A session runs such calls itself otherwise, so one
+// the session waits on is a pull worker's.
+func (r *renderer) AwaitsWorker(id string) bool {
+	ev, ok := r.tools[id]
+	return ok && ev.Type == ma.EventAgentToolUse && (ev.EvaluatedPermission == "allow" || r.decisions[id] == "allow")
+}
+
 // Render returns the text for one frame ("" when it shows nothing).
 func (r *renderer) Render(it streamItem) string {
 	switch it.Type {
 	case previewStart:
+		// Thinking comes before the text it leads to: show it when it
+		// starts, not when its event is committed with the answer.
+		if it.Start != nil && it.Start.Type == ma.EventAgentThinking && it.Start.ID != "" && !r.seen[it.Start.ID] {
+			r.seen[it.Start.ID] = true
+			return r.line(styleDim, "… thinking")
+		}
 		return ""
 	case previewDelta:
 		return r.delta(it)
@@ -132,7 +151,11 @@ func (r *renderer) Render(it streamItem) string {
 			id = it.MCPToolUseID
 		}
 		return r.result(r.tools[id].Name, it.Content, it.IsError != nil && *it.IsError)
+	case ma.EventUserToolResult:
+		// A pull worker's result of a built-in tool.
+		return r.result(r.tools[it.ToolUseID].Name, it.Content, it.IsError != nil && *it.IsError)
 	case ma.EventUserToolConfirmation:
+		r.decisions[it.ToolUseID] = it.Result
 		name := r.tools[it.ToolUseID].Name
 		if it.Result == "deny" {
 			s := "✗ denied " + name
@@ -242,7 +265,7 @@ func describeToolUse(ev ma.Event) string {
 	case ma.EventAgentMCPToolUse:
 		name = ev.MCPServerName + "/" + name
 	}
-	s := "→ " + name + " " + oneLine(string(ev.Input), 160)
+	s := "→ " + name + " " + oneLine(unescapeJSON(string(ev.Input)), 160)
 	switch ev.EvaluatedPermission {
 	case "ask":
 		s += "  (needs approval)"
@@ -292,6 +315,8 @@ func (r *renderer) idle(stop *ma.StopReason) string {
 				waits = append(waits, id)
 			case ev.Type == ma.EventAgentCustomToolUse:
 				waits = append(waits, "the result of custom tool "+ev.Name)
+			case r.AwaitsWorker(id):
+				waits = append(waits, "a worker to run "+ev.Name)
 			default:
 				waits = append(waits, "approval of "+ev.Name)
 			}
@@ -362,10 +387,15 @@ func (r *renderer) line(s style, text string) string {
 		prefix = "\n"
 		r.midLine = false
 	}
-	if r.color && s != stylePlain {
-		return prefix + ansi[s] + text + "\x1b[0m\n"
+	return prefix + styled(r.color, s, text)
+}
+
+// styled is a line of text in a style.
+func styled(color bool, s style, text string) string {
+	if color && s != stylePlain {
+		return ansi[s] + text + "\x1b[0m\n"
 	}
-	return prefix + text + "\n"
+	return text + "\n"
 }
 
 // contentText joins the text of content blocks; other blocks are named.
@@ -382,4 +412,37 @@ func contentText(blocks []ma.ContentBlock) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// htmlEscapes are the escapes Go's encoding/json writes for characters
+// that are safe in HTML only escaped; a person reads them unescaped.
+var htmlEscapes = map[string]string{`\u003c`: "<", `\u003e`: ">", `\u0026`: "&", `\u2028`: "\u2028", `\u2029`: "\u2029"}
+
+// unescapeJSON undoes the HTML-safe escapes in a JSON text, so that a tool
+// input reads `{"command":"echo hi > f"}` rather than `\u003e`. Only
+// escapes that start at a real backslash escape are replaced; the text
+// stays the same JSON.
+func unescapeJSON(s string) string {
+	if !strings.Contains(s, `\u`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+6 <= len(s) {
+			if r, ok := htmlEscapes[s[i:i+6]]; ok {
+				b.WriteString(r)
+				i += 5
+				continue
+			}
+		}
+		// Any other escape is kept whole, so an escaped backslash is not
+		// read as the start of another escape.
+		b.WriteString(s[i : i+2])
+		i++
+	}
+	return b.String()
 }

@@ -300,3 +300,43 @@ func (s *syncBuilder) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestUnescapeJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"command":"echo a \u003e b \u0026\u0026 cat \u003c b"}`: `{"command":"echo a > b && cat < b"}`,
+		`{"s":"a\\u003e"}`:  `{"s":"a\\u003e"}`, // an escaped backslash, then text
+		`{"s":"\"\u003e"}`:  `{"s":"\">"}`,
+		`{"s":"\u00e9"}`:    `{"s":"\u00e9"}`,
+		`{"s":"plain"}`:     `{"s":"plain"}`,
+		`{"s":"trailing\\"}`: `{"s":"trailing\\"}`,
+	} {
+		if got := unescapeJSON(in); got != want {
+			t.Errorf("unescapeJSON(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestRenderPullWorkerTurn: a pull worker's tool use is awaited, not asked
+// for, and its user.tool_result is shown.
+func TestRenderPullWorkerTurn(t *testing.T) {
+	r := newRenderer(false, true)
+	var out strings.Builder
+	for _, f := range []string{
+		`{"type":"agent.tool_use","id":"sevt_u","name":"bash","input":{"command":"echo a \u003e f"},"evaluated_permission":"allow"}`,
+		`{"type":"session.status_idle","id":"sevt_i","stop_reason":{"type":"requires_action","event_ids":["sevt_u"]}}`,
+		`{"type":"user.tool_result","id":"sevt_r","tool_use_id":"sevt_u","content":[{"type":"text","text":"done"}]}`,
+	} {
+		var it streamItem
+		if err := json.Unmarshal([]byte(f), &it); err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString(r.Render(it))
+	}
+	want := "→ bash {\"command\":\"echo a > f\"}\nwaiting for a worker to run bash\n← bash: done\n"
+	if out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+	if !r.AwaitsWorker("sevt_u") {
+		t.Error("an allowed built-in tool use of a requires_action idle is not a worker's")
+	}
+}

@@ -32,8 +32,11 @@ func newRootCommand() *cobra.Command {
 		Long:          "reins serves the Claude Managed Agents API on a durable event log, runs agent sessions, and connects the machines that run their tools.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("reins {{.Version}}\n")
 	root.AddCommand(newServeCommand(), newKeysCommand(), newAgentsCommand(), newEnvironmentsCommand(), newSessionsCommand(), newExecutorCommand(), newVersionCommand())
+	root.AddCommand(newChatCommand())
 	root.AddCommand(newMCPCommand(root))
 	return root
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/spf13/cobra"
+
+	ma "github.com/reinsdev/reins/managedagents"
 )
 
 // runFlags are the flags of `sessions run`.
@@ -106,7 +107,7 @@ func runSession(cmd *cobra.Command, cf *clientFlags, rf *runFlags, args []string
 	}
 	out := cmd.OutOrStdout()
 	tty := isTerminal(out)
-	f := &follower{c: c, sessionID: sessionID, r: newRenderer(useColor(out), false), untilIdle: true,
+	f := &follower{c: c, sessionID: sessionID, r: newRenderer(useColor(out), false), untilIdle: true, reconnect: true,
 		answers: &answers{autoApprove: rf.autoApprove, autoDeny: rf.autoDeny, toolResponses: responses}}
 	if c.output == outputJSON {
 		f.raw = out
@@ -117,7 +118,7 @@ func runSession(cmd *cobra.Command, cf *clientFlags, rf *runFlags, args []string
 	fmt.Fprintf(cmd.ErrOrStderr(), "session %s\n", sessionID)
 	defer f.con.Close()
 	if tty && stdinTTY {
-		f.answers.ask = &asker{in: bufio.NewReader(cmd.InOrStdin()), out: f.con}
+		f.answers.ask = &asker{in: newLineReader(cmd.InOrStdin()), out: f.con}
 	}
 
 	// The stream first, then the message: nothing of the turn is missed.
@@ -126,6 +127,7 @@ func runSession(cmd *cobra.Command, cf *clientFlags, rf *runFlags, args []string
 		return err
 	}
 	defer closeStream()
+	defer f.close()
 	f.con.Write("", true)
 	sent, err := c.Beta.Sessions.Events.Send(ctx, sessionID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{{
 		OfUserMessage: &anthropic.BetaManagedAgentsUserMessageEventParams{Content: []anthropic.BetaManagedAgentsUserMessageEventParamsContentUnion{
@@ -144,6 +146,35 @@ func runSession(cmd *cobra.Command, cf *clientFlags, rf *runFlags, args []string
 		return interrupt(context.WithoutCancel(ctx), c, sessionID, f)
 	}
 	return c.explain(err)
+}
+
+// history shows the session's events so far. done reports that they end
+// the follow: the session is over, or it is idle and the follow ends with
+// the turn (--until-idle), which then ended before tail started.
+func (f *follower) history(ctx context.Context) (done bool, err error) {
+	pager := f.c.Beta.Sessions.Events.ListAutoPaging(ctx, f.sessionID, anthropic.BetaSessionEventListParams{Limit: anthropic.Int(1000)})
+	var last *streamItem
+	for pager.Next() {
+		raw := pager.Current().RawJSON()
+		var it streamItem
+		if err := json.Unmarshal([]byte(raw), &it); err != nil {
+			return true, fmt.Errorf("decode event: %w", err)
+		}
+		if err := f.show(raw, it); err != nil {
+			return true, err
+		}
+		switch it.Type {
+		case ma.EventStatusRunning, ma.EventStatusIdle, ma.EventStatusRescheduled, ma.EventStatusTerminated, ma.EventSessionDeleted:
+			last = &it
+		}
+	}
+	if err := pager.Err(); err != nil {
+		return true, f.c.explain(err)
+	}
+	if last == nil || last.Type == ma.EventStatusRunning || last.Type == ma.EventStatusRescheduled {
+		return false, nil
+	}
+	return f.react(ctx, *last)
 }
 
 // interrupt asks the session to stop its turn and reports exit 130.
@@ -177,7 +208,7 @@ session waits for.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			out := cmd.OutOrStdout()
-			f := &follower{c: c, sessionID: args[0], r: newRenderer(useColor(out), true), untilIdle: untilIdle}
+			f := &follower{c: c, sessionID: args[0], r: newRenderer(useColor(out), true), untilIdle: untilIdle, reconnect: true}
 			if c.output == outputJSON {
 				f.raw = out
 				f.con = newConsole(io.Discard, false, false)
@@ -190,20 +221,11 @@ session waits for.`,
 				return err
 			}
 			defer closeStream()
+			defer f.close()
 			if history {
-				pager := c.Beta.Sessions.Events.ListAutoPaging(ctx, args[0], anthropic.BetaSessionEventListParams{Limit: anthropic.Int(1000)})
-				for pager.Next() {
-					raw := pager.Current().RawJSON()
-					var it streamItem
-					if err := json.Unmarshal([]byte(raw), &it); err != nil {
-						return fmt.Errorf("decode event: %w", err)
-					}
-					if err := f.show(raw, it); err != nil {
-						return err
-					}
-				}
-				if err := pager.Err(); err != nil {
-					return c.explain(err)
+				done, err := f.history(ctx)
+				if done || err != nil {
+					return err
 				}
 			}
 			err = f.follow(ctx, stream)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -29,15 +28,18 @@ type sandboxFlags struct {
 	egressAllow []string
 }
 
+// register adds the sandbox flags to f with their environment fallbacks.
 func (s *sandboxFlags) register(f *pflag.FlagSet, whose string) {
 	d := sandbox.DefaultLimits()
-	f.StringVar(&s.mode, "sandbox", envOr("REINS_SANDBOX", app.SandboxNamespaces),
+	f.StringVar(&s.mode, "sandbox", app.SandboxNamespaces,
 		"where "+whose+" tools run: \"namespaces\" (a sandbox per session) or \"none\" (on this host, confined by Landlock only: a trusted single-user machine) (REINS_SANDBOX)")
-	f.StringVar(&s.memory, "sandbox-memory", envOr("REINS_SANDBOX_MEMORY", formatBytes(d.Memory)), "memory of each sandbox, e.g. 512M or 4G (REINS_SANDBOX_MEMORY)")
-	f.IntVar(&s.processes, "sandbox-processes", envInt("REINS_SANDBOX_PROCESSES", d.Processes), "processes and threads of each sandbox (REINS_SANDBOX_PROCESSES)")
-	f.Float64Var(&s.cpu, "sandbox-cpu", d.CPU, "CPUs each sandbox may use, where cgroups are available")
-	f.StringSliceVar(&s.egressAllow, "egress-allow", splitList(os.Getenv("REINS_EGRESS_ALLOW")),
+	f.StringVar(&s.memory, "sandbox-memory", formatBytes(d.Memory), "memory of each sandbox, e.g. 512M or 4G (REINS_SANDBOX_MEMORY)")
+	f.IntVar(&s.processes, "sandbox-processes", d.Processes, "processes and threads of each sandbox (REINS_SANDBOX_PROCESSES)")
+	f.Float64Var(&s.cpu, "sandbox-cpu", d.CPU, "CPUs each sandbox may use, where cgroups are available (REINS_SANDBOX_CPU)")
+	f.StringSliceVar(&s.egressAllow, "egress-allow", nil,
 		"internal addresses (CIDR or IP: loopback, private, link-local) that sandboxes may reach through the egress proxy anyway; refused by default (REINS_EGRESS_ALLOW)")
+	bindEnv(f, []envFallback{{"sandbox", "REINS_SANDBOX"}, {"sandbox-memory", "REINS_SANDBOX_MEMORY"}, {"sandbox-processes", "REINS_SANDBOX_PROCESSES"},
+		{"sandbox-cpu", "REINS_SANDBOX_CPU"}, {"egress-allow", "REINS_EGRESS_ALLOW"}}...)
 }
 
 func (s *sandboxFlags) config() (app.SandboxConfig, error) {
@@ -52,15 +54,14 @@ func (s *sandboxFlags) config() (app.SandboxConfig, error) {
 	if s.mode != app.SandboxNamespaces && s.mode != app.SandboxNone {
 		return app.SandboxConfig{}, fmt.Errorf("--sandbox: %q is not \"namespaces\" or \"none\"", s.mode)
 	}
+	if s.processes < 1 {
+		return app.SandboxConfig{}, fmt.Errorf("--sandbox-processes: want at least 1, got %d", s.processes)
+	}
+	if s.cpu <= 0 {
+		return app.SandboxConfig{}, fmt.Errorf("--sandbox-cpu: want more than 0, got %g", s.cpu)
+	}
 	return app.SandboxConfig{Mode: s.mode, EgressAllow: allow,
 		Limits: sandbox.Limits{Memory: mem, Processes: s.processes, CPU: s.cpu}}, nil
-}
-
-func splitList(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, ",")
 }
 
 // parseBytes reads a size such as 512M, 4G or 1048576.

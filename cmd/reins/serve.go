@@ -6,14 +6,18 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/internal/app"
@@ -41,77 +45,105 @@ type serveOptions struct {
 	sandbox          sandboxFlags
 	pipIndexURL      string
 	npmRegistry      string
+	// flags are the command's flags, for errors that name them.
+	flags *pflag.FlagSet
 }
 
 func newServeCommand() *cobra.Command {
-	var o serveOptions
+	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the Managed Agents API",
 		Long: `Serve the Claude Managed Agents API: point the official Anthropic SDK
 (ANTHROPIC_BASE_URL) at it. Everything is kept in an embedded SQLite database
-in the data dir; nothing else needs installing.`,
+in the data dir; nothing else needs installing.
+
+Every flag falls back to the environment variable named in its description;
+a value that is not valid, on the command line or in the environment, is
+refused at start.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			return runServe(cmd, o)
+		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.addr, "addr", envOr("REINS_ADDR", "127.0.0.1:4180"), "listen address (REINS_ADDR)")
-	f.StringVar(&o.dataDir, "data-dir", envOr("REINS_DATA_DIR", defaultDataDir()), "data directory (REINS_DATA_DIR)")
-	f.StringVar(&o.databaseURL, "database-url", os.Getenv("REINS_DATABASE_URL"), "PostgreSQL URL (postgres://…) to keep the store in instead of SQLite in the data dir (REINS_DATABASE_URL); one reins process per database for now")
-	f.StringVar(&o.anthropicKey, "anthropic-api-key", os.Getenv("ANTHROPIC_API_KEY"), "Anthropic API key for claude-* models (ANTHROPIC_API_KEY)")
-	f.StringVar(&o.anthropicBaseURL, "anthropic-base-url", os.Getenv("ANTHROPIC_BASE_URL"), "Messages API base URL (ANTHROPIC_BASE_URL)")
-	f.StringVar(&o.openaiKey, "openai-api-key", os.Getenv("OPENAI_API_KEY"), "API key for openai/* models (OPENAI_API_KEY)")
-	f.StringVar(&o.openaiBaseURL, "openai-base-url", os.Getenv("OPENAI_BASE_URL"), "Chat Completions base URL for openai/* models (OPENAI_BASE_URL)")
-	f.IntVar(&o.maxAttempts, "model-max-attempts", envInt("REINS_MODEL_MAX_ATTEMPTS", 4), "tries of one model call before the turn is abandoned (REINS_MODEL_MAX_ATTEMPTS)")
-	f.DurationVar(&o.retryBase, "model-retry-base", envDuration("REINS_MODEL_RETRY_BASE", time.Second), "first retry delay, doubled each retry (REINS_MODEL_RETRY_BASE)")
-	f.DurationVar(&o.retryMax, "model-retry-max", envDuration("REINS_MODEL_RETRY_MAX", 30*time.Second), "longest retry delay (REINS_MODEL_RETRY_MAX)")
-	f.IntVar(&o.modelConcurrency, "model-concurrency", envInt("REINS_MODEL_CONCURRENCY", 64), "model calls in flight at once across all providers, 0 for no bound; turns over it wait, still running (REINS_MODEL_CONCURRENCY)")
-	f.StringToIntVar(&o.providerConc, "model-provider-concurrency", envIntMap("REINS_MODEL_PROVIDER_CONCURRENCY"), "model calls in flight at once per provider, as anthropic=N,openai=N (REINS_MODEL_PROVIDER_CONCURRENCY)")
-	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown waits for requests and runners")
-	f.StringVar(&o.logLevel, "log-level", envOr("REINS_LOG_LEVEL", "info"), "debug, info, warn or error (REINS_LOG_LEVEL)")
-	f.StringSliceVar(&o.outboundAllow, "outbound-allow", splitList(os.Getenv("REINS_OUTBOUND_ALLOW")),
+	f.StringVar(&o.addr, "addr", "127.0.0.1:4180", "listen address (REINS_ADDR)")
+	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "data directory (REINS_DATA_DIR)")
+	f.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL URL (postgres://…) to keep the store in instead of SQLite in the data dir (REINS_DATABASE_URL); one reins process per database for now")
+	f.StringVar(&o.anthropicKey, "anthropic-api-key", "", "Anthropic API key for claude-* models (ANTHROPIC_API_KEY)")
+	f.StringVar(&o.anthropicBaseURL, "anthropic-base-url", "", "Messages API base URL (ANTHROPIC_BASE_URL)")
+	f.StringVar(&o.openaiKey, "openai-api-key", "", "API key for openai/* models (OPENAI_API_KEY)")
+	f.StringVar(&o.openaiBaseURL, "openai-base-url", "", "Chat Completions base URL for openai/* models (OPENAI_BASE_URL)")
+	f.IntVar(&o.maxAttempts, "model-max-attempts", 4, "tries of one model call before the turn is abandoned (REINS_MODEL_MAX_ATTEMPTS)")
+	f.DurationVar(&o.retryBase, "model-retry-base", time.Second, "first retry delay, doubled each retry (REINS_MODEL_RETRY_BASE)")
+	f.DurationVar(&o.retryMax, "model-retry-max", 30*time.Second, "longest retry delay (REINS_MODEL_RETRY_MAX)")
+	f.IntVar(&o.modelConcurrency, "model-concurrency", 64, "model calls in flight at once across all providers, 0 for no bound; turns over it wait, still running (REINS_MODEL_CONCURRENCY)")
+	f.StringToIntVar(&o.providerConc, "model-provider-concurrency", map[string]int{}, "model calls in flight at once per provider, as anthropic=N,openai=N (REINS_MODEL_PROVIDER_CONCURRENCY)")
+	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown waits for requests and runners (REINS_SHUTDOWN_GRACE)")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error; debug logs every request and turn step (REINS_LOG_LEVEL)")
+	f.StringSliceVar(&o.outboundAllow, "outbound-allow", nil,
 		"internal addresses (CIDR or IP: loopback, private, link-local) that the server's own requests to URLs users give (agents' MCP servers, OAuth token endpoints, mcp_oauth_validate) may reach anyway; refused by default (REINS_OUTBOUND_ALLOW)")
 	o.sandbox.register(f, "cloud sessions'")
-	f.StringVar(&o.pipIndexURL, "pip-index-url", os.Getenv("REINS_PIP_INDEX_URL"),
+	f.StringVar(&o.pipIndexURL, "pip-index-url", "",
 		"PyPI simple index (e.g. a mirror, http://host/simple/) that cloud environments' pip packages are installed from instead of pypi.org; installs may reach its host. A mirror on an internal address also needs --egress-allow (REINS_PIP_INDEX_URL)")
-	f.StringVar(&o.npmRegistry, "npm-registry", os.Getenv("REINS_NPM_REGISTRY"),
+	f.StringVar(&o.npmRegistry, "npm-registry", "",
 		"npm registry (e.g. a mirror) that cloud environments' npm packages are installed from instead of registry.npmjs.org; installs may reach its host. A mirror on an internal address also needs --egress-allow (REINS_NPM_REGISTRY)")
+	o.flags = f
+	bindEnv(f, []envFallback{
+		{"addr", "REINS_ADDR"}, {"data-dir", "REINS_DATA_DIR"}, {"database-url", "REINS_DATABASE_URL"},
+		{"anthropic-api-key", "ANTHROPIC_API_KEY"}, {"anthropic-base-url", "ANTHROPIC_BASE_URL"},
+		{"openai-api-key", "OPENAI_API_KEY"}, {"openai-base-url", "OPENAI_BASE_URL"},
+		{"model-max-attempts", "REINS_MODEL_MAX_ATTEMPTS"}, {"model-retry-base", "REINS_MODEL_RETRY_BASE"}, {"model-retry-max", "REINS_MODEL_RETRY_MAX"},
+		{"model-concurrency", "REINS_MODEL_CONCURRENCY"}, {"model-provider-concurrency", "REINS_MODEL_PROVIDER_CONCURRENCY"},
+		{"shutdown-grace", "REINS_SHUTDOWN_GRACE"}, {"log-level", "REINS_LOG_LEVEL"}, {"outbound-allow", "REINS_OUTBOUND_ALLOW"},
+		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"},
+	}...)
 	return cmd
 }
 
-func envInt(name string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return n
-	}
-	return def
-}
-
-// envIntMap reads name=N,name=N from the environment variable; a malformed
-// value is ignored (the flag's default is then empty).
-func envIntMap(name string) map[string]int {
-	out := map[string]int{}
-	for _, kv := range splitList(os.Getenv(name)) {
-		k, v, ok := strings.Cut(kv, "=")
-		n, err := strconv.Atoi(v)
-		if !ok || err != nil {
-			return map[string]int{}
-		}
-		out[strings.TrimSpace(k)] = n
-	}
-	return out
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
-		return d
-	}
-	return def
-}
-
-func runServe(cmd *cobra.Command, o serveOptions) error {
+// check refuses values the flags' types accept but reins does not.
+func (o *serveOptions) check() (slog.Level, error) {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	switch o.logLevel {
+	case "debug", "info", "warn", "error", "DEBUG", "INFO", "WARN", "ERROR":
+		level.UnmarshalText([]byte(o.logLevel))
+	default:
+		return 0, flagError(o.flags, "log-level", "want debug, info, warn or error, got %q", o.logLevel)
+	}
+	switch {
+	case o.maxAttempts < 1:
+		return 0, flagError(o.flags, "model-max-attempts", "want at least 1, got %d", o.maxAttempts)
+	case o.retryBase <= 0:
+		return 0, flagError(o.flags, "model-retry-base", "want a positive duration, got %s", o.retryBase)
+	case o.retryMax < o.retryBase:
+		return 0, flagError(o.flags, "model-retry-max", "want at least --model-retry-base (%s), got %s", o.retryBase, o.retryMax)
+	case o.modelConcurrency < 0:
+		return 0, flagError(o.flags, "model-concurrency", "want 0 (no bound) or more, got %d", o.modelConcurrency)
+	case o.shutdownGrace < 0:
+		return 0, flagError(o.flags, "shutdown-grace", "want a duration of 0 or more, got %s", o.shutdownGrace)
+	case o.addr == "":
+		return 0, flagError(o.flags, "addr", "want a listen address such as 127.0.0.1:4180")
+	case o.dataDir == "":
+		return 0, flagError(o.flags, "data-dir", "want a directory")
+	}
+	for name, n := range o.providerConc {
+		if name != "anthropic" && name != "openai" && name != "scripted" {
+			return 0, flagError(o.flags, "model-provider-concurrency", "unknown provider %q (anthropic, openai, scripted)", name)
+		}
+		if n < 0 {
+			return 0, flagError(o.flags, "model-provider-concurrency", "want 0 (no bound) or more for %s, got %d", name, n)
+		}
+	}
+	return level, nil
+}
+
+func runServe(cmd *cobra.Command, o *serveOptions) error {
+	level, err := o.check()
+	if err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -120,11 +152,6 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	models, err := buildModels(o, logger)
 	if err != nil {
 		return err
-	}
-	for name := range o.providerConc {
-		if name != "anthropic" && name != "openai" && name != "scripted" {
-			return fmt.Errorf("--model-provider-concurrency: unknown provider %q (anthropic, openai, scripted)", name)
-		}
 	}
 	sbx, err := o.sandbox.config()
 	if err != nil {
@@ -138,39 +165,37 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	// Bind before anything is created: a start that cannot listen leaves
+	// the data dir as it was, so the next start is still a first start.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	if err := checkNotSelf(o.anthropicBaseURL, ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound})
 	if err != nil {
+		ln.Close()
 		return err
 	}
-	out := cmd.OutOrStdout()
-	key, keyPath, err := a.EnsureKey(ctx, o.dataDir, bootstrap)
+	first, err := firstStart(ctx, a, o, bootstrap)
 	if err != nil {
+		ln.Close()
 		a.Shutdown(context.Background())
 		return err
 	}
-	demoModel := "scripted"
-	if o.anthropicKey != "" {
-		demoModel = "claude-sonnet-4-5"
-	}
-	demo, err := a.SeedDemo(ctx, demoModel)
-	if err != nil {
-		a.Shutdown(context.Background())
-		return err
-	}
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		a.Shutdown(context.Background())
-		return fmt.Errorf("listen on %s: %w", o.addr, err)
-	}
-	url := "http://" + ln.Addr().String()
 	if err := a.Start(ctx, ln); err != nil {
 		a.Shutdown(context.Background())
 		return err
 	}
-	printBanner(out, url, o.dataDir, key, keyPath, demo)
+	first.url = url
+	printBanner(cmd.OutOrStdout(), first)
 	logger.Info("reins serving", "url", url, "data_dir", o.dataDir)
 
 	<-ctx.Done()
@@ -184,8 +209,60 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	return nil
 }
 
+// checkNotSelf refuses an Anthropic base URL that is this server: reins
+// would send its model calls to itself. ANTHROPIC_BASE_URL is also what
+// SDK programs read to find reins, so it is easily left set.
+func checkNotSelf(baseURL string, listen net.Addr) error {
+	if baseURL == "" {
+		return nil
+	}
+	u, err := neturl.Parse(baseURL)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("--anthropic-base-url (ANTHROPIC_BASE_URL): %q is not a URL", baseURL)
+	}
+	tcp, ok := listen.(*net.TCPAddr)
+	if !ok {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	if port != strconv.Itoa(tcp.Port) {
+		return nil
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	self := host == "localhost" || (ip != nil && (ip.Equal(tcp.IP) || (ip.IsLoopback() && (tcp.IP.IsLoopback() || tcp.IP.IsUnspecified())) || tcp.IP.IsUnspecified() && ip.IsLoopback()))
+	if !self {
+		return nil
+	}
+	return fmt.Errorf("--anthropic-base-url (ANTHROPIC_BASE_URL) is %s, this server itself: reins would send its model calls to itself. "+
+		"Unset ANTHROPIC_BASE_URL for `reins serve` (it is for SDK programs that talk to reins), or point it at the Messages API", baseURL)
+}
+
+// firstStart creates what a first start creates (the first API key, the
+// demo agent and environment) and says what to print about them.
+func firstStart(ctx context.Context, a *app.App, o *serveOptions, bootstrap string) (*banner, error) {
+	key, keyPath, err := a.EnsureKey(ctx, o.dataDir, bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	demoModel := "scripted"
+	if o.anthropicKey != "" {
+		demoModel = "claude-sonnet-4-5"
+	}
+	demo, err := a.SeedDemo(ctx, demoModel)
+	if err != nil {
+		return nil, err
+	}
+	b := &banner{dataDir: o.dataDir, key: key, keyPath: keyPath, demo: demo, bootstrap: bootstrap != ""}
+	b.defaultDir = o.dataDir == defaultDataDir()
+	return b, nil
+}
+
 // packages returns the packages mirrors of the flags, checked.
-func (o serveOptions) packages() (app.PackagesConfig, error) {
+func (o *serveOptions) packages() (app.PackagesConfig, error) {
 	for _, f := range []struct{ name, value string }{{"--pip-index-url", o.pipIndexURL}, {"--npm-registry", o.npmRegistry}} {
 		if f.value == "" {
 			continue
@@ -197,21 +274,55 @@ func (o serveOptions) packages() (app.PackagesConfig, error) {
 	return app.PackagesConfig{PipIndexURL: o.pipIndexURL, NpmRegistry: o.npmRegistry}, nil
 }
 
-func printBanner(w io.Writer, url, dataDir, key, keyPath string, demo *app.Demo) {
-	fmt.Fprintf(w, "reins is serving the Managed Agents API at %s\n", url)
-	fmt.Fprintf(w, "data: %s\n", dataDir)
-	if key != "" {
-		fmt.Fprintf(w, "\nA first API key was created. It is shown once, here, and kept in %s (mode 0600):\n\n    %s\n\n", keyPath, key)
+// banner is what the start prints.
+type banner struct {
+	url, dataDir string
+	// defaultDir: the data dir is the CLI's default too.
+	defaultDir bool
+	// key is a first key made now (shown once), kept in keyPath.
+	key, keyPath string
+	// bootstrap: REINS_API_KEY was given.
+	bootstrap bool
+	demo      *app.Demo
+}
+
+func printBanner(w io.Writer, b *banner) {
+	fmt.Fprintf(w, "reins is serving the Managed Agents API at %s\n", b.url)
+	fmt.Fprintf(w, "data: %s\n", b.dataDir)
+	if b.key != "" {
+		fmt.Fprintf(w, "\nA first API key was created. It is shown once, here, and kept in %s (mode 0600):\n\n    %s\n\n", b.keyPath, b.key)
 	}
-	if demo != nil {
-		fmt.Fprintf(w, `
+	if b.demo == nil {
+		return
+	}
+	// The hints name what differs from the CLI's defaults, so that they
+	// work as printed in another shell.
+	var flags []string
+	if b.url != defaultURL {
+		flags = append(flags, "--url "+b.url)
+	}
+	keyHeader := `"x-api-key: $REINS_API_KEY"`
+	keyNote := "the CLI reads REINS_API_KEY, which this server accepts"
+	if !b.bootstrap || b.key != "" {
+		path := filepath.Join(b.dataDir, app.KeyFile)
+		keyHeader = fmt.Sprintf(`"x-api-key: $(cat %s)"`, shellQuote(path))
+		keyNote = "the CLI reads the key file " + path
+		if !b.defaultDir {
+			flags = append(flags, "--data-dir "+shellQuote(b.dataDir))
+		}
+	}
+	cli := "reins sessions run"
+	for _, f := range flags {
+		cli += " " + f
+	}
+	fmt.Fprintf(w, `
 A demo agent and environment are ready (model %s):
     agent        %s
     environment  %s
 
-Talk to them (the CLI reads REINS_URL and REINS_API_KEY; the key file is read by default):
-    reins sessions run --agent %s --environment %s "Hello"
-    curl -s %s/v1/agents -H "x-api-key: $(cat %s)"
+Talk to them (%s):
+    %s --agent %s --environment %s "Hello"
+    curl -s %s/v1/agents -H %s
 
 or with the official Go SDK (github.com/anthropics/anthropic-sdk-go/v2):
     client := anthropic.NewClient(option.WithBaseURL("%s"), option.WithAPIKey(key))
@@ -219,22 +330,24 @@ or with the official Go SDK (github.com/anthropics/anthropic-sdk-go/v2):
         Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String("%s")},
         EnvironmentID: "%s",
     })
-`, demo.Model, demo.AgentID, demo.EnvironmentID, demo.AgentID, demo.EnvironmentID, url, keyPathOr(keyPath, dataDir), url, demo.AgentID, demo.EnvironmentID)
-	}
+`, b.demo.Model, b.demo.AgentID, b.demo.EnvironmentID, keyNote, cli, b.demo.AgentID, b.demo.EnvironmentID, b.url, keyHeader, b.url, b.demo.AgentID, b.demo.EnvironmentID)
 }
 
-func keyPathOr(p, dataDir string) string {
-	if p != "" {
-		return p
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '~' || unicode.IsLetter(r) || unicode.IsDigit(r))
+	}) < 0 {
+		return s
 	}
-	return dataDir + "/" + app.KeyFile
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // buildModels configures the model providers from the flags. A provider
 // without a key or base URL is left out: its models then fail with a clear
 // "not configured" session.error instead of calling an API without
 // credentials.
-func buildModels(o serveOptions, logger *slog.Logger) (model.Router, error) {
+func buildModels(o *serveOptions, logger *slog.Logger) (model.Router, error) {
 	r := model.Router{}
 	if o.anthropicKey != "" || o.anthropicBaseURL != "" {
 		r["anthropic"] = anthropic.New(anthropic.Options{APIKey: o.anthropicKey, BaseURL: o.anthropicBaseURL, Logger: logger})

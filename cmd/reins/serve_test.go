@@ -12,7 +12,11 @@ import (
 // anything starts.
 func TestServeOutboundAllow(t *testing.T) {
 	t.Setenv("REINS_OUTBOUND_ALLOW", "127.0.0.1/32,::1")
-	got, err := newServeCommand().Flags().GetStringSlice("outbound-allow")
+	fs := newServeCommand().Flags()
+	if err := applyEnv(fs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := fs.GetStringSlice("outbound-allow")
 	if err != nil || !slices.Equal(got, []string{"127.0.0.1/32", "::1"}) {
 		t.Fatalf("--outbound-allow default = %q, %v", got, err)
 	}
@@ -29,6 +33,9 @@ func TestServeMirrorFlags(t *testing.T) {
 	t.Setenv("REINS_PIP_INDEX_URL", "http://pypi.internal/simple/")
 	t.Setenv("REINS_NPM_REGISTRY", "https://npm.internal/")
 	f := newServeCommand().Flags()
+	if err := applyEnv(f); err != nil {
+		t.Fatal(err)
+	}
 	if got, _ := f.GetString("pip-index-url"); got != "http://pypi.internal/simple/" {
 		t.Errorf("--pip-index-url default = %q", got)
 	}

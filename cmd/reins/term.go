@@ -111,36 +111,66 @@ func (c *console) Close() {
 	c.mu.Unlock()
 }
 
+// lineReader reads lines from the person, one read at a time. A read
+// abandoned when its context ends (Ctrl-C) is not lost: its line goes to
+// the next read.
+type lineReader struct {
+	in      *bufio.Reader
+	results chan lineResult
+	pending bool
+}
+
+type lineResult struct {
+	s   string
+	err error
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{in: bufio.NewReader(r), results: make(chan lineResult, 1)}
+}
+
+// read returns the next line without its newline. The reading goroutine
+// of an abandoned read ends with the process or the next line.
+func (l *lineReader) read(ctx context.Context) (string, error) {
+	if !l.pending {
+		l.pending = true
+		go func() {
+			s, err := l.in.ReadString('\n')
+			l.results <- lineResult{strings.TrimRight(s, "\r\n"), err}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case r := <-l.results:
+		l.pending = false
+		if r.err != nil && r.s == "" {
+			return "", r.err
+		}
+		return r.s, nil
+	}
+}
+
 // asker reads answers from the person at the terminal.
 type asker struct {
-	in  *bufio.Reader
+	in  *lineReader
 	out *console
 }
 
 // ask prints question and reads one line. Reading stops when ctx ends
-// (Ctrl-C); the reading goroutine then ends with the process.
+// (Ctrl-C).
 func (a *asker) ask(ctx context.Context, question string) (string, error) {
 	if err := a.out.Write(question, false); err != nil {
 		return "", err
 	}
-	type answer struct {
-		s   string
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		s, err := a.in.ReadString('\n')
-		ch <- answer{strings.TrimSpace(s), err}
-	}()
-	select {
-	case <-ctx.Done():
-		return "", ctx.Err()
-	case ans := <-ch:
-		if ans.err != nil && ans.s == "" {
-			return "", fmt.Errorf("read answer: %w", ans.err)
+	s, err := a.in.read(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", err
 		}
-		return ans.s, nil
+		return "", fmt.Errorf("read answer: %w", err)
 	}
+	return strings.TrimSpace(s), nil
 }
 
 // confirm asks a yes/no question; only "y" or "yes" is yes.

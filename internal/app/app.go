@@ -214,7 +214,7 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("resume sessions: %w", err)
 	}
 	a.Work.Start(time.Second)
-	a.srv = &http.Server{Handler: a.API, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+	a.srv = &http.Server{Handler: logRequests(a.API, a.log), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("http server stopped", "err", err)
