@@ -127,7 +127,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	}
 	demoModel := "scripted"
 	if o.anthropicKey != "" {
-		demoModel = "claude-sonnet-4-5"
+		demoModel = anthropic.DefaultModel
 	}
 	demo, err := a.SeedDemo(ctx, demoModel)
 	if err != nil {
