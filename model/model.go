@@ -21,7 +21,7 @@ type Provider interface {
 // Request is one model call.
 type Request struct {
 	// Model is the model id as the agent names it (for example
-	// "claude-sonnet-4-5", "openai/gpt-4o" or "scripted/demo").
+	// "claude-sonnet-5-5", "openai/gpt-4o" or "scripted/demo").
 	Model string
 	// Effort and Speed are the optional fields of the agent's model object
 	// ("" when unset). Providers map them where their API supports them.

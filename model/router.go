@@ -10,7 +10,7 @@ import (
 // Router is a Provider that dispatches each request to the provider
 // registered for the request's model id. A model id "scripted" or
 // "scripted/<name>" goes to the "scripted" provider, "openai/<model>" to
-// "openai", and anything else (for example "claude-sonnet-4-5") to
+// "openai", and anything else (for example "claude-sonnet-5-5") to
 // "anthropic".
 type Router map[string]Provider
 

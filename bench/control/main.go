@@ -1,8 +1,11 @@
 // Command control benchmarks the control plane: turn overhead beside the
-// raw store cost of the same commits, turns per second with many concurrent
-// sessions, SSE fan-out to many subscribers of one session, and the memory
-// cost of idle sessions. It runs an in-process server on loopback with the
-// zero-latency scripted model and prints every figure with its baseline.
+// raw store cost of the same commits, the SQLite commit latency with
+// synchronous=FULL (the default) and NORMAL, turns per second with many
+// concurrent sessions under each SQLite setting (FULL or NORMAL, with or
+// without group commit), SSE fan-out to many subscribers of one session,
+// and the memory cost of idle sessions. It runs in-process servers on
+// loopback with the zero-latency scripted model and prints every figure
+// with its baseline.
 //
 //	go run ./bench/control
 package main
@@ -40,11 +43,13 @@ import (
 func main() {
 	turns := flag.Int("turns", 300, "turns for the overhead measurement")
 	concurrent := flag.Int("concurrent", 200, "concurrent sessions for the throughput measurement")
-	duration := flag.Duration("duration", 5*time.Second, "throughput measurement time")
+	duration := flag.Duration("duration", 5*time.Second, "throughput measurement time, per round and store setting")
+	rounds := flag.Int("rounds", 2, "interleaved throughput rounds per store setting; each setting reports its best")
 	subscribers := flag.Int("subscribers", 1000, "SSE subscribers for the fan-out measurement")
 	idle := flag.Int("idle", 10000, "idle sessions for the memory measurement")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the throughput run to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the first throughput round with the default store setting to this file")
 	overheadProfile := flag.String("overheadprofile", "", "write a CPU profile of the turn-overhead run to this file")
+	synchronous := flag.String("synchronous", "FULL", "SQLite synchronous setting of the turn-overhead, first-token, fan-out and memory servers and of the raw store (the throughput and commit-latency figures measure FULL and NORMAL each)")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -55,10 +60,11 @@ func main() {
 	defer os.RemoveAll(dir)
 
 	fmt.Printf("reins control-plane benchmark (GOMAXPROCS=%d, %s)\n\n", runtime.GOMAXPROCS(0), runtime.Version())
-	raw := openRawStore(filepath.Join(dir, "raw"))
+	syncOpt := sqlite.Synchronous(*synchronous)
+	raw := openRawStore(filepath.Join(dir, "raw"), syncOpt)
 	defer raw.st.Close()
 	fake := newFakeMessages()
-	b := newBench(dir, model.Router{"anthropic": fake.provider()})
+	b := newBench(dir, model.Router{"anthropic": fake.provider()}, syncOpt)
 	defer func() { b.close() }()
 	if *overheadProfile != "" {
 		f, err := os.Create(*overheadProfile)
@@ -71,7 +77,7 @@ func main() {
 	if *overheadProfile != "" {
 		pprof.StopCPUProfile()
 	}
-	fmt.Printf("turn overhead (POST user.message -> SSE session.status_idle, scripted model), %d turns:\n", *turns)
+	fmt.Printf("turn overhead (POST user.message -> SSE session.status_idle, scripted model, synchronous=%s), %d turns:\n", strings.ToUpper(*synchronous), *turns)
 	fmt.Printf("  reins   p50 %8s  p99 %8s\n", overhead.p(50), overhead.p(99))
 	fmt.Printf("  raw store commit of the same events (4 transactions):\n")
 	fmt.Printf("  store   p50 %8s  p99 %8s\n", rawCost.p(50), rawCost.p(99))
@@ -81,25 +87,19 @@ func main() {
 	fmt.Printf("streamed turn, first token from the fake Messages API -> event_delta on the SSE stream, %d turns:\n", *turns/3)
 	fmt.Printf("  p50 %s  p99 %s (goal p50 < 1ms; includes the provider's SSE decode and both loopback hops)\n\n", ft.p(50), ft.p(99))
 
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			log.Fatal(err)
-		}
-		pprof.StartCPUProfile(f)
+	commit := commitLatency(dir, *turns)
+	fmt.Printf("SQLite commit latency, the raw store turn above (4 sequential transactions), %d turns interleaved:\n", *turns)
+	for _, c := range commit {
+		fmt.Printf("  synchronous=%-6s p50 %8s  p99 %8s  (%.2fx FULL's p50)\n", c.sync, c.lat.p(50), c.lat.p(99), float64(c.lat.p(50))/float64(commit[0].lat.p(50)))
 	}
-	if *cpuprofile != "" {
-		runtime.SetBlockProfileRate(10000)
+	fmt.Println()
+
+	settings := throughputSettings(dir, *concurrent, *duration, *rounds, *cpuprofile)
+	fmt.Printf("throughput with %d concurrent sessions, best of %d interleaved rounds of %s per SQLite setting:\n", *concurrent, *rounds, *duration)
+	for _, st := range settings {
+		fmt.Printf("  %-44s %5.0f turns/s  %.2fx  (turn latency p50 %s, p99 %s)\n", st.name, st.tps, st.tps/settings[0].tps, st.lat.p(50), st.lat.p(99))
 	}
-	tps, lat := b.throughput(*concurrent, *duration)
-	if *cpuprofile != "" {
-		pprof.StopCPUProfile()
-		f, _ := os.Create(*cpuprofile + ".block")
-		pprof.Lookup("block").WriteTo(f, 0)
-		f.Close()
-		runtime.SetBlockProfileRate(0)
-	}
-	fmt.Printf("throughput with %d concurrent sessions over %s: %.0f turns/s (turn latency p50 %s, p99 %s)\n\n", *concurrent, *duration, tps, lat.p(50), lat.p(99))
+	fmt.Println()
 
 	fan := b.fanout(*subscribers, 5)
 	fmt.Printf("SSE fan-out, %d subscribers on one session, 5 turns (commit -> delivery of agent.message):\n", *subscribers)
@@ -107,7 +107,7 @@ func main() {
 
 	// A fresh server for the memory figure.
 	b.close()
-	b = newBench(filepath.Join(dir, "memory"), nil)
+	b = newBench(filepath.Join(dir, "memory"), nil, syncOpt)
 	before, after, rssBefore, rssAfter := b.idleMemory(*idle)
 	fmt.Printf("memory with %d idle sessions (each after one finished turn):\n", *idle)
 	fmt.Printf("  Go heap in use: %.1f MiB on a fresh server, %.1f MiB after (%+.0f bytes per idle session)\n", mib(before), mib(after), float64(int64(after)-int64(before))/float64(*idle))
@@ -137,10 +137,10 @@ type rawStore struct {
 	n    int
 }
 
-func openRawStore(dir string) *rawStore {
+func openRawStore(dir string, opts ...sqlite.Option) *rawStore {
 	ctx := context.Background()
 	os.MkdirAll(dir, 0o700)
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "raw.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "raw.db"), opts...)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -195,9 +195,9 @@ type bench struct {
 	env    string
 }
 
-func newBench(dir string, models model.Router) *bench {
+func newBench(dir string, models model.Router, opts ...sqlite.Option) *bench {
 	ctx := context.Background()
-	a, err := app.New(ctx, app.Config{DataDir: filepath.Join(dir, "server"), IdleLinger: linger, Models: models})
+	a, err := app.New(ctx, app.Config{DataDir: filepath.Join(dir, "server"), IdleLinger: linger, Models: models, SQLite: opts})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -361,6 +361,85 @@ func (b *bench) throughput(n int, d time.Duration) (float64, durations) {
 	}
 	wg.Wait()
 	return float64(total.Load()) / time.Since(start).Seconds(), lat
+}
+
+// syncLatency is the raw store turn's latency with one synchronous setting.
+type syncLatency struct {
+	sync string
+	lat  durations
+}
+
+// commitLatency alternates the raw store turn on a store with
+// synchronous=FULL and one with NORMAL: what the sync at every commit costs
+// a writer alone, where group commit has nothing to share.
+func commitLatency(dir string, turns int) []syncLatency {
+	out := []syncLatency{{sync: "FULL"}, {sync: "NORMAL"}}
+	stores := make([]*rawStore, len(out))
+	for i, c := range out {
+		stores[i] = openRawStore(filepath.Join(dir, "raw-"+c.sync), sqlite.Synchronous(c.sync))
+		defer stores[i].st.Close()
+	}
+	for range 20 { // warm up
+		for _, st := range stores {
+			st.turn()
+		}
+	}
+	for range turns {
+		for i, st := range stores {
+			out[i].lat = append(out[i].lat, st.turn())
+		}
+	}
+	return out
+}
+
+// setting is a SQLite configuration of the throughput measurement.
+type setting struct {
+	name string
+	opts []sqlite.Option
+	b    *bench
+	tps  float64
+	lat  durations
+}
+
+// throughputSettings measures the throughput of a server with the default
+// store setting (synchronous=FULL with group commit) and of servers with
+// synchronous=NORMAL and without group commit, in interleaved rounds.
+func throughputSettings(dir string, concurrent int, d time.Duration, rounds int, cpuprofile string) []*setting {
+	settings := []*setting{
+		{name: "synchronous=FULL,   group commit (default)"},
+		{name: "synchronous=NORMAL, group commit", opts: []sqlite.Option{sqlite.Synchronous("NORMAL")}},
+		{name: "synchronous=FULL,   one commit per write", opts: []sqlite.Option{sqlite.MaxBatch(1)}},
+		{name: "synchronous=NORMAL, one commit per write", opts: []sqlite.Option{sqlite.Synchronous("NORMAL"), sqlite.MaxBatch(1)}},
+	}
+	for i, st := range settings {
+		st.b = newBench(filepath.Join(dir, fmt.Sprint("throughput-", i)), nil, st.opts...)
+		defer st.b.close()
+	}
+	for r := range max(rounds, 1) {
+		for i, st := range settings {
+			profile := cpuprofile != "" && r == 0 && i == 0
+			if profile {
+				f, err := os.Create(cpuprofile)
+				if err != nil {
+					log.Fatal(err)
+				}
+				pprof.StartCPUProfile(f)
+				runtime.SetBlockProfileRate(10000)
+			}
+			tps, lat := st.b.throughput(concurrent, d)
+			if profile {
+				pprof.StopCPUProfile()
+				f, _ := os.Create(cpuprofile + ".block")
+				pprof.Lookup("block").WriteTo(f, 0)
+				f.Close()
+				runtime.SetBlockProfileRate(0)
+			}
+			if tps > st.tps {
+				st.tps, st.lat = tps, lat
+			}
+		}
+	}
+	return settings
 }
 
 func (b *bench) fanout(n, turns int) durations {

@@ -234,14 +234,20 @@ func serveImpl(impl string, useHTTP bool) error {
 		handler = srv.HTTPHandler(mcp.HTTPOptions{})
 		stdio = func() error { return srv.ServeStdio(context.Background(), os.Stdin, os.Stdout) }
 	case "go-sdk":
+		// The same flavor of server as reins's direct mode: the raw
+		// AddTool with a JSON Schema as given, arguments decoded by the
+		// handler, and plain JSON responses on stateless HTTP.
 		s := sdk.NewServer(&sdk.Implementation{Name: "bench", Version: "1"}, nil)
-		type in struct {
-			Text string `json:"text"`
-		}
-		sdk.AddTool(s, &sdk.Tool{Name: "echo"}, func(_ context.Context, _ *sdk.CallToolRequest, a in) (*sdk.CallToolResult, any, error) {
-			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.Text}}}, nil, nil
-		})
-		handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: true})
+		s.AddTool(&sdk.Tool{Name: "echo", InputSchema: json.RawMessage(echoSchema)},
+			func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				var in struct{ Text string }
+				if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+					return nil, err
+				}
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil
+			})
+		handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s },
+			&sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 		stdio = func() error { return s.Run(context.Background(), &sdk.StdioTransport{}) }
 	case "mcp-go":
 		s := markserver.NewMCPServer("bench", "1", markserver.WithToolCapabilities(false))

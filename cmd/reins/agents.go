@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	ma "github.com/reinsdev/reins/managedagents"
+	anthropicmodel "github.com/reinsdev/reins/model/anthropic"
 )
 
 // agentFields are the flags that build an agent create or update body.
@@ -31,7 +32,7 @@ func (f *agentFields) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.file, "file", "", "a JSON request body (- for stdin); the other flags override its fields")
 	fl.StringVar(&f.name, "name", "", "agent name")
-	fl.StringVar(&f.model, "model", "", "model id, e.g. claude-sonnet-4-5 or scripted")
+	fl.StringVar(&f.model, "model", "", "model id, e.g. "+anthropicmodel.DefaultModel+" or scripted")
 	fl.StringVar(&f.system, "system", "", "system prompt")
 	fl.StringVar(&f.description, "description", "", "description")
 	fl.StringArrayVar(&f.metadata, "metadata", nil, "metadata KEY=VALUE (repeatable)")

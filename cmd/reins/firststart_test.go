@@ -40,7 +40,7 @@ func TestFirstStartHintsOnTerminal(t *testing.T) {
 		t.Fatalf("the first key was not shown:\n%s", s.output())
 	}
 	// The hint as printed, in another shell with the same environment.
-	// The demo agent uses claude-sonnet-4-5 (an Anthropic key is set),
+	// The demo agent uses claude-sonnet-5-5 (an Anthropic key is set),
 	// whose upstream here is unreachable: the turn fails, but the CLI
 	// reached the server with the right key.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

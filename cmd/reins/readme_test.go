@@ -67,7 +67,7 @@ func TestREADME(t *testing.T) {
 	}
 	for _, want := range []string{
 		"demo",                       // reins agents list
-		"Hello from the fake Claude", // sessions run on the demo agent (claude-sonnet-4-5)
+		"Hello from the fake Claude", // sessions run on the demo agent (claude-sonnet-5-5)
 		`"type":"user.message"`,      // the curl send echoes the event
 		"You said: Hello",            // the curl stream shows the scripted answer
 		"hi from",                    // the executor ran bash

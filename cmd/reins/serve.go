@@ -250,7 +250,7 @@ func firstStart(ctx context.Context, a *app.App, o *serveOptions, bootstrap stri
 	}
 	demoModel := "scripted"
 	if o.anthropicKey != "" {
-		demoModel = "claude-sonnet-4-5"
+		demoModel = anthropic.DefaultModel
 	}
 	demo, err := a.SeedDemo(ctx, demoModel)
 	if err != nil {

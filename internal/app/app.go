@@ -38,6 +38,8 @@ type Config struct {
 	// DatabaseURL, if set (postgres://…), keeps the store in PostgreSQL
 	// instead of the SQLite file in DataDir.
 	DatabaseURL string
+	// SQLite tunes the SQLite store (benchmarks); unused with DatabaseURL.
+	SQLite []sqlite.Option
 	// BootstrapKey is accepted as an API key (REINS_API_KEY).
 	BootstrapKey string
 	// Models are the model providers by name ("anthropic", "openai",
@@ -108,7 +110,7 @@ func openStore(ctx context.Context, cfg Config) (store.Store, error) {
 	if cfg.DatabaseURL != "" {
 		return postgres.Open(ctx, cfg.DatabaseURL)
 	}
-	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile))
+	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile), cfg.SQLite...)
 }
 
 // New locks the data dir, opens the store and assembles the server. It

@@ -32,7 +32,7 @@ func errorStatuses(fs []frame) []string {
 func TestAnthropicTurnWithPreviews(t *testing.T) {
 	s, fake := startWithFakeAnthropic(t)
 	fake.Push(fakeanthropic.Reply(fakeanthropic.ThinkingBlock("hmm"), fakeanthropic.TextBlock("Hello from the fake model")).WithDelay(5 * time.Millisecond))
-	a := s.newAgent(t, "claude-sonnet-4-5")
+	a := s.newAgent(t, provider.DefaultModel)
 	sess := s.newSession(t, a.ID, s.newEnv(t, "env").ID)
 	st := s.openStream(t, sess.ID, "agent.message")
 	s.send(t, sess.ID, userMessage("hi"))
@@ -66,7 +66,7 @@ func TestAnthropicTurnWithPreviews(t *testing.T) {
 
 func TestAnthropicFailurePolicy(t *testing.T) {
 	s, fake := startWithFakeAnthropic(t)
-	a := s.newAgent(t, "claude-sonnet-4-5")
+	a := s.newAgent(t, provider.DefaultModel)
 	sess := s.newSession(t, a.ID, s.newEnv(t, "env").ID)
 	st := s.openStream(t, sess.ID)
 

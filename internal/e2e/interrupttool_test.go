@@ -21,7 +21,7 @@ func TestInterruptedToolMayHaveRun(t *testing.T) {
 	p := provider.New(provider.Options{APIKey: "test-key", BaseURL: fake.URL, HTTPClient: fake.Client()})
 	dir := t.TempDir()
 	s := start(t, options{models: model.Router{"anthropic": p}, dir: dir})
-	a := s.newAgent(t, "claude-sonnet-4-5", toolset(false))
+	a := s.newAgent(t, "claude-sonnet-5-5", toolset(false))
 	env := s.newEnv(t, "cloud")
 	sess := s.newSession(t, a.ID, env.ID)
 	st := s.openStream(t, sess.ID)

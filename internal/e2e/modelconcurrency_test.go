@@ -21,7 +21,7 @@ func TestModelConcurrencyBound(t *testing.T) {
 	for range sessions {
 		fake.Push(fakeanthropic.Text("done").WithDelay(300 * time.Millisecond))
 	}
-	a := s.newAgent(t, "claude-sonnet-4-5")
+	a := s.newAgent(t, "claude-sonnet-5-5")
 	env := s.newEnv(t, "env")
 	var streams []*stream
 	for range sessions {

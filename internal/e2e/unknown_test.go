@@ -95,7 +95,7 @@ func TestUnknownModelsAreRefused(t *testing.T) {
 		}
 	}
 	// Claude models and the scripted provider's are served.
-	for _, id := range []string{"claude-sonnet-4-5", "scripted/hello"} {
+	for _, id := range []string{"claude-sonnet-5-5", "scripted/hello"} {
 		s.newAgent(t, id)
 	}
 }

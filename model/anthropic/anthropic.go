@@ -26,6 +26,12 @@ import (
 // is never silent this long.
 const DefaultIdleTimeout = 5 * time.Minute
 
+// DefaultModel is the model id reins suggests for Anthropic agents (the demo
+// agent's model when an API key is set): the SDK's current Sonnet, so that
+// it moves with SDK upgrades (staticcheck flags it once the SDK deprecates
+// it).
+const DefaultModel = anthropic.ModelClaudeSonnet5_5
+
 // DefaultMaxTokens bounds a response when neither the request nor Options
 // set a limit.
 const DefaultMaxTokens = 8192

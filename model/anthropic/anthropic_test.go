@@ -29,7 +29,7 @@ func newProviderAt(url string) *anthropic.Provider {
 
 func userText(text string) *model.Request {
 	return &model.Request{
-		Model:    "claude-sonnet-4-5",
+		Model:    anthropic.DefaultModel,
 		System:   "You are terse.",
 		Messages: []model.Message{{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: text}}}},
 	}
@@ -77,7 +77,7 @@ func TestStreamText(t *testing.T) {
 	if r.Body["stream"] != true {
 		t.Errorf("stream = %v, want true", r.Body["stream"])
 	}
-	if r.Body["model"] != "claude-sonnet-4-5" {
+	if r.Body["model"] != anthropic.DefaultModel {
 		t.Errorf("model = %v", r.Body["model"])
 	}
 	if r.Body["max_tokens"] != float64(anthropic.DefaultMaxTokens) {

@@ -5,6 +5,9 @@
 // the classification of errors. Writes go through a single connection, so
 // transactions never contend and need no row locks; reads use a pool of
 // their own.
+// By default a write returns once its commit is synced to disk
+// (synchronous=FULL), and transactions waiting at the same moment share one
+// commit and its sync.
 package sqlite
 
 import (
@@ -25,6 +28,7 @@ import (
 // Store is a store.Store on a SQLite file.
 type Store struct {
 	*sqlstore.Store
+	d *driver
 }
 
 var _ store.Store = (*Store)(nil)
@@ -38,6 +42,7 @@ type driver struct {
 	// transactions waiting at the same moment together (group commit),
 	// each in a savepoint of its own.
 	writes     chan *writeReq
+	maxBatch   int
 	mu         sync.RWMutex // held for reading while sending on writes
 	closed     bool
 	quit, done chan struct{}
@@ -50,17 +55,56 @@ type writeReq struct {
 	done chan error
 }
 
-// maxBatch bounds the transactions committed together.
-const maxBatch = 64
+// defaultMaxBatch bounds the transactions committed together.
+const defaultMaxBatch = 64
 
 // ErrClosed is returned for writes on a closed store.
 var ErrClosed = errors.New("sqlite: store closed")
 
+var _ store.Store = (*Store)(nil)
+
+// An Option tunes Open.
+type Option func(*options)
+
+type options struct {
+	synchronous string
+	maxBatch    int
+}
+
+// Synchronous sets SQLite's synchronous pragma: "FULL" (the default) syncs
+// the write-ahead log at every commit, so a write acknowledged to a client
+// survives a power loss or an operating-system crash; "NORMAL" syncs only
+// at checkpoints, so such a crash may roll back the last acknowledged
+// commits (never corrupting the database; a crash of the process alone
+// loses nothing either way). "OFF" and "EXTRA" are accepted too.
+func Synchronous(mode string) Option {
+	return func(o *options) { o.synchronous = mode }
+}
+
+// MaxBatch bounds the transactions committed together (64 by default);
+// 1 commits each transaction alone, which disables group commit.
+func MaxBatch(n int) Option {
+	return func(o *options) { o.maxBatch = n }
+}
+
 // Open opens (creating if needed) the database at path and applies pending
 // migrations.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := options{synchronous: "FULL", maxBatch: defaultMaxBatch}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	o.synchronous = strings.ToUpper(o.synchronous)
+	switch o.synchronous {
+	case "OFF", "NORMAL", "FULL", "EXTRA":
+	default:
+		return nil, fmt.Errorf("sqlite: synchronous %q: want OFF, NORMAL, FULL or EXTRA", o.synchronous)
+	}
+	if o.maxBatch < 1 {
+		return nil, fmt.Errorf("sqlite: max batch %d: want at least 1", o.maxBatch)
+	}
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(NORMAL)", "busy_timeout(10000)", "foreign_keys(1)"} {
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(" + o.synchronous + ")", "busy_timeout(10000)", "foreign_keys(1)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -91,9 +135,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	d := &driver{w: w, r: r, writes: make(chan *writeReq, 256), quit: make(chan struct{}), done: make(chan struct{})}
+	d := &driver{w: w, r: r, writes: make(chan *writeReq, 256), maxBatch: o.maxBatch, quit: make(chan struct{}), done: make(chan struct{})}
 	go d.writer()
-	return &Store{sqlstore.New(d)}, nil
+	return &Store{Store: sqlstore.New(d), d: d}, nil
 }
 
 // Close stops the writer (failing what still waits) and closes both pools.
@@ -145,7 +189,7 @@ func (d *driver) writer() {
 		}
 		batch := []*writeReq{first}
 	fill:
-		for len(batch) < maxBatch {
+		for len(batch) < d.maxBatch {
 			select {
 			case r := <-d.writes:
 				batch = append(batch, r)

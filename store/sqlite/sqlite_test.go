@@ -54,8 +54,13 @@ func TestReopenKeepsDataAndSchema(t *testing.T) {
 // batch keep their own outcome; a failing one leaves no trace, and the
 // others keep a gap-free log.
 func TestGroupCommitIsolatesFailures(t *testing.T) {
+	t.Run("grouped", func(t *testing.T) { testCommitIsolatesFailures(t) })
+	t.Run("one at a time", func(t *testing.T) { testCommitIsolatesFailures(t, sqlite.MaxBatch(1)) })
+}
+
+func testCommitIsolatesFailures(t *testing.T, opts ...sqlite.Option) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "reins.db"))
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "reins.db"), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,4 +172,32 @@ func TestOpenWorkMigration(t *testing.T) {
 	}
 	defer s.Close()
 	storetest.CheckOneOpenWork(t, s, "env_1", "sesn_1", "work_2", "work_1")
+}
+
+func TestSynchronous(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		opts []sqlite.Option
+		want int // PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA
+	}{
+		{nil, 2},
+		{[]sqlite.Option{sqlite.Synchronous("normal")}, 1},
+		{[]sqlite.Option{sqlite.Synchronous("FULL")}, 2},
+	} {
+		s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "reins.db"), tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sqlite.SynchronousLevel(s)
+		s.Close()
+		if err != nil || got != tc.want {
+			t.Errorf("synchronous = %d (%v), want %d", got, err, tc.want)
+		}
+	}
+	for _, opt := range []sqlite.Option{sqlite.Synchronous("sometimes"), sqlite.MaxBatch(0)} {
+		if s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "reins.db"), opt); err == nil {
+			s.Close()
+			t.Error("Open accepted an invalid option")
+		}
+	}
 }
