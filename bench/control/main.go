@@ -31,13 +31,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/sqlite"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/model"
-	"github.com/reinsdev/reins/store"
-	"github.com/reinsdev/reins/store/sqlite"
 )
 
 func main() {

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/model/anthropic"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/model"
-	"github.com/reinsdev/reins/model/anthropic"
 )
 
 // fakeMessages is a minimal streaming Messages API: each call sends its

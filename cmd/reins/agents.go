@@ -12,8 +12,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/spf13/cobra"
 
+	anthropicmodel "github.com/reinsdev/reins/internal/model/anthropic"
 	ma "github.com/reinsdev/reins/managedagents"
-	anthropicmodel "github.com/reinsdev/reins/model/anthropic"
 )
 
 // agentFields are the flags that build an agent create or update body.

@@ -16,9 +16,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/reinsdev/reins/harness"
-	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
 )

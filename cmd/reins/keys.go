@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/internal/app"
-	"github.com/reinsdev/reins/store"
-	"github.com/reinsdev/reins/store/postgres"
-	"github.com/reinsdev/reins/store/sqlite"
+	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/postgres"
+	"github.com/reinsdev/reins/internal/store/sqlite"
 )
 
 // keysStore is what the keys commands need of a store.

@@ -304,10 +304,10 @@ func (s *syncBuilder) String() string {
 func TestUnescapeJSON(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"command":"echo a \u003e b \u0026\u0026 cat \u003c b"}`: `{"command":"echo a > b && cat < b"}`,
-		`{"s":"a\\u003e"}`:  `{"s":"a\\u003e"}`, // an escaped backslash, then text
-		`{"s":"\"\u003e"}`:  `{"s":"\">"}`,
-		`{"s":"\u00e9"}`:    `{"s":"\u00e9"}`,
-		`{"s":"plain"}`:     `{"s":"plain"}`,
+		`{"s":"a\\u003e"}`:   `{"s":"a\\u003e"}`, // an escaped backslash, then text
+		`{"s":"\"\u003e"}`:   `{"s":"\">"}`,
+		`{"s":"\u00e9"}`:     `{"s":"\u00e9"}`,
+		`{"s":"plain"}`:      `{"s":"plain"}`,
 		`{"s":"trailing\\"}`: `{"s":"trailing\\"}`,
 	} {
 		if got := unescapeJSON(in); got != want {

@@ -19,12 +19,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/model/anthropic"
+	"github.com/reinsdev/reins/internal/model/openai"
 	"github.com/reinsdev/reins/internal/netguard"
-	"github.com/reinsdev/reins/model"
-	"github.com/reinsdev/reins/model/anthropic"
-	"github.com/reinsdev/reins/model/openai"
 )
 
 type serveOptions struct {

@@ -232,7 +232,7 @@ func TestEnvironmentKeysOverAPI(t *testing.T) {
 	}
 	s.run(t, "environments", "keys", "revoke", envID, id).must(t)
 	r = s.run(t, "environments", "keys", "list", envID).must(t)
-	if !regexp.MustCompile(id+`.*\d{4}-\d\d-\d\d.*\d{4}-\d\d-\d\d`).MatchString(r.stdout) {
+	if !regexp.MustCompile(id + `.*\d{4}-\d\d-\d\d.*\d{4}-\d\d-\d\d`).MatchString(r.stdout) {
 		t.Errorf("the revoked key is not shown revoked:\n%s", r.stdout)
 	}
 	if r := s.run(t, "environments", "keys", "create", s.envID); r.err == nil || !strings.Contains(r.err.Error(), "HTTP 400") {

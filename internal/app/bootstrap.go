@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/reinsdev/reins/httpapi"
+	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 )
 
 // KeyFile is where a generated first API key is kept (mode 0600).

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/reinsdev/reins/internal/egress"
-	"github.com/reinsdev/reins/vault"
+	"github.com/reinsdev/reins/internal/vault"
 )
 
 // caStore keeps one CA per environment for the egress proxies that

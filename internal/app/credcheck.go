@@ -6,9 +6,9 @@ import (
 	"net"
 	"strings"
 
-	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 )
 
 // credentialCheck is the harness's CredentialChecker: every

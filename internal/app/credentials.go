@@ -3,7 +3,7 @@ package app
 import (
 	"context"
 
-	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/internal/store"
 )
 
 // credentialLister is what liveCredentials needs of the store.

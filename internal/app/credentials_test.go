@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 )
 
 // vaultStore serves one environment and the credentials of vault "vlt_1"

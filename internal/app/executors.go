@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/executor"
-	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/internal/egress"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 	"github.com/reinsdev/reins/tools"
-	"github.com/reinsdev/reins/vault"
 )
 
 // credentials lets the executor hub check environment keys against the

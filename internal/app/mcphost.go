@@ -9,11 +9,11 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/reinsdev/reins/connector"
-	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/connector"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
-	"github.com/reinsdev/reins/vault"
 )
 
 // mcpHost is the harness's MCPHost: one connector pool per session,

@@ -17,10 +17,10 @@ import (
 	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/packages"
 	"github.com/reinsdev/reins/internal/sandbox"
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 	"github.com/reinsdev/reins/tools"
-	"github.com/reinsdev/reins/vault"
 )
 
 // Sandbox modes.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 
-	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/sessions"
+	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/workqueue"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 )
 
 // workers links the work queue and the harness: it tells the harness which

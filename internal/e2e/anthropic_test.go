@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/fakeanthropic"
-	"github.com/reinsdev/reins/model"
-	provider "github.com/reinsdev/reins/model/anthropic"
+	"github.com/reinsdev/reins/internal/model"
+	provider "github.com/reinsdev/reins/internal/model/anthropic"
 )
 
 // startWithFakeAnthropic runs reins with its anthropic provider pointed at

@@ -15,8 +15,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 )
 
 func apiErr(t *testing.T, err error, status int, typ string) {

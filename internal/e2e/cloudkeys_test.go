@@ -17,8 +17,8 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 )
 
 // cloudRefusal is the sentence every refusal of a cloud environment's

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/sqlite"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
-	"github.com/reinsdev/reins/store/sqlite"
 )
 
 // buildReins builds cmd/reins once per test binary.

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reinsdev/reins/harness"
 	"github.com/reinsdev/reins/internal/fakeanthropic"
-	"github.com/reinsdev/reins/model"
-	provider "github.com/reinsdev/reins/model/anthropic"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/model"
+	provider "github.com/reinsdev/reins/internal/model/anthropic"
 )
 
 // TestInterruptedToolMayHaveRun interrupts a bash call that already wrote

@@ -6,8 +6,8 @@ import (
 
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/fakeanthropic"
-	"github.com/reinsdev/reins/model"
-	provider "github.com/reinsdev/reins/model/anthropic"
+	"github.com/reinsdev/reins/internal/model"
+	provider "github.com/reinsdev/reins/internal/model/anthropic"
 )
 
 // TestModelConcurrencyBound runs turns in four sessions at once with the

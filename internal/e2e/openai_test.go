@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/fakeopenai"
-	"github.com/reinsdev/reins/model"
-	provider "github.com/reinsdev/reins/model/openai"
+	"github.com/reinsdev/reins/internal/model"
+	provider "github.com/reinsdev/reins/internal/model/openai"
 )
 
 // TestOpenAIFailurePolicy is the error-policy table of

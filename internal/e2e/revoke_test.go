@@ -14,7 +14,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/reinsdev/reins/httpapi"
+	"github.com/reinsdev/reins/internal/httpapi"
 )
 
 // TestRevokedEnvironmentKeyCutsItsExecutor: revoking an environment key

@@ -14,12 +14,12 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"go.uber.org/goleak"
 
-	"github.com/reinsdev/reins/harness"
-	"github.com/reinsdev/reins/httpapi"
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/model"
 )
 
 func TestMain(m *testing.M) {

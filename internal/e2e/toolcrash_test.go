@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/harness"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/harness"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinsdev/reins/model"
-	"github.com/reinsdev/reins/model/anthropic"
+	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/model/anthropic"
 )
 
 // TestUnknownFieldsAreRefused: a field an endpoint does not know, at any

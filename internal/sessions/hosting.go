@@ -5,8 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 )
 
 // Hosting answers whether an environment is self-hosted (its sessions'

@@ -19,11 +19,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinsdev/reins/bus"
-	"github.com/reinsdev/reins/harness"
+	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/workqueue"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/store"
 )
 
 // maxViews bounds the sessions whose folded view is kept in memory.

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinsdev/reins/bus"
+	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/ids"
-	"github.com/reinsdev/reins/store"
+	"github.com/reinsdev/reins/internal/store"
 )
 
 // NoHeartbeat is the expected_last_heartbeat of a lease's first heartbeat.

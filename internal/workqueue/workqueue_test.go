@@ -11,9 +11,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/reinsdev/reins/bus"
-	"github.com/reinsdev/reins/store"
-	"github.com/reinsdev/reins/store/sqlite"
+	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/sqlite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

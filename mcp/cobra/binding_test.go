@@ -332,7 +332,9 @@ func TestReadOnlyCallsRunInParallel(t *testing.T) {
 	start := time.Now()
 	var reads sync.WaitGroup
 	for i := range results {
-		reads.Go(func() { results[i] = c.call(t, ctx, "testcli_peek", map[string]any{"flags": map[string]any{"for": "2s"}}) })
+		reads.Go(func() {
+			results[i] = c.call(t, ctx, "testcli_peek", map[string]any{"flags": map[string]any{"for": "2s"}})
+		})
 	}
 	waitFor(t, func() bool { return len(b.Status().Running) == 1+len(results) })
 	wantCode(t, c.call(t, ctx, "testcli_peek", nil), mcp.CodeBusy)

@@ -1,0 +1,181 @@
+// Package harness runs sessions. A runner owns each session that has work:
+// it reads the session's log, projects it into a model transcript, calls the
+// model, dispatches tools, appends events and applies the error policy. It
+// keeps no state the log does not have, so a runner can die at any instant
+// and a new one continues from the log. Idle sessions have no runner and
+// cost no memory.
+package harness
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// Store is what the harness needs of the store: the rows and logs of the
+// sessions it runs. A store.Store is one.
+type Store interface {
+	GetSession(ctx context.Context, id string) (ma.Session, error)
+	UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error)
+	ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error)
+	SessionIDsByStatus(ctx context.Context, statuses ...string) ([]string, error)
+	SessionIDsWithPending(ctx context.Context) ([]string, error)
+}
+
+// Config configures a Harness. Store, Bus and Model are required.
+type Config struct {
+	Store Store
+	Bus   *bus.Bus
+	Model model.Provider
+	// Tools runs built-in tools; nil answers every call with an error
+	// result.
+	Tools ToolRunner
+	// Workers, if set, tells which sessions pull workers serve.
+	Workers WorkerHost
+	// MCP, if set, reaches the agents' remote MCP servers.
+	MCP MCPHost
+	// Credentials, if set, checks the sessions' vault credentials before
+	// each model call.
+	Credentials CredentialChecker
+	Retry       RetryPolicy
+	// MaxTokens bounds each model response (0 = the provider's default).
+	MaxTokens int
+	// ContextWindow returns a model's context window in tokens (0: the
+	// default, 200,000; 128,000 for openai/*). When a request approaches
+	// it, older turns are compacted into a summary.
+	ContextWindow func(modelID string) int
+	// IdleLinger is how long a runner stays after its session went idle,
+	// keeping its in-memory view of the log warm for the next message
+	// (default 30 s; negative = exit at once). After it, an idle session
+	// costs no memory.
+	IdleLinger time.Duration
+	Logger     *slog.Logger
+}
+
+// Harness schedules session runners.
+type Harness struct {
+	cfg      Config
+	log      *slog.Logger
+	previews *Previews
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	runners map[string]*runner
+	closed  bool
+}
+
+// New returns a Harness. Call Start to resume interrupted work and Shutdown
+// to stop.
+func New(cfg Config) *Harness {
+	if cfg.Tools == nil {
+		cfg.Tools = noTools{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Retry = cfg.Retry.withDefaults()
+	if cfg.IdleLinger == 0 {
+		cfg.IdleLinger = 30 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Harness{cfg: cfg, log: cfg.Logger, previews: newPreviews(), ctx: ctx, cancel: cancel, runners: make(map[string]*runner)}
+}
+
+// Previews returns the preview fan-out that streams subscribe to.
+func (h *Harness) Previews() *Previews { return h.previews }
+
+// Start wakes every session that was left with work: running or
+// rescheduling sessions, and sessions with queued input. Idle sessions
+// without input get no runner.
+func (h *Harness) Start(ctx context.Context) error {
+	active, err := h.cfg.Store.SessionIDsByStatus(ctx, ma.StatusRunning, ma.StatusRescheduling)
+	if err != nil {
+		return err
+	}
+	queued, err := h.cfg.Store.SessionIDsWithPending(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range append(active, queued...) {
+		h.Wake(id)
+	}
+	return nil
+}
+
+// Wake makes sure a runner looks at the session soon.
+func (h *Harness) Wake(sessionID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	if r := h.runners[sessionID]; r != nil {
+		r.signal()
+		return
+	}
+	r := &runner{h: h, id: sessionID, wake: make(chan struct{}, 1)}
+	h.runners[sessionID] = r
+	h.wg.Go(r.run)
+}
+
+// Interrupt stops the session's current model call, tool call or retry
+// wait at once. The user.interrupt event must already be in the log: the
+// runner ends the turn when it reads it.
+func (h *Harness) Interrupt(sessionID string) {
+	h.mu.Lock()
+	r := h.runners[sessionID]
+	h.mu.Unlock()
+	if r != nil {
+		r.interrupt()
+	}
+	h.Wake(sessionID)
+}
+
+// Shutdown stops every runner at a safe point (between transactions; an
+// in-flight model call is abandoned and redone after restart) and waits for
+// them until ctx is done.
+func (h *Harness) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// exit removes r unless a wake-up is pending; it reports whether r may stop.
+func (h *Harness) exit(r *runner) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-r.wake:
+		return false
+	default:
+	}
+	delete(h.runners, r.id)
+	return true
+}
+
+// remove removes r whatever wake-ups are pending.
+func (h *Harness) remove(r *runner) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.runners, r.id)
+}
+
+func (h *Harness) now() string { return ma.Time(time.Now()) }

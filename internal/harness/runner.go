@@ -1,0 +1,819 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// runner drives one session until it has nothing to do.
+type runner struct {
+	h    *Harness
+	id   string
+	wake chan struct{}
+
+	sess       *ma.Session // the session row as of the last read or write
+	log        *logCache   // the session's log, read incrementally
+	proj       *projector  // the view of the log, fed incrementally
+	projClient bool        // the client mode proj was built with
+
+	settled bool // tool uses left running by an earlier runner were answered
+
+	mu         sync.Mutex
+	gen        uint64             // incremented by each interrupt
+	cancelTurn context.CancelFunc // cancels the current model/tool call or wait
+}
+
+func (r *runner) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *runner) interrupt() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gen++
+	if r.cancelTurn != nil {
+		r.cancelTurn()
+	}
+}
+
+// turnContext returns a context cancelled by the next interrupt, or an
+// already cancelled one when an interrupt arrived since gen was read.
+func (r *runner) turnContext(ctx context.Context, gen uint64) (context.Context, func()) {
+	tctx, cancel := context.WithCancel(ctx)
+	r.mu.Lock()
+	if r.gen != gen {
+		cancel()
+	}
+	r.cancelTurn = cancel
+	r.mu.Unlock()
+	return tctx, func() {
+		r.mu.Lock()
+		r.cancelTurn = nil
+		r.mu.Unlock()
+		cancel()
+	}
+}
+
+func (r *runner) generation() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gen
+}
+
+func (r *runner) run() {
+	ctx := r.h.ctx
+	failures := 0
+	for {
+		more, err := r.safeStep(ctx)
+		switch {
+		case ctx.Err() != nil:
+			// Shutting down: Wake no longer signals, nothing can be pending.
+			r.release()
+			r.h.remove(r)
+			return
+		case errors.Is(err, store.ErrNotFound):
+			// Deleted: leave below.
+		case err != nil:
+			failures++
+			if r.fail(ctx, failures, err) {
+				continue
+			}
+		case more:
+			failures = 0
+			continue
+		default:
+			failures = 0
+			r.idled(ctx)
+			if r.linger(ctx) {
+				continue
+			}
+		}
+		r.release()
+		if r.h.exit(r) {
+			return
+		}
+		// A wake-up came meanwhile: go on like a new runner would.
+		failures = 0
+	}
+}
+
+// fail handles the nth consecutive failed step: it records it per the
+// unknown_error policy and waits out a backoff. It reports whether the
+// runner should try again; false means it should leave.
+func (r *runner) fail(ctx context.Context, n int, err error) bool {
+	r.h.log.Error("session runner step failed", "session", r.id, "attempt", n, "err", err)
+	r.log, r.proj, r.sess = nil, nil, nil // retry from the log
+	if !r.internalFailure(ctx, n, err) {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Duration(n) * time.Second):
+	}
+	return true
+}
+
+// release frees the session's placement before the runner leaves (a new
+// runner places the session again when it needs its tools).
+func (r *runner) release() {
+	if p, ok := r.h.cfg.Tools.(Placer); ok {
+		p.Release(r.id)
+	}
+	if r.h.cfg.MCP != nil {
+		r.h.cfg.MCP.Release(r.id)
+	}
+}
+
+// idled hands over what an idle session holds while its runner lingers:
+// its executor's slot (to be placed again at the next turn) and its queued
+// work item. A session that waits for a pull worker is not idle here.
+func (r *runner) idled(ctx context.Context) {
+	if r.sess == nil || r.sess.Status != ma.StatusIdle || r.proj == nil || r.proj.view().awaitsClient() {
+		return
+	}
+	if p, ok := r.h.cfg.Tools.(Placer); ok {
+		p.Idle(r.id)
+	}
+	if w := r.h.cfg.Workers; w != nil {
+		if err := w.SessionIdle(ctx, r.sess); err != nil {
+			r.h.log.Warn("retire an idle session's work", "session", r.id, "err", err)
+		}
+	}
+}
+
+// linger waits up to IdleLinger for a wake-up; it reports whether one came.
+func (r *runner) linger(ctx context.Context) bool {
+	d := r.h.cfg.IdleLinger
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.wake:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// internalFailure applies the unknown_error policy of the error model: the
+// first failure is retried from the log (retrying), the second ends the turn
+// (exhausted), a third means the session cannot continue (terminal). It
+// reports whether the runner should keep going.
+func (r *runner) internalFailure(ctx context.Context, n int, cause error) bool {
+	f := failure{errType: ma.ErrorUnknown, message: "internal error: " + cause.Error()}
+	_, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(func(tx store.Tx) error {
+		now := r.h.now()
+		switch {
+		case n == 1:
+			return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+				Error: &ma.SessionError{Type: f.errType, Message: f.message + "; retrying from the session log", RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
+		case n == 2 && tx.Session().Status == ma.StatusRunning:
+			// The turn is abandoned: tool calls it left marked running
+			// are answered now (they may have run), not later.
+			if err := answerCutOff(tx, ToolCutOffText, r.h.now()); err != nil {
+				return err
+			}
+			return r.exhaust(tx, f)
+		case n == 2:
+			return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+				Error: &ma.SessionError{Type: f.errType, Message: f.message, RetryStatus: ma.RetryStatus{Type: ma.RetryExhausted}}})
+		default:
+			if err := tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+				Error: &ma.SessionError{Type: f.errType, Message: f.message + "; the session cannot continue", RetryStatus: ma.RetryStatus{Type: ma.RetryTerminal}}}); err != nil {
+				return err
+			}
+			return r.setStatus(tx, ma.StatusTerminated, &ma.Event{Type: ma.EventStatusTerminated})
+		}
+	}))
+	if err != nil {
+		// The store itself fails: nothing can be recorded. Stop; the
+		// session resumes from its log at the next wake-up or start.
+		r.h.log.Error("cannot record session failure; runner stops", "session", r.id, "err", err)
+		return false
+	}
+	r.h.cfg.Bus.Publish(r.id)
+	return n < 3
+}
+
+func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {
+	s, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(fn))
+	if err == nil {
+		r.sess = &s
+		r.h.cfg.Bus.Publish(r.id)
+	}
+	return err
+}
+
+// step does the next thing the session needs and reports whether there may
+// be more to do.
+func (r *runner) step(ctx context.Context) (bool, error) {
+	gen := r.generation()
+	st := r.h.cfg.Store
+	if r.log == nil {
+		r.log, r.proj, r.sess = newLogCache(), nil, nil
+	}
+	fresh, err := r.log.refresh(ctx, st, r.id)
+	if err != nil {
+		return false, err
+	}
+	// The session row changes through this runner's own transactions
+	// (which return it) and through updates that log session.updated.
+	if r.sess == nil || slices.ContainsFunc(fresh, func(ev ma.Event) bool { return ev.Type == ma.EventSessionUpdated }) {
+		s, err := st.GetSession(ctx, r.id)
+		if err != nil {
+			return false, err
+		}
+		r.sess = &s
+	}
+	sess := *r.sess
+	if sess.Status == ma.StatusTerminated {
+		return false, nil
+	}
+	hasInterrupt, hasInput := r.log.queued()
+	client, present := false, true
+	if w := r.h.cfg.Workers; w != nil {
+		if client, present, err = w.Serving(ctx, &sess); err != nil {
+			return false, err
+		}
+	}
+	// The view is kept up to date event by event; it is rebuilt from the
+	// whole log only when the session changed hands or was compacted.
+	if r.proj == nil || r.projClient != client || slices.ContainsFunc(fresh, func(ev ma.Event) bool { return ev.Type == ma.EventAgentContextCompacted }) {
+		r.proj, r.projClient = projectAll(r.log.live(), client), client
+	} else {
+		for _, ev := range fresh {
+			r.proj.feed(ev)
+		}
+	}
+	v := r.proj.view()
+
+	if hasInterrupt {
+		return true, r.update(ctx, func(tx store.Tx) error { return r.applyInterrupts(tx, v) })
+	}
+	// A turn that waits for a pull worker that is not there waits in
+	// rescheduling, and asks for one.
+	needWorker := client && !present && v.awaitsClient()
+
+	switch sess.Status {
+	case ma.StatusIdle, ma.StatusRescheduling:
+		if v.turnActive {
+			aw := v.awaitingIDs()
+			if len(aw) == 0 {
+				return true, r.update(ctx, func(tx store.Tx) error {
+					return r.setStatus(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning})
+				})
+			}
+			if needWorker {
+				if sess.Status == ma.StatusRescheduling {
+					return false, nil
+				}
+				return true, r.waitForWorker(ctx, &sess)
+			}
+			if sess.Status == ma.StatusRescheduling || !slices.Equal(aw, v.lastIdleIDs) {
+				return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
+			}
+			return false, nil
+		}
+		if hasInput {
+			return true, r.update(ctx, r.startTurn)
+		}
+		return false, nil
+	case ma.StatusRunning:
+		if rn := v.runnable(); len(rn) > 0 {
+			return true, r.runTools(ctx, gen, &sess, rn)
+		}
+		if aw := v.awaitingIDs(); len(aw) > 0 {
+			if needWorker {
+				return true, r.waitForWorker(ctx, &sess)
+			}
+			return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
+		}
+		return true, r.callModel(ctx, gen, &sess, v)
+	}
+	return false, nil
+}
+
+// waitForWorker sets the session rescheduling and asks for a pull worker.
+func (r *runner) waitForWorker(ctx context.Context, sess *ma.Session) error {
+	if err := r.h.cfg.Workers.NeedWorker(ctx, sess); err != nil {
+		return err
+	}
+	return r.update(ctx, func(tx store.Tx) error {
+		return r.setStatus(tx, ma.StatusRescheduling, &ma.Event{Type: ma.EventStatusRescheduled})
+	})
+}
+
+func (r *runner) setStatus(tx store.Tx, status string, ev *ma.Event) error {
+	return r.setStatusAt(tx, status, ev, r.h.now())
+}
+
+// setStatusAt is setStatus with the caller's timestamp, for events that
+// must share one processed_at.
+func (r *runner) setStatusAt(tx store.Tx, status string, ev *ma.Event, now string) error {
+	s := tx.Session()
+	s.Status = status
+	s.UpdatedAt = now
+	ev.ProcessedAt = &now
+	if ev.StopReason != nil {
+		r.h.log.Debug("session status", "session", r.id, "status", status, "stop_reason", ev.StopReason.Type)
+	} else {
+		r.h.log.Debug("session status", "session", r.id, "status", status)
+	}
+	return tx.Append(ev)
+}
+
+func (r *runner) idle(tx store.Tx, reason string, ids []string) error {
+	return r.setStatus(tx, ma.StatusIdle, &ma.Event{Type: ma.EventStatusIdle, StopReason: &ma.StopReason{Type: reason, EventIDs: ids}})
+}
+
+// startTurn consumes the queued inputs at the head of the queue and sets the
+// session running.
+func (r *runner) startTurn(tx store.Tx) error {
+	if s := tx.Session().Status; s != ma.StatusIdle && s != ma.StatusRescheduling {
+		return nil
+	}
+	pending, err := tx.Pending()
+	if err != nil {
+		return err
+	}
+	now := r.h.now()
+	var consumed []*ma.Event
+	for i := range pending {
+		ev := &pending[i]
+		if ev.Type == ma.EventUserInterrupt {
+			break
+		}
+		ev.ProcessedAt = &now
+		consumed = append(consumed, ev)
+	}
+	if len(consumed) == 0 {
+		return nil
+	}
+	// One timestamp for the status change and the consumed inputs, so the
+	// list (ordered by processed_at) keeps the log order.
+	if err := r.setStatusAt(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning}, now); err != nil {
+		return err
+	}
+	return tx.Append(consumed...)
+}
+
+// applyInterrupts consumes queued interrupts; a running turn ends.
+func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
+	pending, err := tx.Pending()
+	if err != nil {
+		return err
+	}
+	now := r.h.now()
+	for i := range pending {
+		if pending[i].Type != ma.EventUserInterrupt {
+			continue
+		}
+		pending[i].ProcessedAt = &now
+		if err := tx.Append(&pending[i]); err != nil {
+			return err
+		}
+	}
+	if st := tx.Session().Status; st != ma.StatusRunning && !((st == ma.StatusIdle || st == ma.StatusRescheduling) && v.turnActive) {
+		return nil
+	}
+	// The turn ends: tool calls it cut off are answered now (they may
+	// have run), not later.
+	if err := answerCutOff(tx, ToolCutOffText, now); err != nil {
+		return err
+	}
+	if v.openSpan != "" {
+		if err := tx.Append(spanEnd(v.openSpan, true, nil, now)); err != nil {
+			return err
+		}
+	}
+	return r.idle(tx, ma.StopEndTurn, nil)
+}
+
+func spanEnd(startID string, isError bool, usage *ma.ModelUsage, now string) *ma.Event {
+	if usage == nil {
+		usage = &ma.ModelUsage{}
+	}
+	return &ma.Event{Type: ma.EventSpanModelRequestEnd, ModelRequestStartID: startID, IsError: &isError, ModelUsage: usage, ProcessedAt: &now}
+}
+
+// exhaust ends the turn with an exhausted session.error: queued inputs are
+// flushed and the session goes idle with retries_exhausted.
+func (r *runner) exhaust(tx store.Tx, f failure) error {
+	now := r.h.now()
+	ev := &ma.Event{Type: ma.EventSessionError, ProcessedAt: &now, Error: &ma.SessionError{Type: f.errType, Message: f.message, MCPServerName: f.mcpServer,
+		CredentialID: f.credentialID, VaultID: f.vaultID, RetryStatus: ma.RetryStatus{Type: ma.RetryExhausted}}}
+	if err := tx.Append(ev); err != nil {
+		return err
+	}
+	pending, err := tx.Pending()
+	if err != nil {
+		return err
+	}
+	for i := range pending {
+		if pending[i].Type == ma.EventUserInterrupt {
+			continue
+		}
+		pending[i].Flushed = true
+		if err := tx.Append(&pending[i]); err != nil {
+			return err
+		}
+	}
+	return r.idle(tx, ma.StopRetriesExhausted, nil)
+}
+
+// callModel makes one model call of the turn, with the retry policy, and
+// records its outcome.
+func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v *view) error {
+	plan := planTools(&sess.Agent)
+	req := &model.Request{
+		Model:     sess.Agent.Model.ID,
+		Speed:     sess.Agent.Model.Speed,
+		System:    sess.Agent.System,
+		Messages:  v.messages,
+		Tools:     plan.offered,
+		MaxTokens: r.h.cfg.MaxTokens,
+		SessionID: sess.ID,
+	}
+	if sess.Agent.Model.Effort != nil {
+		req.Effort = sess.Agent.Model.Effort.Type
+	}
+	window := r.h.contextWindow(req.Model)
+	if estimateTokens(req.System, req.Messages, req.Tools) > int(float64(window)*compactAt) {
+		if through, summary, ok := compaction(r.log.live(), window); ok {
+			err := r.update(ctx, func(tx store.Tx) error {
+				now := r.h.now()
+				return tx.Append(&ma.Event{Type: ma.EventAgentContextCompacted, ProcessedAt: &now, CompactedThrough: through,
+					Content: []ma.ContentBlock{{Type: "text", Text: summary}}})
+			})
+			// The next step projects the compacted log and calls the model.
+			return err
+		}
+		r.h.log.Warn("transcript near the context window and no turn boundary to compact at", "session", sess.ID, "window", window)
+	}
+	if c := r.h.cfg.Credentials; c != nil && len(sess.VaultIDs) > 0 {
+		if err := c.Check(ctx, sess.ID, sess.EnvironmentID, sess.VaultIDs); err != nil {
+			f := classify(err)
+			f.retryable = false // no retry can fix a policy mismatch
+			if _, ok := credentialFailure(err); !ok {
+				f = failure{errType: ma.ErrorUnknown, message: "checking the session's credentials: " + err.Error(), retryable: false}
+			}
+			_, err := r.failAttempt(ctx, gen, f, 1, "")
+			return err
+		}
+	}
+	mcpListed := r.h.cfg.MCP == nil || !hasMCPToolsets(&sess.Agent)
+	for attempt := 1; ; attempt++ {
+		if !mcpListed {
+			// The MCP servers' tools, listed at the start of each model
+			// call (connections are pooled per session).
+			tctx, done := r.turnContext(ctx, gen)
+			tools, err := r.h.cfg.MCP.Tools(tctx, sess)
+			interrupted := tctx.Err() != nil && ctx.Err() == nil
+			done()
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case interrupted:
+				return nil
+			case err != nil:
+				retry, err := r.failAttempt(ctx, gen, classify(err), attempt, "")
+				if !retry {
+					return err
+				}
+				continue
+			}
+			planMCP(plan, &sess.Agent, tools)
+			req.Tools = plan.offered
+			mcpListed = true
+		}
+		startID := ids.New(ids.Event)
+		err := r.update(ctx, func(tx store.Tx) error {
+			now := r.h.now()
+			if v.openSpan != "" {
+				// A call that a crash or shutdown cut short.
+				if err := tx.Append(spanEnd(v.openSpan, true, nil, now)); err != nil {
+					return err
+				}
+			}
+			return tx.Append(&ma.Event{Type: ma.EventSpanModelRequestStart, ID: startID, ProcessedAt: &now})
+		})
+		if err != nil {
+			return err
+		}
+		v.openSpan = startID
+		sink := &previewSink{p: r.h.previews, sessionID: sess.ID, messageID: ids.New(ids.Event), thinkingID: ids.New(ids.Event)}
+		tctx, done := r.turnContext(ctx, gen)
+		resp, err := r.h.cfg.Model.Stream(tctx, req, sink)
+		interrupted := tctx.Err() != nil && ctx.Err() == nil
+		done()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if interrupted {
+			return nil // the next step reads the interrupt and ends the turn
+		}
+		if err == nil {
+			return r.update(ctx, func(tx store.Tx) error { return r.record(tx, sess, plan, startID, sink, resp) })
+		}
+		f := classify(err)
+		r.h.log.Warn("model call failed", "session", sess.ID, "attempt", attempt, "type", f.errType, "err", err)
+		retry, err := r.failAttempt(ctx, gen, f, attempt, startID)
+		v.openSpan = ""
+		if !retry {
+			return err
+		}
+	}
+}
+
+// failAttempt applies the retry policy to a failed attempt: it records a
+// retrying session.error and waits out the backoff (true: try again), or
+// ends the turn with an exhausted one (false). spanID, if set, is the model
+// request span to close. An interrupt during the wait ends it at once
+// (false, nil: the next step reads the interrupt).
+func (r *runner) failAttempt(ctx context.Context, gen uint64, f failure, attempt int, spanID string) (bool, error) {
+	policy := r.h.cfg.Retry
+	if !f.retryable || attempt >= policy.MaxAttempts {
+		return false, r.update(ctx, func(tx store.Tx) error {
+			if spanID != "" {
+				if err := tx.Append(spanEnd(spanID, true, nil, r.h.now())); err != nil {
+					return err
+				}
+			}
+			return r.exhaust(tx, f)
+		})
+	}
+	delay := policy.Delay(attempt, f.retryAfter)
+	err := r.update(ctx, func(tx store.Tx) error {
+		now := r.h.now()
+		if spanID != "" {
+			if err := tx.Append(spanEnd(spanID, true, nil, now)); err != nil {
+				return err
+			}
+		}
+		return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+			Error: &ma.SessionError{Type: f.errType, Message: retryMessage(f, attempt, policy.MaxAttempts, delay), MCPServerName: f.mcpServer,
+				RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
+	})
+	if err != nil {
+		return false, err
+	}
+	tctx, done := r.turnContext(ctx, gen)
+	defer done()
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-tctx.Done():
+	}
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	return tctx.Err() == nil, nil
+}
+
+func retryMessage(f failure, attempt, max int, delay time.Duration) string {
+	return fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", f.message, delay.Round(100*time.Millisecond), attempt+1, max)
+}
+
+// record appends a successful model response.
+func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID string, sink *previewSink, resp *model.Response) error {
+	now := r.h.now()
+	if resp.Thinking {
+		if err := tx.Append(&ma.Event{Type: ma.EventAgentThinking, ID: sink.thinkingID, ProcessedAt: &now}); err != nil {
+			return err
+		}
+	}
+	if content := blocksToContent(resp.Content); len(content) > 0 {
+		if err := tx.Append(&ma.Event{Type: ma.EventAgentMessage, ID: sink.messageID, ProcessedAt: &now, Content: content}); err != nil {
+			return err
+		}
+	}
+	uses := 0
+	for _, b := range resp.Content {
+		if b.Type != model.BlockToolUse {
+			continue
+		}
+		uses++
+		input := b.Input
+		if len(input) == 0 {
+			input = []byte("{}")
+		}
+		ev := &ma.Event{Type: ma.EventAgentToolUse, Name: b.Name, Input: input, ProcessedAt: &now}
+		var unknown bool
+		mt, isMCP := plan.mcp[b.Name]
+		switch {
+		case isMCP:
+			ev.Type, ev.MCPServerName, ev.Name = ma.EventAgentMCPToolUse, mt.server, mt.tool
+			ev.EvaluatedPermission = "allow"
+			if mt.policy != ma.PolicyAlwaysAllow {
+				ev.EvaluatedPermission = "ask"
+			}
+		case plan.custom[b.Name]:
+			ev.Type = ma.EventAgentCustomToolUse
+		case plan.builtin[b.Name] == ma.PolicyAlwaysAsk || plan.builtin[b.Name] == ma.PolicyAuto:
+			ev.EvaluatedPermission = "ask"
+		case plan.builtin[b.Name] != "":
+			ev.EvaluatedPermission = "allow"
+		default:
+			ev.EvaluatedPermission = "deny"
+			unknown = true
+		}
+		if err := tx.Append(ev); err != nil {
+			return err
+		}
+		if unknown {
+			isErr := true
+			if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: ev.ID, IsError: &isErr, ProcessedAt: &now,
+				Content: []ma.ContentBlock{{Type: "text", Text: fmt.Sprintf("The tool %q is not available to this agent.", b.Name)}}}); err != nil {
+				return err
+			}
+		}
+	}
+	u := resp.Usage
+	if err := tx.Append(spanEnd(startID, false, &ma.ModelUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens}, now)); err != nil {
+		return err
+	}
+	s := tx.Session()
+	s.Usage.InputTokens += u.InputTokens
+	s.Usage.OutputTokens += u.OutputTokens
+	s.Usage.CacheReadInputTokens += u.CacheReadInputTokens
+	s.Usage.CacheCreation.Ephemeral5mInputTokens += u.CacheCreationInputTokens
+	s.UpdatedAt = now
+	r.h.log.Debug("model response", "session", r.id, "stop_reason", resp.StopReason, "tool_uses", uses,
+		"input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
+	if uses == 0 {
+		return r.idle(tx, ma.StopEndTurn, nil)
+	}
+	return nil
+}
+
+// reschedule waits in "rescheduling" until the tools may be placed, or an
+// interrupt or shutdown comes.
+func (r *runner) reschedule(ctx context.Context, gen uint64, wait <-chan struct{}) error {
+	err := r.update(ctx, func(tx store.Tx) error {
+		if tx.Session().Status != ma.StatusRunning {
+			return nil
+		}
+		return r.setStatus(tx, ma.StatusRescheduling, &ma.Event{Type: ma.EventStatusRescheduled})
+	})
+	if err != nil {
+		return err
+	}
+	tctx, done := r.turnContext(ctx, gen)
+	defer done()
+	select {
+	case <-wait:
+	case <-r.wake: // something changed (for example a pull worker arrived)
+	case <-tctx.Done():
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil // the next step sets the session running again, or reads the interrupt
+}
+
+// runTools runs the tool uses that may run, one at a time, recording each
+// result as soon as it is known.
+func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, uses []*toolUse) error {
+	for _, u := range uses {
+		r.h.log.Debug("tool call", "session", r.id, "tool", u.ev.Name, "type", u.ev.Type, "event", u.ev.ID)
+	}
+	builtins := slices.ContainsFunc(uses, func(u *toolUse) bool { return u.ev.Type == ma.EventAgentToolUse })
+	if p, ok := r.h.cfg.Tools.(Placer); ok && builtins {
+		tctx, done := r.turnContext(ctx, gen)
+		wait, err := p.Place(tctx, sess)
+		interrupted := tctx.Err() != nil && ctx.Err() == nil
+		done()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case interrupted:
+			return nil
+		case err != nil:
+			return r.update(ctx, func(tx store.Tx) error {
+				now := r.h.now()
+				isErr := true
+				for _, u := range uses {
+					if u.ev.Type != ma.EventAgentToolUse {
+						continue
+					}
+					if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, IsError: &isErr, ProcessedAt: &now,
+						Content: []ma.ContentBlock{{Type: "text", Text: fmt.Sprintf("The tool %s could not run: %v", u.ev.Name, err)}}}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		case wait != nil:
+			return r.reschedule(ctx, gen, wait)
+		}
+	}
+	for _, u := range uses {
+		if u.ev.Type == ma.EventAgentMCPToolUse {
+			if done, err := r.callMCP(ctx, gen, sess, u); !done || err != nil {
+				return err
+			}
+			continue
+		}
+		// The mark says the tool may have run if this process stops before
+		// its result is in the log; the next runner answers it then.
+		answered := false
+		if err := r.update(ctx, func(tx store.Tx) error {
+			if !r.settled {
+				var err error
+				if answered, err = r.answerInterrupted(tx, uses); err != nil || answered {
+					return err
+				}
+			}
+			return tx.MarkToolRunning(u.ev.ID)
+		}); err != nil {
+			return err
+		}
+		r.settled = true
+		if answered {
+			r.h.log.Warn("tools were running when the server stopped; told the model they may or may not have run", "session", r.id)
+			return nil // the next step runs the others
+		}
+		tctx, done := r.turnContext(ctx, gen)
+		res := r.h.cfg.Tools.RunTool(tctx, sess, ToolCall{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
+		interrupted := tctx.Err() != nil && ctx.Err() == nil
+		done()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if interrupted {
+			return nil
+		}
+		isErr := res.IsError
+		err := r.update(ctx, func(tx store.Tx) error {
+			now := r.h.now()
+			if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, Content: res.Content, IsError: &isErr, ProcessedAt: &now}); err != nil {
+				return err
+			}
+			return tx.UnmarkToolRunning(u.ev.ID)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// callMCP calls an MCP tool and records its result. A server that cannot
+// be reached is retried per the policy (retrying, then exhausted). done is
+// false when the turn ended or was interrupted instead.
+func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u *toolUse) (done bool, err error) {
+	var res ToolResult
+	for attempt := 1; ; attempt++ {
+		if r.h.cfg.MCP == nil {
+			res = ErrorResult("MCP servers are not available on this server.")
+			break
+		}
+		tctx, release := r.turnContext(ctx, gen)
+		var cerr error
+		res, cerr = r.h.cfg.MCP.Call(tctx, sess, u.ev.MCPServerName, u.ev.Name, u.ev.Input)
+		interrupted := tctx.Err() != nil && ctx.Err() == nil
+		release()
+		switch {
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		case interrupted:
+			return false, nil
+		case cerr == nil:
+		default:
+			f, ok := mcpFailure(cerr)
+			if !ok {
+				res = ErrorResult(fmt.Sprintf("The MCP tool %s could not run: %v", u.ev.Name, cerr))
+				break
+			}
+			retry, err := r.failAttempt(ctx, gen, f, attempt, "")
+			if !retry {
+				return false, err
+			}
+			continue
+		}
+		break
+	}
+	isErr := res.IsError
+	return true, r.update(ctx, func(tx store.Tx) error {
+		now := r.h.now()
+		return tx.Append(&ma.Event{Type: ma.EventAgentMCPToolResult, MCPToolUseID: u.ev.ID, Content: res.Content, IsError: &isErr, ProcessedAt: &now})
+	})
+}

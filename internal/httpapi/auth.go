@@ -1,0 +1,205 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/secret"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// KeyPrefix starts every API key reins makes.
+const KeyPrefix = "sk-reins-"
+
+// HashKey returns the stored form of an API key: hex SHA-256. Keys carry
+// over 200 bits of randomness, so a fast hash is enough (nothing to
+// brute-force).
+func HashKey(key string) string { return secret.Hash(key) }
+
+// NewKey makes a new random API key.
+func NewKey() string {
+	return KeyPrefix + ids.New("") + ids.New("")[:16]
+}
+
+// CreateKey makes a key, stores its hash and returns the key (shown once).
+func CreateKey(ctx context.Context, st store.Keys, name string) (string, store.APIKey, error) {
+	key := NewKey()
+	k := store.APIKey{ID: ids.New(ids.APIKey), Name: name, Hash: HashKey(key), Hint: key[len(key)-4:], CreatedAt: time.Now().UTC()}
+	return key, k, st.CreateAPIKey(ctx, k)
+}
+
+// Authenticator checks API keys: x-api-key or Authorization: Bearer.
+type Authenticator struct {
+	Keys store.Keys
+	// EnvironmentKeys, if set, accepts environment keys (reins_ek_…) of
+	// self-hosted environments with a scope limited to their environment.
+	EnvironmentKeys EnvironmentKeyStore
+	// Bootstrap, if set, is accepted as a key (REINS_API_KEY).
+	Bootstrap string
+	// CacheTTL is how long a valid API key is remembered without reading
+	// the store again (default 2 s; negative disables). A key revoked
+	// meanwhile (for example with `reins keys revoke` from another
+	// process) stops working within it.
+	CacheTTL time.Duration
+	// Recheck is how often what an open stream was authenticated with is
+	// checked again (default 1 s): a stream ends within it once its key
+	// is revoked (or its environment archived), whichever process revoked
+	// it. One store read per key and period serves every stream of the key.
+	Recheck time.Duration
+
+	mu    sync.Mutex
+	valid map[string]time.Time // key hash -> when it was last found valid
+}
+
+// EnvironmentKeyStore is what an [Authenticator] reads to check
+// environment keys: the key, then its environment.
+type EnvironmentKeyStore interface {
+	EnvironmentKeyByHash(ctx context.Context, hash string) (store.EnvironmentKey, error)
+	GetEnvironment(ctx context.Context, id string) (ma.Environment, error)
+}
+
+func (a *Authenticator) cacheTTL() time.Duration {
+	if a.CacheTTL == 0 {
+		return 2 * time.Second
+	}
+	return a.CacheTTL
+}
+
+// RecheckInterval returns Recheck or its default.
+func (a *Authenticator) RecheckInterval() time.Duration {
+	if a.Recheck <= 0 {
+		return time.Second
+	}
+	return a.Recheck
+}
+
+// cached reports whether the hash was found valid within ttl.
+func (a *Authenticator) cached(hash string, ttl time.Duration) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.valid[hash]
+	return ok && time.Since(at) < ttl
+}
+
+func (a *Authenticator) remember(hash string) {
+	if a.cacheTTL() < 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.valid == nil || len(a.valid) > 10_000 {
+		a.valid = map[string]time.Time{}
+	}
+	a.valid[hash] = time.Now()
+}
+
+// Principal is who a request acts for: an API key (full access) or an
+// environment key (that environment's work queue and sessions only).
+type Principal struct {
+	// EnvironmentID is set for an environment key.
+	EnvironmentID string
+	// hash is the hash of the key the request presented ("" for the
+	// bootstrap key, which cannot be revoked).
+	hash string
+}
+
+// RecheckPrincipal checks again the key p was authenticated with: an error
+// once it was revoked, or its environment archived or deleted. A key found
+// valid within [Authenticator.RecheckInterval] is not read again, so the
+// streams of one key share one check per interval.
+func (a *Authenticator) RecheckPrincipal(ctx context.Context, p Principal) error {
+	switch {
+	case p.hash == "":
+		return nil
+	case p.EnvironmentID != "":
+		// Remembered apart from API keys: an environment key is never
+		// taken for an API key.
+		if a.cached("ek:"+p.hash, a.RecheckInterval()) {
+			return nil
+		}
+		if _, err := a.checkEnvironmentKey(ctx, p.hash); err != nil {
+			return err
+		}
+		a.remember("ek:" + p.hash)
+		return nil
+	case a.cached(p.hash, a.RecheckInterval()):
+		return nil
+	}
+	return a.checkAPIKey(ctx, p.hash)
+}
+
+// Check authenticates r.
+func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, error) {
+	key := r.Header.Get("x-api-key")
+	if key == "" {
+		if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			key = strings.TrimSpace(v)
+		}
+	}
+	if key == "" {
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "missing API key: send it as the x-api-key header or as Authorization: Bearer")
+	}
+	if strings.HasPrefix(key, secret.EnvironmentKeyPrefix) && a.EnvironmentKeys != nil {
+		return a.checkEnvironmentKey(ctx, secret.Hash(key))
+	}
+	if a.Bootstrap != "" && subtle.ConstantTimeCompare([]byte(key), []byte(a.Bootstrap)) == 1 {
+		return Principal{}, nil
+	}
+	hash := HashKey(key)
+	if a.cached(hash, a.cacheTTL()) {
+		return Principal{hash: hash}, nil
+	}
+	if err := a.checkAPIKey(ctx, hash); err != nil {
+		return Principal{}, err
+	}
+	return Principal{hash: hash}, nil
+}
+
+// checkAPIKey reads the API key whose hash is hash: it must be known and
+// not revoked.
+func (a *Authenticator) checkAPIKey(ctx context.Context, hash string) error {
+	k, err := a.Keys.APIKeyByHash(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
+		return errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked API key")
+	}
+	if err == nil {
+		a.remember(hash)
+	}
+	return err
+}
+
+// checkEnvironmentKey authenticates an environment key by its hash: it
+// must be known, not revoked, and belong to an environment that is not
+// archived and that outside workers may serve (a key of a cloud
+// environment, made before they were refused, is rejected).
+func (a *Authenticator) checkEnvironmentKey(ctx context.Context, hash string) (Principal, error) {
+	invalid := errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked environment key")
+	k, err := a.EnvironmentKeys.EnvironmentKeyByHash(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
+		return Principal{}, invalid
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	env, err := a.EnvironmentKeys.GetEnvironment(ctx, k.EnvironmentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Principal{}, invalid
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if env.ArchivedAt != nil {
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "environment key %s rejected: environment %s is archived", k.ID, env.ID)
+	}
+	if err := env.CheckOutsideExecutors(); err != nil {
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "environment key %s rejected: %v", k.ID, err)
+	}
+	return Principal{EnvironmentID: k.EnvironmentID, hash: hash}, nil
+}

@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// apiError is an error with its HTTP status and envelope type.
+type apiError struct {
+	status  int
+	typ     string
+	message string
+	// noRetry adds x-should-retry: false (deterministic 409s).
+	noRetry    bool
+	retryAfter int
+	// details, if set, is sent as error.details.
+	details map[string]any
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func errf(status int, typ, format string, args ...any) *apiError {
+	return &apiError{status: status, typ: typ, message: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *apiError {
+	return errf(http.StatusBadRequest, ma.ErrInvalidRequest, format, args...)
+}
+
+func notFound(format string, args ...any) *apiError {
+	return errf(http.StatusNotFound, ma.ErrNotFound, format, args...)
+}
+
+func conflict(format string, args ...any) *apiError {
+	e := errf(http.StatusConflict, ma.ErrInvalidRequest, format, args...)
+	e.noRetry = true
+	return e
+}
+
+// writeError answers err in the API's error envelope ({"type":"error",
+// "error":{"type","message"},"request_id"}). Errors that
+// are not *apiError map from the store's sentinels, else to 500 api_error
+// (logged, with a generic message).
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+	case errors.Is(err, store.ErrNotFound):
+		ae = notFound("%s", trimStore(err))
+	case errors.Is(err, store.ErrConflict):
+		ae = conflict("%s", trimStore(err))
+	default:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r), "err", err)
+		ae = errf(http.StatusInternalServerError, ma.ErrAPI, "internal server error")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if ae.noRetry {
+		h.Set("x-should-retry", "false")
+	}
+	if ae.retryAfter > 0 {
+		h.Set("retry-after", strconv.Itoa(ae.retryAfter))
+	}
+	w.WriteHeader(ae.status)
+	json.NewEncoder(w).Encode(ma.ErrorEnvelope{Type: "error", Error: ma.ErrorBody{Type: ae.typ, Message: ae.message, Details: ae.details}, RequestID: requestID(r)})
+}
+
+// trimStore removes the "store: " prefix of a sentinel from a message.
+func trimStore(err error) string {
+	msg := err.Error()
+	for _, s := range []error{store.ErrNotFound, store.ErrConflict} {
+		suffix := ": " + s.Error()
+		if len(msg) > len(suffix) && msg[len(msg)-len(suffix):] == suffix {
+			what := msg[:len(msg)-len(suffix)]
+			if errors.Is(s, store.ErrNotFound) {
+				return what + " not found"
+			}
+			return what + " already exists or was changed concurrently"
+		}
+	}
+	return msg
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}

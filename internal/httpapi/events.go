@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/reinsdev/reins/internal/sessions"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// maxEventsPerRequest bounds one send.
+const maxEventsPerRequest = 100
+
+// eventParam is a client event as sent.
+type eventParam struct {
+	Type            *string           `json:"type"`
+	Content         []ma.ContentBlock `json:"content"`
+	ToolUseID       string            `json:"tool_use_id"`
+	CustomToolUseID string            `json:"custom_tool_use_id"`
+	Result          string            `json:"result"`
+	DenyMessage     *string           `json:"deny_message"`
+	IsError         *bool             `json:"is_error"`
+	SessionThreadID string            `json:"session_thread_id"`
+}
+
+// decodeEventParam validates one client event on its own (rules that need
+// the session's state are checked later).
+func decodeEventParam(field string, raw json.RawMessage) (ma.Event, error) {
+	var p eventParam
+	if err := decodeBytes(raw, &p); err != nil {
+		return ma.Event{}, fieldPrefix(field+": ", err)
+	}
+	if p.Type == nil {
+		return ma.Event{}, badRequest("%s.type: required", field)
+	}
+	ev := ma.Event{Type: *p.Type, SessionThreadID: p.SessionThreadID}
+	switch ev.Type {
+	case ma.EventUserMessage:
+		if len(p.Content) == 0 {
+			return ev, badRequest("%s.content: at least one content block is required", field)
+		}
+		if err := validateContent(field+".content", p.Content, "text", "image", "document"); err != nil {
+			return ev, err
+		}
+		ev.Content = p.Content
+	case ma.EventSystemMessage:
+		if len(p.Content) == 0 || len(p.Content) > 1000 {
+			return ev, badRequest("%s.content: 1 to 1000 text blocks are required", field)
+		}
+		if err := validateContent(field+".content", p.Content, "text"); err != nil {
+			return ev, err
+		}
+		ev.Content = p.Content
+	case ma.EventUserInterrupt:
+	case ma.EventUserToolConfirmation:
+		if p.ToolUseID == "" {
+			return ev, badRequest("%s.tool_use_id: required", field)
+		}
+		if p.Result != "allow" && p.Result != "deny" {
+			return ev, badRequest("%s.result: must be allow or deny; got %q", field, p.Result)
+		}
+		if p.DenyMessage != nil {
+			if p.Result != "deny" {
+				return ev, badRequest("%s.deny_message: only allowed with result \"deny\"", field)
+			}
+			ev.DenyMessage = *p.DenyMessage
+		}
+		ev.ToolUseID, ev.Result = p.ToolUseID, p.Result
+	case ma.EventUserCustomToolResult:
+		if p.CustomToolUseID == "" {
+			return ev, badRequest("%s.custom_tool_use_id: required", field)
+		}
+		if err := validateContent(field+".content", p.Content, "text", "image", "document", "search_result"); err != nil {
+			return ev, err
+		}
+		ev.CustomToolUseID, ev.Content = p.CustomToolUseID, p.Content
+		f := p.IsError != nil && *p.IsError
+		ev.IsError = &f
+	case ma.EventUserToolResult:
+		if p.ToolUseID == "" {
+			return ev, badRequest("%s.tool_use_id: required", field)
+		}
+		if err := validateContent(field+".content", p.Content, "text", "image", "document", "search_result"); err != nil {
+			return ev, err
+		}
+		ev.ToolUseID, ev.Content = p.ToolUseID, p.Content
+		f := p.IsError != nil && *p.IsError
+		ev.IsError = &f
+	case ma.EventUserDefineOutcome:
+		return ev, badRequest("%s.type: outcomes (user.define_outcome) are not supported by this server yet", field)
+	case "":
+		return ev, badRequest("%s.type: required", field)
+	default:
+		return ev, badRequest("%s.type: %q is not an event a client can send", field, ev.Type)
+	}
+	return ev, nil
+}
+
+type sendBody struct {
+	Events []json.RawMessage `json:"events"`
+}
+
+func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
+	var body sendBody
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if len(body.Events) == 0 {
+		return badRequest("events: at least one event is required")
+	}
+	if len(body.Events) > maxEventsPerRequest {
+		return badRequest("events: at most %d events per request, got %d", maxEventsPerRequest, len(body.Events))
+	}
+	evs := make([]ma.Event, len(body.Events))
+	systems := 0
+	for i, raw := range body.Events {
+		ev, err := decodeEventParam(fmt.Sprintf("events[%d]", i), raw)
+		if err != nil {
+			return err
+		}
+		if ev.Type == ma.EventSystemMessage {
+			systems++
+			if systems > 1 {
+				return badRequest("events[%d]: at most one system.message per request", i)
+			}
+			if i != len(body.Events)-1 {
+				return badRequest("events[%d]: a system.message must be the last event of the request", i)
+			}
+			if i == 0 || (evs[i-1].Type != ma.EventUserMessage && evs[i-1].Type != ma.EventUserCustomToolResult && evs[i-1].Type != ma.EventUserToolResult) {
+				return badRequest("events[%d]: a system.message must immediately follow a user.message or a tool result in the same request", i)
+			}
+		}
+		evs[i] = ev
+	}
+	evs, err := s.cfg.Sessions.Send(r.Context(), r.PathValue("id"), evs)
+	var re *sessions.RejectedError
+	if errors.As(err, &re) {
+		if re.Conflict {
+			return conflict("%s", re.Message)
+		}
+		return badRequest("%s", re.Message)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, struct {
+		Data []ma.Event `json:"data"`
+	}{evs})
+	return nil
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
+	q := query{r}
+	limit, err := q.limit(1000, 1000)
+	if err != nil {
+		return err
+	}
+	order, err := q.order("asc")
+	if err != nil {
+		return err
+	}
+	eq := store.EventQuery{Limit: limit, Desc: order == "desc"}
+	if eq.Types, err = q.enums("types", "event type", eventTypes); err != nil {
+		return err
+	}
+	for _, b := range []struct {
+		key string
+		dst **time.Time
+	}{{"created_at[gt]", &eq.GT}, {"created_at[gte]", &eq.GTE}, {"created_at[lt]", &eq.LT}, {"created_at[lte]", &eq.LTE}} {
+		if *b.dst, err = q.time(b.key); err != nil {
+			return err
+		}
+	}
+	if page := q.str("page"); page != "" {
+		c, err := decodeCursor(page, order)
+		if err != nil {
+			return err
+		}
+		if c.Prev {
+			eq.Before = c.Pos
+		} else {
+			eq.After = c.Pos
+		}
+	}
+	entries, err := s.cfg.Store.ListEvents(r.Context(), r.PathValue("id"), eq)
+	if err != nil {
+		return err
+	}
+	page := ma.Page[json.RawMessage]{Data: make([]json.RawMessage, len(entries))}
+	for i, e := range entries {
+		page.Data[i] = e.Raw
+	}
+	if len(entries) == limit {
+		page.NextPage = cursor{Pos: entries[len(entries)-1].Seq, Order: order}.encode()
+	}
+	writeJSON(w, page)
+	return nil
+}

@@ -1,0 +1,329 @@
+// Package httpapi serves the Claude Managed Agents REST API and its SSE
+// streams over the store and the harness, in the exact wire format the
+// official Anthropic SDKs speak.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/sessions"
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/workqueue"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// Default limits.
+const (
+	// DefaultMaxBody bounds request bodies that carry content (events,
+	// sessions with initial events).
+	DefaultMaxBody = 32 << 20
+	// smallBody bounds every other request body.
+	smallBody = 1 << 20
+)
+
+// Config configures a Server. Store, Bus, Harness and Auth are required.
+type Config struct {
+	Store   store.Store
+	Bus     *bus.Bus
+	Harness *harness.Harness
+	Auth    *Authenticator
+	Logger  *slog.Logger
+	// MaxBody bounds content-carrying request bodies (default 32 MiB).
+	MaxBody int64
+	// PingInterval is the SSE heartbeat period (default 15 s).
+	PingInterval time.Duration
+	// PollInterval is how often streams re-check the log without a wake-up
+	// (default 2 s).
+	PollInterval time.Duration
+	// Vaults configures the vault endpoints (nil Keyring: no vault
+	// endpoints).
+	Vaults VaultConfig
+	// Work runs the work queues of self-hosted environments (nil: no work
+	// endpoints).
+	Work *workqueue.Service
+	// Executors serves /v1/executor/ (the executor hub: token endpoint and
+	// WebSocket connect). Those paths authenticate with environment keys
+	// and executor tokens, not API keys.
+	Executors http.Handler
+	// Lifecycle, if set, is told when sessions and environments end.
+	Lifecycle Lifecycle
+	// Sessions changes sessions; nil makes one on Store, Bus, Harness and
+	// Work.
+	Sessions *sessions.Service
+	// ValidatePackages, if set, checks an environment's config.packages
+	// on create and update: what this host can install (the server's
+	// app passes packages.Validate). Its error becomes a 400 under
+	// "config.". Unset, packages are only checked when installed.
+	ValidatePackages func(*ma.Packages) error
+	// Models, if set, checks the model ids of agents as they are created
+	// or changed: an id no configured provider serves is refused (400)
+	// instead of failing the session's first turn.
+	Models ModelChecker
+}
+
+// ModelChecker tells whether a model id is served; model.Router is one.
+type ModelChecker interface {
+	Check(modelID string) error
+}
+
+// checkModel refuses a model id that no configured provider serves.
+func (s *Server) checkModel(field, id string) error {
+	if s.cfg.Models == nil {
+		return nil
+	}
+	if err := s.cfg.Models.Check(id); err != nil {
+		return badRequest("%s: %v", field, err)
+	}
+	return nil
+}
+
+// Lifecycle is told when sessions and environments end for good, and when
+// environment keys are revoked, so that what they hold (sandboxes,
+// workspaces, executor connections) goes with them.
+type Lifecycle interface {
+	// SessionEnded is called after sess was archived, or deleted when
+	// deleted is set.
+	SessionEnded(ctx context.Context, sess *ma.Session, deleted bool)
+	// EnvironmentDeleted is called after an environment was deleted.
+	EnvironmentDeleted(ctx context.Context, id string)
+	// EnvironmentArchived is called after an environment was archived:
+	// its outside executors are cut off.
+	EnvironmentArchived(ctx context.Context, id string)
+	// EnvironmentKeyRevoked is called after an environment key was
+	// revoked: the executors connected with it are cut off.
+	EnvironmentKeyRevoked(ctx context.Context, k store.EnvironmentKey)
+}
+
+// Server is the HTTP API. It is an http.Handler.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+
+	tails *tails
+
+	// done is closed by Shutdown: streams end cleanly.
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+// New returns a Server.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = 15 * time.Second
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 2 * time.Second
+	}
+	if cfg.Sessions == nil {
+		sc := sessions.Config{Store: cfg.Store, Bus: cfg.Bus, Runner: cfg.Harness}
+		if cfg.Work != nil {
+			sc.Work = cfg.Work
+		}
+		cfg.Sessions = sessions.New(sc)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
+	s.tails = newTails(cfg.Store, cfg.Bus, cfg.PollInterval)
+	s.routes()
+	return s
+}
+
+// Shutdown ends every open stream (they send nothing more and close) and
+// waits for the readers that fed them.
+func (s *Server) Shutdown() {
+	s.doneOnce.Do(func() {
+		close(s.done)
+		s.tails.close()
+	})
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(pattern string, maxBody int64, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// noBody is h for an endpoint that takes no request body: a body, if
+// any, must be empty, {} or null, so that a field sent there is refused
+// rather than ignored.
+func noBody(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := decode(r, &struct{}{}); err != nil {
+			return err
+		}
+		return h(w, r)
+	}
+}
+
+func (s *Server) routes() {
+	big := s.cfg.MaxBody
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]string{"status": "ok"})
+	})
+	s.handle("POST /v1/agents", smallBody*4, s.createAgent)
+	s.handle("GET /v1/agents", smallBody, s.listAgents)
+	s.handle("GET /v1/agents/{id}", smallBody, s.getAgent)
+	s.handle("POST /v1/agents/{id}", smallBody*4, s.updateAgent)
+	s.handle("POST /v1/agents/{id}/archive", smallBody, noBody(s.archiveAgent))
+	s.handle("GET /v1/agents/{id}/versions", smallBody, s.listAgentVersions)
+
+	s.handle("POST /v1/environments", smallBody, s.createEnvironment)
+	s.handle("GET /v1/environments", smallBody, s.listEnvironments)
+	s.handle("GET /v1/environments/{id}", smallBody, s.getEnvironment)
+	s.handle("POST /v1/environments/{id}", smallBody, s.updateEnvironment)
+	s.handle("POST /v1/environments/{id}/archive", smallBody, noBody(s.archiveEnvironment))
+	s.handle("DELETE /v1/environments/{id}", smallBody, noBody(s.deleteEnvironment))
+	s.handle("GET /v1/environments/{id}/work/poll", smallBody, s.pollWork)
+	s.handle("GET /v1/environments/{id}/work/stats", smallBody, s.workStats)
+	s.handle("GET /v1/environments/{id}/work", smallBody, s.listWork)
+	s.handle("GET /v1/environments/{id}/work/{work_id}", smallBody, s.getWork)
+	s.handle("POST /v1/environments/{id}/work/{work_id}", smallBody, s.updateWork)
+	s.handle("POST /v1/environments/{id}/work/{work_id}/ack", smallBody, noBody(s.ackWork))
+	s.handle("POST /v1/environments/{id}/work/{work_id}/heartbeat", smallBody, noBody(s.heartbeatWork))
+	s.handle("POST /v1/environments/{id}/work/{work_id}/stop", smallBody, s.stopWork)
+	s.handle("POST /v1/environments/{id}/keys", smallBody, noBody(s.createEnvironmentKey))
+	s.handle("GET /v1/environments/{id}/keys", smallBody, s.listEnvironmentKeys)
+	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, noBody(s.revokeEnvironmentKey))
+
+	s.handle("POST /v1/sessions", big, s.createSession)
+	s.handle("GET /v1/sessions", smallBody, s.listSessions)
+	s.handle("GET /v1/sessions/{id}", smallBody, s.getSession)
+	s.handle("POST /v1/sessions/{id}", smallBody*4, s.updateSession)
+	s.handle("POST /v1/sessions/{id}/archive", smallBody, noBody(s.archiveSession))
+	s.handle("DELETE /v1/sessions/{id}", smallBody, noBody(s.deleteSession))
+	s.handle("POST /v1/sessions/{id}/events", big, s.sendEvents)
+	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
+	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, s.streamEvents)
+
+	if s.cfg.Vaults.Keyring != nil {
+		s.vaultRoutes(s.cfg.Vaults)
+	}
+
+	s.handle("/", smallBody, func(w http.ResponseWriter, r *http.Request) error {
+		return notFound("no route for %s %s", r.Method, r.URL.Path)
+	})
+}
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	principalKey
+)
+
+// principal returns who r acts for (the zero Principal on /healthz).
+func principal(r *http.Request) Principal {
+	p, _ := r.Context().Value(principalKey).(Principal)
+	return p
+}
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey).(string)
+	return id
+}
+
+// ServeHTTP implements http.Handler: request id, authentication, panic
+// recovery and routing.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := ids.New(ids.Request)
+	w.Header().Set("request-id", id)
+	r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "request_id", id, "panic", v)
+			s.writeError(w, r, errf(http.StatusInternalServerError, ma.ErrAPI, "internal server error"))
+		}
+	}()
+	if strings.HasPrefix(r.URL.Path, "/v1/executor/") && s.cfg.Executors != nil {
+		s.cfg.Executors.ServeHTTP(w, r)
+		return
+	}
+	if r.URL.Path != "/healthz" {
+		p, err := s.cfg.Auth.Check(r.Context(), r)
+		if err == nil && p.EnvironmentID != "" {
+			err = s.scope(r, p.EnvironmentID)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
+	}
+	// Go's mux answers a wrong method with its own 405 text; answer in
+	// the JSON envelope instead.
+	if _, pattern := s.mux.Handler(r); pattern == "/" && strings.HasPrefix(r.URL.Path, "/v1/") {
+		if s.knownPath(r) {
+			s.writeError(w, r, errf(http.StatusMethodNotAllowed, ma.ErrInvalidRequest, "method %s is not allowed on %s", r.Method, r.URL.Path))
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// knownPath reports whether some other method serves r's path.
+func (s *Server) knownPath(r *http.Request) bool {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := s.mux.Handler(probe); p != "/" {
+			return true
+		}
+	}
+	return false
+}
+
+// scope limits an environment key to its environment's work queue and to
+// the session calls a worker makes (get, events list/send/stream) on that
+// environment's sessions. Another environment's session is "not found".
+func (s *Server) scope(r *http.Request, envID string) error {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	denied := errf(http.StatusForbidden, ma.ErrPermission, "an environment key can only use its environment's work queue and sessions")
+	switch {
+	case len(parts) >= 4 && parts[0] == "v1" && parts[1] == "environments" && parts[3] == "work":
+		if parts[2] != envID {
+			return denied
+		}
+		return nil
+	case len(parts) >= 3 && parts[0] == "v1" && parts[1] == "sessions":
+		tail := strings.Join(parts[3:], "/")
+		ok := (tail == "" && r.Method == http.MethodGet) || (tail == "events" && (r.Method == http.MethodGet || r.Method == http.MethodPost)) ||
+			(tail == "events/stream" && r.Method == http.MethodGet)
+		if !ok {
+			return denied
+		}
+		sess, err := s.cfg.Store.GetSession(r.Context(), parts[2])
+		if err != nil {
+			return err
+		}
+		if sess.EnvironmentID != envID {
+			return notFound("session %s not found", parts[2])
+		}
+		return nil
+	}
+	return denied
+}

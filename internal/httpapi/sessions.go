@@ -1,0 +1,406 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// agentRef is a session's agent: an id string, {type:"agent",id,version} or
+// {type:"agent_with_overrides",...}.
+type agentRef struct {
+	Type       string             `json:"type"`
+	ID         string             `json:"id"`
+	Version    int64              `json:"version"`
+	Model      modelParam         `json:"model"`
+	System     optString          `json:"system"`
+	Tools      *[]toolParam       `json:"tools"`
+	MCPServers *[]ma.MCPServer    `json:"mcp_servers"`
+	Skills     *[]json.RawMessage `json:"skills"`
+	raw        map[string]json.RawMessage
+}
+
+func (a *agentRef) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		a.Type = "agent"
+		return json.Unmarshal(b, &a.ID)
+	}
+	type plain agentRef
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	if err := checkUnknownAt("agent", b, &p); err != nil {
+		return err
+	}
+	*a = agentRef(p)
+	return json.Unmarshal(b, &a.raw)
+}
+
+// resolveAgent returns the agent snapshot a new session runs with.
+func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, error) {
+	switch ref.Type {
+	case "agent", "agent_with_overrides":
+	case "":
+		return ma.SessionAgent{}, badRequest("agent.type: required")
+	default:
+		return ma.SessionAgent{}, badRequest("agent.type: must be agent or agent_with_overrides; got %q", ref.Type)
+	}
+	if ref.ID == "" {
+		return ma.SessionAgent{}, badRequest("agent: an agent id is required")
+	}
+	a, err := s.cfg.Store.GetAgent(r.Context(), ref.ID, ref.Version)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return ma.SessionAgent{}, notFound("agent: %s", trimStore(err))
+		}
+		return ma.SessionAgent{}, err
+	}
+	if a.ArchivedAt != nil {
+		return ma.SessionAgent{}, badRequest("agent: %s is archived; new sessions cannot use it", a.ID)
+	}
+	sa := ma.SessionAgent{ID: a.ID, Type: "agent", Name: a.Name, Description: a.Description, System: a.System, Model: a.Model,
+		Tools: a.Tools, MCPServers: a.MCPServers, Skills: a.Skills, Multiagent: a.Multiagent, Version: a.Version}
+	if ref.Type == "agent_with_overrides" {
+		if _, ok := ref.raw["model"]; ok {
+			if !ref.Model.set {
+				return sa, badRequest("agent.model: cannot be cleared")
+			}
+			if err := ref.Model.validate(); err != nil {
+				return sa, err
+			}
+			if err := s.checkModel("agent.model", ref.Model.ID); err != nil {
+				return sa, err
+			}
+			sa.Model = ref.Model.ModelConfig
+		}
+		if ref.System.Set {
+			sa.System = ref.System.Value
+		}
+		if ref.Skills != nil && len(*ref.Skills) > 0 {
+			return sa, badRequest("agent.skills: not supported by this server yet")
+		}
+		_, toolsGiven := ref.raw["tools"]
+		_, serversGiven := ref.raw["mcp_servers"]
+		if toolsGiven || serversGiven {
+			servers := sa.MCPServers
+			if serversGiven {
+				servers = []ma.MCPServer{}
+				if ref.MCPServers != nil {
+					servers = *ref.MCPServers
+				}
+			}
+			params := toolParamsOf(sa.Tools)
+			if toolsGiven {
+				params = nil
+				if ref.Tools != nil {
+					params = *ref.Tools
+				}
+			}
+			tools, err := resolveTools(params, servers)
+			if err != nil {
+				return sa, err
+			}
+			sa.Tools, sa.MCPServers = tools, servers
+		}
+	}
+	return sa, nil
+}
+
+type sessionCreate struct {
+	Agent         *agentRef         `json:"agent"`
+	EnvironmentID *string           `json:"environment_id"`
+	Title         string            `json:"title"`
+	Metadata      map[string]string `json:"metadata"`
+	Resources     []json.RawMessage `json:"resources"`
+	VaultIDs      []string          `json:"vault_ids"`
+	InitialEvents []json.RawMessage `json:"initial_events"`
+	Budget        json.RawMessage   `json:"budget"`
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	var p sessionCreate
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	if p.Agent == nil {
+		return badRequest("agent: required")
+	}
+	if p.EnvironmentID == nil || *p.EnvironmentID == "" {
+		return badRequest("environment_id: required")
+	}
+	if err := checkLen("title", p.Title, 0, 1024); err != nil {
+		return err
+	}
+	if err := validateMetadata("metadata", p.Metadata); err != nil {
+		return err
+	}
+	if len(p.Resources) > 0 {
+		return badRequest("resources: session resources are not supported by this server yet")
+	}
+	if len(p.Budget) > 0 && string(p.Budget) != "null" {
+		return badRequest("budget: session budgets are not supported by this server yet")
+	}
+	if len(p.VaultIDs) > 20 {
+		return badRequest("vault_ids: at most 20 vaults, got %d", len(p.VaultIDs))
+	}
+	for i, id := range p.VaultIDs {
+		v, err := s.cfg.Store.GetVault(r.Context(), id)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("vault_ids[%d]: vault %s not found", i, id)
+		}
+		if err != nil {
+			return err
+		}
+		if v.ArchivedAt != nil {
+			return badRequest("vault_ids[%d]: vault %s is archived", i, id)
+		}
+	}
+	if len(p.InitialEvents) > 50 {
+		return badRequest("initial_events: at most 50 events, got %d", len(p.InitialEvents))
+	}
+	initial := make([]ma.Event, 0, len(p.InitialEvents))
+	for i, raw := range p.InitialEvents {
+		ev, err := decodeEventParam(fmt.Sprintf("initial_events[%d]", i), raw)
+		if err != nil {
+			return err
+		}
+		if ev.Type != ma.EventUserMessage {
+			return badRequest("initial_events[%d].type: only user.message is accepted here; got %q", i, ev.Type)
+		}
+		initial = append(initial, ev)
+	}
+	agent, err := s.resolveAgent(r, p.Agent)
+	if err != nil {
+		return err
+	}
+	env, err := s.cfg.Store.GetEnvironment(r.Context(), *p.EnvironmentID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("environment_id: environment %s not found", *p.EnvironmentID)
+		}
+		return err
+	}
+	if env.ArchivedAt != nil {
+		return badRequest("environment_id: environment %s is archived; new sessions cannot use it", env.ID)
+	}
+	meta := ma.Metadata(p.Metadata)
+	if meta == nil {
+		meta = ma.Metadata{}
+	}
+	vaultIDs := p.VaultIDs
+	if vaultIDs == nil {
+		vaultIDs = []string{}
+	}
+	now := ma.Time(time.Now())
+	sess := ma.Session{ID: ids.New(ids.Session), Type: "session", Title: p.Title, Status: ma.StatusIdle, EnvironmentID: env.ID,
+		Agent: agent, Resources: []ma.Raw{}, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.Raw{},
+		Budget: ma.Raw("null"), CreatedAt: now, UpdatedAt: now}
+	sess, err = s.cfg.Sessions.Create(r.Context(), sess, initial)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, withStats(sess))
+	return nil
+}
+
+// withStats fills the figures computed at read time.
+func withStats(s ma.Session) ma.Session {
+	if t, err := time.Parse(time.RFC3339Nano, s.CreatedAt); err == nil {
+		s.Stats.DurationSeconds = time.Since(t).Seconds()
+	}
+	return s
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	sess, err := s.cfg.Store.GetSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, withStats(sess))
+	return nil
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	lq, order, err := listQuery(r, "desc")
+	if err != nil {
+		return err
+	}
+	q := query{r}
+	sq := store.SessionQuery{ListQuery: lq, AgentID: q.str("agent_id")}
+	if sq.Statuses, err = q.enums("statuses", "status", sessionStatuses); err != nil {
+		return err
+	}
+	if sq.AgentVersion, err = q.int64("agent_version"); err != nil {
+		return err
+	}
+	if sq.CreatedGT, err = q.time("created_at[gt]"); err != nil {
+		return err
+	}
+	if sq.CreatedLT, err = q.time("created_at[lt]"); err != nil {
+		return err
+	}
+	items, err := s.cfg.Store.ListSessions(r.Context(), sq)
+	if err != nil {
+		return err
+	}
+	page := ma.BidirectionalPage[ma.Session]{Data: make([]ma.Session, len(items))}
+	for i, it := range items {
+		page.Data[i] = withStats(it.Value)
+	}
+	if len(items) > 0 {
+		// A page reached backwards always has a next page; a forward page
+		// has one when it is full.
+		if len(items) == lq.Limit || lq.Before > 0 {
+			page.NextPage = cursor{Pos: items[len(items)-1].Pos, Order: order}.encode()
+		}
+		if lq.After > 0 || (lq.Before > 0 && len(items) == lq.Limit) {
+			page.PrevPage = cursor{Pos: items[0].Pos, Order: order, Prev: true}.encode()
+		}
+	}
+	writeJSON(w, page)
+	return nil
+}
+
+type sessionUpdate struct {
+	Title    optString     `json:"title"`
+	Metadata metadataPatch `json:"metadata"`
+	Agent    *struct {
+		Tools      *[]toolParam    `json:"tools"`
+		MCPServers *[]ma.MCPServer `json:"mcp_servers"`
+	} `json:"agent"`
+	VaultIDs json.RawMessage `json:"vault_ids"`
+	Budget   json.RawMessage `json:"budget"`
+}
+
+func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
+	var p sessionUpdate
+	raw, err := decodePresent(r, &p)
+	if err != nil {
+		return err
+	}
+	if _, ok := raw["vault_ids"]; ok {
+		return badRequest("vault_ids: cannot be changed after the session is created")
+	}
+	if len(p.Budget) > 0 && string(p.Budget) != "null" {
+		return badRequest("budget: session budgets are not supported by this server yet")
+	}
+	sess, err := s.cfg.Sessions.Update(r.Context(), r.PathValue("id"), func(tx store.Tx) error {
+		cur := tx.Session()
+		if cur.ArchivedAt != nil {
+			return conflict("session %s is archived and read-only", cur.ID)
+		}
+		changed := &ma.Event{Type: ma.EventSessionUpdated}
+		touched := false
+		if p.Title.Set {
+			if err := checkLen("title", p.Title.Value, 0, 1024); err != nil {
+				return err
+			}
+			if p.Title.Value != cur.Title {
+				cur.Title = p.Title.Value
+				t := cur.Title
+				changed.Title = &t
+				touched = true
+			}
+		}
+		if p.Metadata != nil {
+			if err := validateMetadataPatch("metadata", cur.Metadata, p.Metadata); err != nil {
+				return err
+			}
+			cur.Metadata = applyMetadata(cur.Metadata, p.Metadata)
+			changed.Metadata = cur.Metadata
+			touched = true
+		}
+		if p.Agent != nil {
+			if cur.Status == ma.StatusRunning {
+				return conflict("agent: the session is running; change its tools while it is idle")
+			}
+			servers := cur.Agent.MCPServers
+			if p.Agent.MCPServers != nil {
+				servers = *p.Agent.MCPServers
+			}
+			params := toolParamsOf(cur.Agent.Tools)
+			if p.Agent.Tools != nil {
+				params = *p.Agent.Tools
+			}
+			tools, err := resolveTools(params, servers)
+			if err != nil {
+				return fieldPrefix("agent.", err)
+			}
+			cur.Agent.Tools, cur.Agent.MCPServers = tools, servers
+			b, _ := json.Marshal(map[string]any{"tools": tools, "mcp_servers": servers})
+			changed.Agent = b
+			touched = true
+		}
+		if !touched {
+			return nil
+		}
+		now := ma.Time(time.Now())
+		cur.UpdatedAt = now
+		changed.ProcessedAt = &now
+		return tx.Append(changed)
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, withStats(sess))
+	return nil
+}
+
+func fieldPrefix(prefix string, err error) error {
+	if ae, ok := err.(*apiError); ok {
+		c := *ae
+		c.message = prefix + c.message
+		return &c
+	}
+	return err
+}
+
+func (s *Server) archiveSession(w http.ResponseWriter, r *http.Request) error {
+	sess, err := s.cfg.Sessions.Update(r.Context(), r.PathValue("id"), func(tx store.Tx) error {
+		cur := tx.Session()
+		if cur.ArchivedAt != nil {
+			return nil
+		}
+		if cur.Status == ma.StatusRunning {
+			return badRequest("cannot archive session %s while it is running; interrupt it or wait until it is idle", cur.ID)
+		}
+		now := ma.Time(time.Now())
+		cur.ArchivedAt = &now
+		cur.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if s.cfg.Lifecycle != nil {
+		s.cfg.Lifecycle.SessionEnded(r.Context(), &sess, false)
+	}
+	writeJSON(w, withStats(sess))
+	return nil
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	sess, err := s.cfg.Store.GetSession(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if sess.Status == ma.StatusRunning {
+		return badRequest("cannot delete session %s while it is running; interrupt it or wait until it is idle", id)
+	}
+	if err := s.cfg.Sessions.Delete(r.Context(), id); err != nil {
+		return err
+	}
+	if s.cfg.Lifecycle != nil {
+		s.cfg.Lifecycle.SessionEnded(r.Context(), &sess, true)
+	}
+	writeJSON(w, ma.Deleted{ID: id, Type: "session_deleted"})
+	return nil
+}

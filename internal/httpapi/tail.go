@@ -1,0 +1,207 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/store"
+)
+
+// tailRing bounds the recent log entries a tail keeps for its streams, in
+// number and in bytes of event JSON: an event may be as large as a request
+// body (32 MiB), and a stream that needs entries the ring no longer holds
+// reads them from the store.
+const (
+	tailRing      = 4096
+	tailRingBytes = 8 << 20
+)
+
+// tails shares one reader of a session's log among all the streams open on
+// that session: each new entry is read from the store once, whatever the
+// number of subscribers.
+type tails struct {
+	store store.Store
+	bus   *bus.Bus
+	poll  time.Duration
+	// ctx is cancelled by close, which then waits for the tails' readers.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	m      map[string]*tail
+	closed bool
+}
+
+func newTails(st store.Store, b *bus.Bus, poll time.Duration) *tails {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &tails{store: st, bus: b, poll: poll, ctx: ctx, cancel: cancel, m: map[string]*tail{}}
+}
+
+// close stops every tail's reader and waits for them to return. Tails made
+// after close have no reader of their own; their streams read the store.
+func (ts *tails) close() {
+	ts.mu.Lock()
+	ts.closed = true
+	ts.mu.Unlock()
+	ts.cancel()
+	ts.wg.Wait()
+}
+
+// tail is the shared reader of one session.
+type tail struct {
+	t  *tails
+	id string
+
+	readMu sync.Mutex // one read at a time
+
+	mu        sync.Mutex
+	ring      []store.Entry // the most recent entries, in seq order
+	ringBytes int           // the length of their Raw JSON
+	seq       int64         // last seq read
+	deleted   bool
+	subs      map[chan struct{}]struct{}
+	stop      context.CancelFunc
+}
+
+// subscribe returns the session's tail and a channel that is signalled when
+// it has news. Call release when done.
+func (ts *tails) subscribe(ctx context.Context, id string) (*tail, chan struct{}, func(), error) {
+	// Read the log's end before taking the lock, so that a slow store
+	// does not hold up the streams of other sessions.
+	seq, err := ts.store.LastSeq(ctx, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.m[id]
+	if t == nil {
+		t = ts.start(id, seq)
+	}
+	ch := make(chan struct{}, 1)
+	t.mu.Lock()
+	t.subs[ch] = struct{}{}
+	t.mu.Unlock()
+	release := func() {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		t.mu.Lock()
+		delete(t.subs, ch)
+		empty := len(t.subs) == 0
+		t.mu.Unlock()
+		if empty && ts.m[id] == t {
+			delete(ts.m, id)
+			t.stop()
+		}
+	}
+	return t, ch, release, nil
+}
+
+// start makes the tail of session id, whose log ends at seq, and starts
+// its reader. ts.mu is held.
+func (ts *tails) start(id string, seq int64) *tail {
+	tctx, cancel := context.WithCancel(ts.ctx)
+	t := &tail{t: ts, id: id, seq: seq, subs: map[chan struct{}]struct{}{}, stop: cancel}
+	ts.m[id] = t
+	if !ts.closed {
+		sub := ts.bus.Subscribe(id)
+		ts.wg.Go(func() { t.run(tctx, sub) })
+	}
+	return t
+}
+
+func (t *tail) run(ctx context.Context, sub *bus.Sub) {
+	defer sub.Close()
+	tick := time.NewTicker(t.t.poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.C:
+		case <-tick.C:
+		}
+		t.read(ctx)
+	}
+}
+
+// read fetches the new entries once and wakes every subscriber. Streams
+// call it too, to see entries committed before a preview they hold.
+func (t *tail) read(ctx context.Context) {
+	t.readMu.Lock()
+	defer t.readMu.Unlock()
+	t.mu.Lock()
+	after := t.seq
+	t.mu.Unlock()
+	var fresh []store.Entry
+	for {
+		entries, err := t.t.store.ReadLogRaw(ctx, t.id, after, streamBatch)
+		if err != nil {
+			return
+		}
+		fresh = append(fresh, entries...)
+		if len(entries) > 0 {
+			after = entries[len(entries)-1].Seq
+		}
+		if len(entries) < streamBatch {
+			break
+		}
+	}
+	deleted := false
+	if len(fresh) == 0 {
+		if _, err := t.t.store.GetSession(ctx, t.id); errors.Is(err, store.ErrNotFound) {
+			deleted = true
+		} else {
+			return
+		}
+	}
+	t.mu.Lock()
+	t.keep(fresh)
+	t.seq = after
+	t.deleted = deleted
+	for ch := range t.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	t.mu.Unlock()
+}
+
+// keep appends fresh entries to the ring and drops the oldest until it
+// holds at most tailRing entries and tailRingBytes of JSON. t.mu is held.
+func (t *tail) keep(fresh []store.Entry) {
+	t.ring = append(t.ring, fresh...)
+	for _, e := range fresh {
+		t.ringBytes += len(e.Raw)
+	}
+	drop := 0
+	for drop < len(t.ring) && (len(t.ring)-drop > tailRing || t.ringBytes > tailRingBytes) {
+		t.ringBytes -= len(t.ring[drop].Raw)
+		drop++
+	}
+	clear(t.ring[:drop]) // let the dropped events' memory go
+	t.ring = t.ring[drop:]
+}
+
+// since returns the entries after seq. ok is false when the ring no longer
+// holds them all (the caller reads the store instead).
+func (t *tail) since(seq int64) (entries []store.Entry, deleted, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if seq >= t.seq {
+		return nil, t.deleted, true
+	}
+	if len(t.ring) == 0 || t.ring[0].Seq > seq+1 {
+		return nil, t.deleted, false
+	}
+	i := len(t.ring)
+	for i > 0 && t.ring[i-1].Seq > seq {
+		i--
+	}
+	return t.ring[i:], t.deleted, true
+}

@@ -1,0 +1,244 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/workqueue"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// work is the wire form of a work item.
+type work struct {
+	ID                string            `json:"id"`
+	Type              string            `json:"type"`
+	EnvironmentID     string            `json:"environment_id"`
+	Data              workData          `json:"data"`
+	State             string            `json:"state"`
+	Metadata          map[string]string `json:"metadata"`
+	Secret            *string           `json:"secret"`
+	CreatedAt         string            `json:"created_at"`
+	AcknowledgedAt    *string           `json:"acknowledged_at"`
+	StartedAt         *string           `json:"started_at"`
+	LatestHeartbeatAt *string           `json:"latest_heartbeat_at"`
+	StopRequestedAt   *string           `json:"stop_requested_at"`
+	StoppedAt         *string           `json:"stopped_at"`
+}
+
+type workData struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+func workView(w store.WorkItem) work {
+	meta := w.Metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return work{ID: w.ID, Type: "work", EnvironmentID: w.EnvironmentID, Data: workData{Type: "session", ID: w.SessionID},
+		State: w.State, Metadata: meta, CreatedAt: ma.Time(w.CreatedAt), AcknowledgedAt: ma.TimePtr(w.AcknowledgedAt),
+		StartedAt: ma.TimePtr(w.StartedAt), LatestHeartbeatAt: ma.TimePtr(w.LatestHeartbeatAt),
+		StopRequestedAt: ma.TimePtr(w.StopRequestedAt), StoppedAt: ma.TimePtr(w.StoppedAt)}
+}
+
+// workEnv checks that the path's environment exists and is self-hosted.
+func (s *Server) workEnv(r *http.Request) (ma.Environment, error) {
+	if s.cfg.Work == nil {
+		return ma.Environment{}, notFound("work queues are not enabled on this server")
+	}
+	env, err := s.cfg.Store.GetEnvironment(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return env, err
+	}
+	if err := env.CheckOutsideExecutors(); err != nil {
+		return env, badRequest("%v", err)
+	}
+	return env, nil
+}
+
+func workError(err error) error {
+	var hm *workqueue.HeartbeatMismatch
+	switch {
+	case errors.As(err, &hm):
+		return &apiError{status: http.StatusPreconditionFailed, typ: ma.ErrInvalidRequest, message: hm.Error(), noRetry: true,
+			details: map[string]any{"current_state": map[string]any{"state": hm.State, "ttl_seconds": hm.TTLSeconds, "last_heartbeat": hm.LastHeartbeat}}}
+	case errors.Is(err, workqueue.ErrConflict):
+		return conflict("%s", strings.TrimPrefix(err.Error(), workqueue.ErrConflict.Error()+": "))
+	}
+	return err
+}
+
+func (s *Server) pollWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := s.workEnv(r)
+	if err != nil {
+		return err
+	}
+	q := query{r}
+	var block time.Duration
+	if v := q.str("block_ms"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 999 {
+			return badRequest("block_ms: must be an integer from 1 to 999 (omit it for a non-blocking poll); got %q", v)
+		}
+		block = time.Duration(n) * time.Millisecond
+	}
+	reclaim := workqueue.DefaultReclaim
+	if v := q.str("reclaim_older_than_ms"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return badRequest("reclaim_older_than_ms: must be a non-negative integer; got %q", v)
+		}
+		reclaim = time.Duration(n) * time.Millisecond
+	}
+	item, err := s.cfg.Work.Poll(r.Context(), env.ID, r.Header.Get("Anthropic-Worker-ID"), block, reclaim)
+	if err != nil {
+		return err
+	}
+	if item == nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("null\n"))
+		return nil
+	}
+	writeJSON(w, workView(*item))
+	return nil
+}
+
+func (s *Server) ackWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := s.workEnv(r)
+	if err != nil {
+		return err
+	}
+	item, err := s.cfg.Work.Ack(r.Context(), env.ID, r.PathValue("work_id"))
+	if err != nil {
+		return workError(err)
+	}
+	writeJSON(w, workView(item))
+	return nil
+}
+
+func (s *Server) heartbeatWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := s.workEnv(r)
+	if err != nil {
+		return err
+	}
+	q := query{r}
+	expected := q.str("expected_last_heartbeat")
+	if expected == "" {
+		return badRequest("expected_last_heartbeat: required (%s for the first heartbeat)", workqueue.NoHeartbeat)
+	}
+	var ttl time.Duration
+	if v := q.str("desired_ttl_seconds"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return badRequest("desired_ttl_seconds: must be a positive integer; got %q", v)
+		}
+		ttl = time.Duration(n) * time.Second
+	}
+	res, err := s.cfg.Work.Heartbeat(r.Context(), env.ID, r.PathValue("work_id"), expected, ttl)
+	if err != nil {
+		return workError(err)
+	}
+	writeJSON(w, map[string]any{"type": "work_heartbeat", "last_heartbeat": res.LastHeartbeat, "lease_extended": res.LeaseExtended,
+		"state": res.State, "ttl_seconds": res.TTLSeconds})
+	return nil
+}
+
+func (s *Server) stopWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := s.workEnv(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Force bool `json:"force"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	item, err := s.cfg.Work.Stop(r.Context(), env.ID, r.PathValue("work_id"), body.Force)
+	if err != nil {
+		return workError(err)
+	}
+	writeJSON(w, workView(item))
+	return nil
+}
+
+func (s *Server) getWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := s.workEnv(r)
+	if err != nil {
+		return err
+	}
+	item, err := s.cfg.Store.GetWork(r.Context(), env.ID, r.PathValue("work_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, workView(item))
+	return nil
+}
+
+func (s *Server) updateWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := s.workEnv(r)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Metadata metadataPatch `json:"metadata"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	item, err := s.cfg.Store.UpdateWork(r.Context(), env.ID, r.PathValue("work_id"), func(it *store.WorkItem) error {
+		next := applyMetadata(it.Metadata, body.Metadata)
+		if err := validateMetadata("metadata", next); err != nil {
+			return err
+		}
+		it.Metadata = next
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, workView(item))
+	return nil
+}
+
+func (s *Server) listWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := s.workEnv(r)
+	if err != nil {
+		return err
+	}
+	lq, order, err := listQuery(r, "asc")
+	if err != nil {
+		return err
+	}
+	items, err := s.cfg.Store.ListWork(r.Context(), env.ID, lq)
+	if err != nil {
+		return err
+	}
+	page := ma.Page[work]{Data: make([]work, len(items))}
+	for i, it := range items {
+		page.Data[i] = workView(it.Value)
+	}
+	if len(items) == lq.Limit {
+		page.NextPage = cursor{Pos: items[len(items)-1].Pos, Order: order}.encode()
+	}
+	writeJSON(w, page)
+	return nil
+}
+
+func (s *Server) workStats(w http.ResponseWriter, r *http.Request) error {
+	env, err := s.workEnv(r)
+	if err != nil {
+		return err
+	}
+	st, polling, err := s.cfg.Work.Stats(r.Context(), env.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, map[string]any{"type": "work_queue_stats", "depth": st.Depth, "pending": st.Pending,
+		"oldest_queued_at": ma.TimePtr(st.OldestQueuedAt), "workers_polling": polling})
+	return nil
+}

@@ -1,0 +1,69 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// CreateEnvironment implements store.Environments.
+func (s *Store) CreateEnvironment(ctx context.Context, e ma.Environment) error {
+	body, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, `INSERT INTO environments (id, name, created_at, archived, body) VALUES (?, ?, ?, ?, ?)`,
+		e.ID, e.Name, unixOf(e.CreatedAt), e.ArchivedAt != nil, body)
+	return s.conflict(err, fmt.Sprintf("environment named %q", e.Name))
+}
+
+func getEnv(ctx context.Context, db Querier, id, lock string) (ma.Environment, error) {
+	e, err := scanJSON[ma.Environment](db.QueryRow(ctx, `SELECT body FROM environments WHERE id = ?`+lock, id))
+	return e, notFound(err, "environment", id)
+}
+
+// GetEnvironment implements store.Environments.
+func (s *Store) GetEnvironment(ctx context.Context, id string) (ma.Environment, error) {
+	return getEnv(ctx, s.r, id, "")
+}
+
+// UpdateEnvironment implements store.Environments.
+func (s *Store) UpdateEnvironment(ctx context.Context, id string, fn func(*ma.Environment) error) (ma.Environment, error) {
+	var out ma.Environment
+	err := s.d.WithTx(ctx, func(tx Querier) error {
+		e, err := getEnv(ctx, tx, id, s.lock(LockUpdate))
+		if err != nil {
+			return err
+		}
+		if err := fn(&e); err != nil {
+			return err
+		}
+		body, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE environments SET name = ?, archived = ?, body = ? WHERE id = ?`, e.Name, e.ArchivedAt != nil, body, id); err != nil {
+			return s.conflict(err, fmt.Sprintf("environment named %q", e.Name))
+		}
+		out = e
+		return nil
+	})
+	return out, err
+}
+
+// ListEnvironments implements store.Environments.
+func (s *Store) ListEnvironments(ctx context.Context, l store.ListQuery) ([]store.Item[ma.Environment], error) {
+	var q query
+	if !l.IncludeArchived {
+		q.and("NOT archived")
+	}
+	return list(ctx, s.r, scanItem[ma.Environment], `SELECT pos, body FROM environments`, "pos", &q, l)
+}
+
+// DeleteEnvironment implements store.Environments.
+func (s *Store) DeleteEnvironment(ctx context.Context, id string) error {
+	return s.mustChange(ctx, "environment "+id, `DELETE FROM environments WHERE id = ?`, id)
+}

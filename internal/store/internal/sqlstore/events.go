@@ -1,0 +1,155 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// sessionTx is a store.Tx in a write transaction that read (and, where the
+// driver locks rows, locked) the session row.
+type sessionTx struct {
+	s       *Store
+	ctx     context.Context
+	tx      Querier
+	sess    ma.Session
+	lastSeq int64
+}
+
+// Session implements store.Tx.
+func (t *sessionTx) Session() *ma.Session { return &t.sess }
+
+// LastSeq implements store.Tx.
+func (t *sessionTx) LastSeq() int64 { return t.lastSeq }
+
+// Pending implements store.Tx.
+func (t *sessionTx) Pending() ([]ma.Event, error) {
+	return collect(t.ctx, t.tx, scanJSON[ma.Event], `SELECT body FROM events WHERE session_id = ? AND pending ORDER BY seq`, t.sess.ID)
+}
+
+// Event implements store.Tx.
+func (t *sessionTx) Event(id string) (ma.Event, error) {
+	ev, err := scanJSON[ma.Event](t.tx.QueryRow(t.ctx, `SELECT body FROM events WHERE session_id = ? AND id = ? AND live`, t.sess.ID, id))
+	if err != nil {
+		return ma.Event{}, notFound(err, "event", id)
+	}
+	return ev, nil
+}
+
+// ReadLog implements store.Tx: the entries after a seq, in this
+// transaction.
+func (t *sessionTx) ReadLog(after int64) ([]store.Entry, error) {
+	return collect(t.ctx, t.tx, scanEntry, `SELECT seq, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`, t.sess.ID, after)
+}
+
+// Append implements store.Tx. An event whose id is already in the log
+// supersedes the live entry of that id.
+func (t *sessionTx) Append(evs ...*ma.Event) error {
+	for _, ev := range evs {
+		if ev.ID == "" {
+			ev.ID = ids.New(ids.Event)
+		} else if _, err := t.tx.Exec(t.ctx, `UPDATE events SET live = FALSE, pending = FALSE WHERE session_id = ? AND id = ? AND live`, t.sess.ID, ev.ID); err != nil {
+			return err
+		}
+		if err := t.insert(ev); err != nil {
+			return err
+		}
+		t.lastSeq++
+	}
+	return nil
+}
+
+// insert writes ev as the next entry of the log.
+func (t *sessionTx) insert(ev *ma.Event) error {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("event %s: %w", ev.ID, err)
+	}
+	var processed any
+	if ev.ProcessedAt != nil {
+		processed = unixOf(*ev.ProcessedAt)
+	}
+	seq := t.lastSeq + 1
+	_, err = t.tx.Exec(t.ctx, `INSERT INTO events (session_id, seq, id, type, live, pending, processed_at, body) VALUES (?, ?, ?, ?, TRUE, ?, ?, ?)`,
+		t.sess.ID, seq, ev.ID, ev.Type, store.IsPending(ev), processed, body)
+	return t.s.conflict(err, fmt.Sprintf("event seq %d of session %s", seq, t.sess.ID))
+}
+
+// write stores the session row at the end of a transaction.
+func (t *sessionTx) write() error {
+	body, err := json.Marshal(t.sess)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.Exec(t.ctx, `UPDATE sessions SET status = ?, archived = ?, last_seq = ?, body = ? WHERE id = ?`,
+		t.sess.Status, t.sess.ArchivedAt != nil, t.lastSeq, body, t.sess.ID)
+	return err
+}
+
+// MarkToolRunning implements store.Tx.
+func (t *sessionTx) MarkToolRunning(toolUseID string) error {
+	_, err := t.tx.Exec(t.ctx, `INSERT INTO running_tools (session_id, tool_use_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, t.sess.ID, toolUseID)
+	return err
+}
+
+// UnmarkToolRunning implements store.Tx.
+func (t *sessionTx) UnmarkToolRunning(toolUseID string) error {
+	if toolUseID == "" {
+		_, err := t.tx.Exec(t.ctx, `DELETE FROM running_tools WHERE session_id = ?`, t.sess.ID)
+		return err
+	}
+	_, err := t.tx.Exec(t.ctx, `DELETE FROM running_tools WHERE session_id = ? AND tool_use_id = ?`, t.sess.ID, toolUseID)
+	return err
+}
+
+// ToolsRunning implements store.Tx.
+func (t *sessionTx) ToolsRunning() ([]string, error) {
+	return collect(t.ctx, t.tx, scanString, `SELECT tool_use_id FROM running_tools WHERE session_id = ? ORDER BY tool_use_id`, t.sess.ID)
+}
+
+// ListEvents implements store.Sessions.
+func (s *Store) ListEvents(ctx context.Context, sessionID string, eq store.EventQuery) ([]store.Entry, error) {
+	if _, _, err := getSession(ctx, s.r, sessionID, ""); err != nil {
+		return nil, err
+	}
+	var q query
+	q.and("session_id = ?", sessionID)
+	q.and("live")
+	if len(eq.Types) > 0 {
+		q.in("type", eq.Types)
+	}
+	q.since("processed_at", eq.GT, eq.GTE, eq.LT, eq.LTE)
+	l := store.ListQuery{After: eq.After, Before: eq.Before, Desc: eq.Desc, Limit: eq.Limit}
+	return list(ctx, s.r, scanEntry, `SELECT seq, body FROM events`, "seq", &q, l)
+}
+
+// ReadLog implements store.Sessions.
+func (s *Store) ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error) {
+	return collect(ctx, s.r, scanEntry, `SELECT seq, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+}
+
+// ReadLogRaw implements store.Sessions.
+func (s *Store) ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error) {
+	return collect(ctx, s.r, scanRawEntry, `SELECT seq, id, type, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+}
+
+// scanEntry scans (seq, body) and decodes the event.
+func scanEntry(row Row) (store.Entry, error) {
+	var e store.Entry
+	if err := row.Scan(&e.Seq, &e.Raw); err != nil {
+		return e, err
+	}
+	err := json.Unmarshal(e.Raw, &e.Event)
+	return e, err
+}
+
+// scanRawEntry scans (seq, id, type, body) without decoding the event.
+func scanRawEntry(row Row) (store.Entry, error) {
+	var e store.Entry
+	err := row.Scan(&e.Seq, &e.Event.ID, &e.Event.Type, &e.Raw)
+	return e, err
+}

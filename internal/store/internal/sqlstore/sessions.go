@@ -1,0 +1,130 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// CreateSession implements store.Sessions.
+func (s *Store) CreateSession(ctx context.Context, sess ma.Session, fn func(store.Tx) error) (ma.Session, error) {
+	err := s.d.WithTx(ctx, func(tx Querier) error {
+		body, err := json.Marshal(sess)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO sessions (id, status, agent_id, agent_version, environment_id, created_at, archived, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			sess.ID, sess.Status, sess.Agent.ID, sess.Agent.Version, sess.EnvironmentID, unixOf(sess.CreatedAt), sess.ArchivedAt != nil, body); err != nil {
+			return s.conflict(err, "session "+sess.ID)
+		}
+		if fn == nil {
+			return nil
+		}
+		t := &sessionTx{s: s, ctx: ctx, tx: tx, sess: sess}
+		if err := fn(t); err != nil {
+			return err
+		}
+		sess = t.sess
+		return t.write()
+	})
+	return sess, err
+}
+
+// getSession reads a session and its last seq; lock ends the query.
+func getSession(ctx context.Context, db Querier, id, lock string) (ma.Session, int64, error) {
+	var body []byte
+	var last int64
+	if err := db.QueryRow(ctx, `SELECT body, last_seq FROM sessions WHERE id = ?`+lock, id).Scan(&body, &last); err != nil {
+		return ma.Session{}, 0, notFound(err, "session", id)
+	}
+	var sess ma.Session
+	err := json.Unmarshal(body, &sess)
+	return sess, last, err
+}
+
+// GetSession implements store.Sessions.
+func (s *Store) GetSession(ctx context.Context, id string) (ma.Session, error) {
+	sess, _, err := getSession(ctx, s.r, id, "")
+	return sess, err
+}
+
+// ListSessions implements store.Sessions.
+func (s *Store) ListSessions(ctx context.Context, sq store.SessionQuery) ([]store.Item[ma.Session], error) {
+	var q query
+	if !sq.IncludeArchived {
+		q.and("NOT archived")
+	}
+	if sq.AgentID != "" {
+		q.and("agent_id = ?", sq.AgentID)
+	}
+	if sq.AgentVersion != 0 {
+		q.and("agent_version = ?", sq.AgentVersion)
+	}
+	if len(sq.Statuses) > 0 {
+		q.in("status", sq.Statuses)
+	}
+	q.since("created_at", sq.CreatedGT, sq.CreatedGTE, sq.CreatedLT, sq.CreatedLTE)
+	return list(ctx, s.r, scanItem[ma.Session], `SELECT pos, body FROM sessions`, "pos", &q, sq.ListQuery)
+}
+
+// UpdateSession implements store.Sessions. The session row is locked until
+// the transaction ends (or the driver runs one write transaction at a
+// time), so concurrent updates take turns and never assign the same seq.
+func (s *Store) UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
+	var out ma.Session
+	err := s.d.WithTx(ctx, func(tx Querier) error {
+		sess, last, err := getSession(ctx, tx, id, s.lock(LockUpdate))
+		if err != nil {
+			return err
+		}
+		t := &sessionTx{s: s, ctx: ctx, tx: tx, sess: sess, lastSeq: last}
+		if err := fn(t); err != nil {
+			return err
+		}
+		out = t.sess
+		return t.write()
+	})
+	return out, err
+}
+
+// DeleteSession implements store.Sessions.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	return s.d.WithTx(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM running_tools WHERE session_id = ?`, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM events WHERE session_id = ?`, id)
+		return err
+	})
+}
+
+// SessionIDsByStatus implements store.Sessions.
+func (s *Store) SessionIDsByStatus(ctx context.Context, statuses ...string) ([]string, error) {
+	if len(statuses) == 0 {
+		return nil, nil
+	}
+	var q query
+	q.in("status", statuses)
+	return collect(ctx, s.r, scanString, `SELECT id FROM sessions`+q.clause()+` ORDER BY pos`, q.args...)
+}
+
+// SessionIDsWithPending implements store.Sessions.
+func (s *Store) SessionIDsWithPending(ctx context.Context) ([]string, error) {
+	return collect(ctx, s.r, scanString, `SELECT DISTINCT session_id FROM events WHERE pending`)
+}
+
+// LastSeq implements store.Sessions.
+func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
+	_, last, err := getSession(ctx, s.r, sessionID, "")
+	return last, err
+}

@@ -1,0 +1,61 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reinsdev/reins/internal/store/internal/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// migrationLock is the key of the advisory lock that serialises migrations
+// of replicas starting together.
+const migrationLock = 0x7265696e73 // "reins"
+
+// migrate applies, in order and each in its own transaction, every embedded
+// migration not yet recorded in schema_migrations. Each transaction first
+// takes an advisory lock, so concurrent replicas apply each migration once.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := sqlstore.Migrations(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			return apply(ctx, tx, m)
+		}); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// apply runs one migration in tx unless it is already recorded.
+func apply(ctx context.Context, tx pgx.Tx, m sqlstore.Migration) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version bigint PRIMARY KEY, applied_at bigint NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var done bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&done); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if done {
+		return nil
+	}
+	// The simple protocol runs the several statements of a file at once.
+	if _, err := tx.Conn().PgConn().Exec(ctx, m.SQL).ReadAll(); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, m.Version, time.Now().UnixNano())
+	return err
+}

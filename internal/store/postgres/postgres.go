@@ -1,0 +1,147 @@
+// Package postgres is the store backend for PostgreSQL (pgx, one pool). It
+// is a driver of the shared store core (store/internal/sqlstore): this
+// package holds only what is PostgreSQL's own, the pool, numbered
+// placeholders, row locks, the schema and the classification of errors.
+//
+// Every mutation of a session locks the session row, so sequence numbers
+// stay gap-free and unique even when two processes write to one database.
+// That does not make replicas safe yet: nothing coordinates which process
+// runs a session, so a second process on the same database runs duplicate
+// turns. Run one reins process per database.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/internal/sqlstore"
+)
+
+// Store is a store.Store on a PostgreSQL database.
+type Store struct {
+	*sqlstore.Store
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at dsn (a PostgreSQL URL or keyword/value
+// string) and applies pending migrations.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return &Store{sqlstore.New(driver{pool})}, nil
+}
+
+// driver is the sqlstore.Driver of a PostgreSQL pool.
+type driver struct {
+	pool *pgxpool.Pool
+}
+
+// Reader implements sqlstore.Driver.
+func (d driver) Reader() sqlstore.Querier { return conn{d.pool} }
+
+// WithTx implements sqlstore.Driver.
+func (d driver) WithTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return fn(conn{tx}) })
+}
+
+// Lock implements sqlstore.Driver.
+func (d driver) Lock(l sqlstore.Lock) string {
+	switch l {
+	case sqlstore.LockShare:
+		return " FOR SHARE"
+	case sqlstore.LockClaim:
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return " FOR UPDATE"
+}
+
+// IsUnique implements sqlstore.Driver.
+func (d driver) IsUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// Close implements sqlstore.Driver.
+func (d driver) Close() error {
+	d.pool.Close()
+	return nil
+}
+
+// conn is a sqlstore.Querier on the pool or a transaction: it numbers the
+// store's ? placeholders.
+type conn struct {
+	db interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	}
+}
+
+func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := c.db.Exec(ctx, numbered(query), args...)
+	return tag.RowsAffected(), err
+}
+
+func (c conn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := c.db.Query(ctx, numbered(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgRows{rows}, nil
+}
+
+func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return c.db.QueryRow(ctx, numbered(query), args...)
+}
+
+// pgRows is pgx.Rows with the Close of database/sql.
+type pgRows struct{ pgx.Rows }
+
+func (r pgRows) Close() error {
+	r.Rows.Close()
+	return r.Rows.Err()
+}
+
+// numbered rewrites the ? placeholders of query as $1, $2, ... The store's
+// statements have no ? anywhere else (no string literals, no jsonb
+// operators).
+func numbered(query string) string {
+	n := strings.Count(query, "?")
+	if n == 0 {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 2*n)
+	i := 0
+	for {
+		j := strings.IndexByte(query, '?')
+		if j < 0 {
+			b.WriteString(query)
+			return b.String()
+		}
+		i++
+		b.WriteString(query[:j])
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(i))
+		query = query[j+1:]
+	}
+}

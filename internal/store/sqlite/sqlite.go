@@ -1,0 +1,292 @@
+// Package sqlite is the embedded store backend: one SQLite file in WAL mode
+// (modernc.org/sqlite, no cgo). It is a driver of the shared store core
+// (store/internal/sqlstore): this package holds only what is SQLite's own,
+// the connections, the group commit of the single writer, the schema and
+// the classification of errors. Writes go through a single connection, so
+// transactions never contend and need no row locks; reads use a pool of
+// their own.
+// By default a write returns once its commit is synced to disk
+// (synchronous=FULL), and transactions waiting at the same moment share one
+// commit and its sync.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/internal/sqlstore"
+)
+
+// Store is a store.Store on a SQLite file.
+type Store struct {
+	*sqlstore.Store
+	d *driver
+}
+
+var _ store.Store = (*Store)(nil)
+
+// driver is the sqlstore.Driver of a SQLite file.
+type driver struct {
+	w *sql.DB // one connection: every write transaction
+	r *sql.DB // readers
+
+	// Transactions go through one writer goroutine that commits the
+	// transactions waiting at the same moment together (group commit),
+	// each in a savepoint of its own.
+	writes     chan *writeReq
+	maxBatch   int
+	mu         sync.RWMutex // held for reading while sending on writes
+	closed     bool
+	quit, done chan struct{}
+}
+
+// writeReq is a transaction waiting for the writer.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(*sql.Tx) error
+	done chan error
+}
+
+// defaultMaxBatch bounds the transactions committed together.
+const defaultMaxBatch = 64
+
+// ErrClosed is returned for writes on a closed store.
+var ErrClosed = errors.New("sqlite: store closed")
+
+var _ store.Store = (*Store)(nil)
+
+// An Option tunes Open.
+type Option func(*options)
+
+type options struct {
+	synchronous string
+	maxBatch    int
+}
+
+// Synchronous sets SQLite's synchronous pragma: "FULL" (the default) syncs
+// the write-ahead log at every commit, so a write acknowledged to a client
+// survives a power loss or an operating-system crash; "NORMAL" syncs only
+// at checkpoints, so such a crash may roll back the last acknowledged
+// commits (never corrupting the database; a crash of the process alone
+// loses nothing either way). "OFF" and "EXTRA" are accepted too.
+func Synchronous(mode string) Option {
+	return func(o *options) { o.synchronous = mode }
+}
+
+// MaxBatch bounds the transactions committed together (64 by default);
+// 1 commits each transaction alone, which disables group commit.
+func MaxBatch(n int) Option {
+	return func(o *options) { o.maxBatch = n }
+}
+
+// Open opens (creating if needed) the database at path and applies pending
+// migrations.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := options{synchronous: "FULL", maxBatch: defaultMaxBatch}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	o.synchronous = strings.ToUpper(o.synchronous)
+	switch o.synchronous {
+	case "OFF", "NORMAL", "FULL", "EXTRA":
+	default:
+		return nil, fmt.Errorf("sqlite: synchronous %q: want OFF, NORMAL, FULL or EXTRA", o.synchronous)
+	}
+	if o.maxBatch < 1 {
+		return nil, fmt.Errorf("sqlite: max batch %d: want at least 1", o.maxBatch)
+	}
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(" + o.synchronous + ")", "busy_timeout(10000)", "foreign_keys(1)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + path + "?" + q.Encode()
+	w, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	qr := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "query_only(1)"} {
+		qr.Add("_pragma", p)
+	}
+	r, err := sql.Open("sqlite", "file:"+path+"?"+qr.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	d := &driver{w: w, r: r, writes: make(chan *writeReq, 256), maxBatch: o.maxBatch, quit: make(chan struct{}), done: make(chan struct{})}
+	go d.writer()
+	return &Store{Store: sqlstore.New(d), d: d}, nil
+}
+
+// Close stops the writer (failing what still waits) and closes both pools.
+func (d *driver) Close() error {
+	d.mu.Lock()
+	already := d.closed
+	d.closed = true
+	d.mu.Unlock()
+	if !already {
+		close(d.quit)
+		<-d.done
+	}
+	return errors.Join(d.r.Close(), d.w.Close())
+}
+
+// Reader implements sqlstore.Driver.
+func (d *driver) Reader() sqlstore.Querier { return conn{d.r} }
+
+// WithTx implements sqlstore.Driver. fn may be committed together with
+// other transactions; if it fails, only its own changes are undone.
+func (d *driver) WithTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	req := &writeReq{ctx: ctx, fn: func(tx *sql.Tx) error { return fn(conn{tx}) }, done: make(chan error, 1)}
+	d.mu.RLock()
+	if d.closed {
+		d.mu.RUnlock()
+		return ErrClosed
+	}
+	d.writes <- req
+	d.mu.RUnlock()
+	// Wait even if ctx ends: the transaction may already be committed.
+	return <-req.done
+}
+
+func (d *driver) writer() {
+	defer close(d.done)
+	for {
+		var first *writeReq
+		select {
+		case first = <-d.writes:
+		case <-d.quit:
+			for {
+				select {
+				case r := <-d.writes:
+					r.done <- ErrClosed
+				default:
+					return
+				}
+			}
+		}
+		batch := []*writeReq{first}
+	fill:
+		for len(batch) < d.maxBatch {
+			select {
+			case r := <-d.writes:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		d.commit(batch)
+	}
+}
+
+// commit runs a batch in one transaction, each request in a savepoint.
+func (d *driver) commit(batch []*writeReq) {
+	results := make([]error, len(batch))
+	finish := func() {
+		for i, r := range batch {
+			r.done <- results[i]
+		}
+	}
+	defer finish()
+	tx, err := d.w.BeginTx(context.Background(), nil)
+	if err != nil {
+		for i := range results {
+			results[i] = fmt.Errorf("begin: %w", err)
+		}
+		return
+	}
+	ok := 0
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+			results[i] = fmt.Errorf("savepoint: %w", err)
+			continue
+		}
+		if err := r.fn(tx); err != nil {
+			results[i] = err
+			if _, rerr := tx.Exec(`ROLLBACK TO w`); rerr != nil {
+				// The transaction is unusable: fail the whole batch.
+				tx.Rollback()
+				for j := range results {
+					if results[j] == nil {
+						results[j] = fmt.Errorf("rollback to savepoint: %w", rerr)
+					}
+				}
+				return
+			}
+		} else {
+			ok++
+		}
+		tx.Exec(`RELEASE w`)
+	}
+	if ok == 0 {
+		tx.Rollback()
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		for i := range results {
+			if results[i] == nil {
+				results[i] = fmt.Errorf("commit: %w", err)
+			}
+		}
+	}
+}
+
+// Lock implements sqlstore.Driver: the single writer runs one transaction
+// at a time, so reads need no locks.
+func (d *driver) Lock(sqlstore.Lock) string { return "" }
+
+// IsUnique implements sqlstore.Driver.
+func (d *driver) IsUnique(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// conn is a sqlstore.Querier on a *sql.DB or a *sql.Tx.
+type conn struct {
+	db interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+}
+
+func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := c.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (c conn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return c.db.QueryContext(ctx, query, args...)
+}
+
+func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return c.db.QueryRowContext(ctx, query, args...)
+}

@@ -1,0 +1,203 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/sqlite"
+	"github.com/reinsdev/reins/internal/store/storetest"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "reins.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestReopenKeepsDataAndSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "reins.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateAPIKey(ctx, store.APIKey{ID: "key_1", Hash: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("reopen (migrations must be idempotent): %v", err)
+	}
+	defer s.Close()
+	if _, err := s.APIKeyByHash(ctx, "h"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGroupCommitIsolatesFailures: transactions committed together in one
+// batch keep their own outcome; a failing one leaves no trace, and the
+// others keep a gap-free log.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	t.Run("grouped", func(t *testing.T) { testCommitIsolatesFailures(t) })
+	t.Run("one at a time", func(t *testing.T) { testCommitIsolatesFailures(t, sqlite.MaxBatch(1)) })
+}
+
+func testCommitIsolatesFailures(t *testing.T, opts ...sqlite.Option) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "reins.db"), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sess, err := s.CreateSession(ctx, ma.Session{ID: "sesn_g", Status: ma.StatusIdle, Metadata: ma.Metadata{}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	var wg sync.WaitGroup
+	errs := make([]error, 200)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = s.UpdateSession(ctx, sess.ID, func(tx store.Tx) error {
+				if err := tx.Append(&ma.Event{Type: ma.EventAgentThinking}); err != nil {
+					return err
+				}
+				if i%4 == 0 {
+					return boom // written, then undone
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for i, err := range errs {
+		switch {
+		case i%4 == 0 && !errors.Is(err, boom):
+			t.Fatalf("%d: %v, want boom", i, err)
+		case i%4 != 0 && err != nil:
+			t.Fatalf("%d: %v", i, err)
+		case err == nil:
+			ok++
+		}
+	}
+	log, err := s.ReadLog(ctx, sess.ID, 0, 1000)
+	if err != nil || len(log) != ok {
+		t.Fatalf("%d entries for %d successful transactions (%v)", len(log), ok, err)
+	}
+	for i, e := range log {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("seq %d at %d", e.Seq, i)
+		}
+	}
+	// Writes after Close fail cleanly.
+	s.Close()
+	if _, err := s.UpdateSession(ctx, sess.ID, func(store.Tx) error { return nil }); !errors.Is(err, sqlite.ErrClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+}
+
+// migratedDB creates a store at path and returns a plain connection to its
+// database.
+func migratedDB(t *testing.T, path string) *sql.DB {
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// insertWork inserts a work item of sesn_1 behind the store's back.
+func insertWork(db *sql.DB, id, state string) error {
+	body, _ := json.Marshal(store.WorkItem{ID: id, EnvironmentID: "env_1", SessionID: "sesn_1", State: state})
+	_, err := db.Exec(`INSERT INTO work_items (id, environment_id, session_id, state, created_at, body) VALUES (?, 'env_1', 'sesn_1', ?, 0, ?)`, id, state, body)
+	return err
+}
+
+// TestOpenWorkIndex: the schema itself refuses a second open work item for
+// a session, whatever writes it.
+func TestOpenWorkIndex(t *testing.T) {
+	db := migratedDB(t, filepath.Join(t.TempDir(), "reins.db"))
+	for _, w := range [][2]string{{"work_old", store.WorkStopped}, {"work_1", store.WorkQueued}} {
+		if err := insertWork(db, w[0], w[1]); err != nil {
+			t.Fatalf("insert %s: %v", w[0], err)
+		}
+	}
+	if err := insertWork(db, "work_2", store.WorkActive); err == nil {
+		t.Fatal("a second open work item of the session was inserted")
+	}
+}
+
+// TestOpenWorkMigration: a database where a race opened two work items for
+// one session migrates to the unique index, keeping the newest open.
+func TestOpenWorkMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reins.db")
+	db := migratedDB(t, path)
+	// Back to the schema before the index, with the race's duplicates.
+	for _, q := range []string{`DROP INDEX work_open_session`, `DELETE FROM schema_migrations WHERE version = 7`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"work_1", "work_2"} {
+		if err := insertWork(db, id, store.WorkQueued); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckOneOpenWork(t, s, "env_1", "sesn_1", "work_2", "work_1")
+}
+
+func TestSynchronous(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		opts []sqlite.Option
+		want int // PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA
+	}{
+		{nil, 2},
+		{[]sqlite.Option{sqlite.Synchronous("normal")}, 1},
+		{[]sqlite.Option{sqlite.Synchronous("FULL")}, 2},
+	} {
+		s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "reins.db"), tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sqlite.SynchronousLevel(s)
+		s.Close()
+		if err != nil || got != tc.want {
+			t.Errorf("synchronous = %d (%v), want %d", got, err, tc.want)
+		}
+	}
+	for _, opt := range []sqlite.Option{sqlite.Synchronous("sometimes"), sqlite.MaxBatch(0)} {
+		if s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "reins.db"), opt); err == nil {
+			s.Close()
+			t.Error("Open accepted an invalid option")
+		}
+	}
+}
