@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"net/netip"
 	"testing"
 	"time"
@@ -82,8 +83,13 @@ func startWith(t *testing.T, o options, adjust func(*app.Config)) *server {
 		t.Fatal(err)
 	}
 	s := &server{app: a, url: "http://" + ln.Addr().String(), key: key}
-	s.client = anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(key), option.WithMaxRetries(0))
+	// The SDK's connections are the test's own, so that they can be closed
+	// before shutdown: http.Server.Shutdown waits up to 5 s for a
+	// connection dialed for a burst of requests but never used (StateNew).
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	s.client = anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(key), option.WithMaxRetries(0), option.WithHTTPClient(hc))
 	t.Cleanup(func() {
+		hc.CloseIdleConnections()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := a.Shutdown(sctx); err != nil {

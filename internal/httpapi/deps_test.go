@@ -32,7 +32,7 @@ func TestDependencies(t *testing.T) {
 			return
 		}
 		seen[path] = true
-		p, err := build.ImportDir(filepath.Join("..", strings.TrimPrefix(path, module+"/")), 0)
+		p, err := build.ImportDir(filepath.Join("../..", strings.TrimPrefix(path, module+"/")), 0)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -40,5 +40,5 @@ func TestDependencies(t *testing.T) {
 			walk(imp, path)
 		}
 	}
-	walk(module+"/httpapi", "")
+	walk(module+"/internal/httpapi", "")
 }
