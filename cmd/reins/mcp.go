@@ -19,34 +19,38 @@ type mcpTool struct {
 // their path below the root. The list is closed: a command not named here
 // is not published. Left out on purpose: serve and executor (they run a
 // server or a machine's hands, and never return), keys create and revoke
-// (they mint and cut credentials), sessions tail (it never returns) and
-// the mcp subtree.
+// (they mint and cut credentials), environments keys, every vault command
+// that writes (vaults credentials create handles secrets), sessions tail
+// (it never returns) and the mcp subtree.
 func mcpTools() map[string]mcpTool {
 	read, write, destroy := mcpTool{readOnly: true}, mcpTool{}, mcpTool{destructive: true}
 	return map[string]mcpTool{
-		"version":              read,
-		"keys list":            read,
-		"agents list":          read,
-		"agents get":           read,
-		"agents versions":      read,
-		"agents create":        write,
-		"agents update":        write,
-		"agents archive":       destroy,
-		"environments list":    read,
-		"environments get":     read,
-		"environments work":    read,
-		"environments create":  write,
-		"environments update":  write,
-		"environments archive": destroy,
-		"environments delete":  destroy,
-		"sessions list":        read,
-		"sessions get":         read,
-		"sessions events":      read,
-		"sessions create":      write,
-		"sessions send":        write,
-		"sessions run":         write,
-		"sessions archive":     destroy,
-		"sessions delete":      destroy,
+		"version":                 read,
+		"keys list":               read,
+		"agents list":             read,
+		"agents get":              read,
+		"agents versions":         read,
+		"agents create":           write,
+		"agents update":           write,
+		"agents archive":          destroy,
+		"environments list":       read,
+		"environments get":        read,
+		"environments work":       read,
+		"environments create":     write,
+		"environments update":     write,
+		"environments archive":    destroy,
+		"environments delete":     destroy,
+		"sessions list":           read,
+		"sessions get":            read,
+		"sessions events":         read,
+		"sessions create":         write,
+		"sessions send":           write,
+		"sessions run":            write,
+		"sessions archive":        destroy,
+		"sessions delete":         destroy,
+		"vaults list":             read,
+		"vaults get":              read,
+		"vaults credentials list": read,
 	}
 }
 

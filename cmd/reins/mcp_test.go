@@ -58,6 +58,7 @@ func TestMCPToolsCatalogue(t *testing.T) {
 		"reins_keys_list",
 		"reins_sessions_archive", "reins_sessions_create", "reins_sessions_delete", "reins_sessions_events", "reins_sessions_get",
 		"reins_sessions_list", "reins_sessions_run", "reins_sessions_send",
+		"reins_vaults_credentials_list", "reins_vaults_get", "reins_vaults_list",
 		"reins_version",
 	}
 	if !slices.Equal(names, want) {

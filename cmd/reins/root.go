@@ -35,7 +35,7 @@ func newRootCommand() *cobra.Command {
 		Version:       version(),
 	}
 	root.SetVersionTemplate("reins {{.Version}}\n")
-	root.AddCommand(newServeCommand(), newKeysCommand(), newAgentsCommand(), newEnvironmentsCommand(), newSessionsCommand(), newExecutorCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newKeysCommand(), newAgentsCommand(), newEnvironmentsCommand(), newSessionsCommand(), newVaultsCommand(), newExecutorCommand(), newVersionCommand())
 	root.AddCommand(newChatCommand())
 	root.AddCommand(newMCPCommand(root))
 	return root
