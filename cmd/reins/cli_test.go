@@ -548,3 +548,17 @@ func TestSessionsRunContinuesASession(t *testing.T) {
 		t.Error("--session with --agent accepted")
 	}
 }
+
+// TestUnknownSubcommandFails: a misspelt subcommand of a group is an error
+// (exit 1, naming it), not the group's help and exit 0.
+func TestUnknownSubcommandFails(t *testing.T) {
+	for _, args := range [][]string{{"sessions", "lst"}, {"vaults", "credentials", "lst"}, {"environments", "keys", "nope"}} {
+		r := execute(context.Background(), "", args...)
+		if r.code() != 1 || r.err == nil || !strings.Contains(r.err.Error(), `unknown command "`+args[len(args)-1]+`"`) {
+			t.Errorf("reins %v: exit %d, error %v; want exit 1 naming the command", args, r.code(), r.err)
+		}
+	}
+	if r := execute(context.Background(), "", "sessions"); r.code() != 0 || !strings.Contains(r.stdout, "Available Commands") {
+		t.Errorf("reins sessions: exit %d, stdout %q; want its help", r.code(), r.stdout)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -38,7 +39,26 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand(), newKeysCommand(), newAgentsCommand(), newEnvironmentsCommand(), newSessionsCommand(), newVaultsCommand(), newExecutorCommand(), newVersionCommand())
 	root.AddCommand(newChatCommand())
 	root.AddCommand(newMCPCommand(root))
+	requireSubcommands(root)
 	return root
+}
+
+// requireSubcommands makes every command that only groups others refuse
+// an unknown subcommand (cobra prints the group's help and exits 0), and
+// print its help when called alone.
+func requireSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		requireSubcommands(c)
+	}
+	if cmd.HasParent() && cmd.HasSubCommands() && !cmd.Runnable() {
+		cmd.Args = cobra.ArbitraryArgs
+		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q for %q; run '%s --help'", args[0], cmd.CommandPath(), cmd.CommandPath())
+			}
+			return cmd.Help()
+		}
+	}
 }
 
 // envOr returns the environment variable's value, or def.
