@@ -174,6 +174,12 @@ func (f *follower) history(ctx context.Context) (done bool, err error) {
 	if last == nil || last.Type == ma.EventStatusRunning || last.Type == ma.EventStatusRescheduled {
 		return false, nil
 	}
+	if last.StopReason != nil && last.StopReason.Type == ma.StopRequiresAction {
+		// The turn is paused, not over: whoever answers (perhaps a moment
+		// ago, before the session said it runs again) resumes it, and the
+		// follow goes on with it.
+		return false, nil
+	}
 	return f.react(ctx, *last)
 }
 
@@ -202,7 +208,7 @@ func sessionsTail(cf *clientFlags) *cobra.Command {
 Ctrl-C or the session is terminated or deleted. --history shows what happened
 before; --until-idle stops at the end of the next turn, with the exit status of
 ` + "`sessions run`" + `. tail never answers tool confirmations; it shows what the
-session waits for.`,
+session waits for, and follows a turn paused for input until someone answers.`,
 		Args: cobra.ExactArgs(1),
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
