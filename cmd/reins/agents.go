@@ -10,6 +10,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 	"github.com/spf13/cobra"
 
 	anthropicmodel "github.com/reinsdev/reins/internal/model/anthropic"
@@ -166,15 +167,7 @@ func agentsList(cf *clientFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: cf.withClient(func(cmd *cobra.Command, _ []string, c *apiClient) error {
 			p := anthropic.BetaAgentListParams{}
-			if lf.limit > 0 {
-				p.Limit = anthropic.Int(lf.limit)
-			}
-			if lf.page != "" {
-				p.Page = anthropic.String(lf.page)
-			}
-			if lf.includeArchived {
-				p.IncludeArchived = anthropic.Bool(true)
-			}
+			p.Limit, p.Page, p.IncludeArchived = lf.opts()
 			page, err := c.Beta.Agents.List(cmd.Context(), p)
 			if err != nil {
 				return err
@@ -230,12 +223,7 @@ func agentsVersions(cf *clientFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			p := anthropic.BetaAgentVersionListParams{}
-			if lf.limit > 0 {
-				p.Limit = anthropic.Int(lf.limit)
-			}
-			if lf.page != "" {
-				p.Page = anthropic.String(lf.page)
-			}
+			p.Limit, p.Page, _ = lf.opts()
 			page, err := c.Beta.Agents.Versions.List(cmd.Context(), args[0], p)
 			if err != nil {
 				return err
@@ -252,6 +240,21 @@ type listFlags struct {
 	limit           int64
 	page            string
 	includeArchived bool
+}
+
+// opts returns the flags as the SDK's optional list fields; a flag left
+// unset stays omitted.
+func (lf *listFlags) opts() (limit param.Opt[int64], page param.Opt[string], archived param.Opt[bool]) {
+	if lf.limit > 0 {
+		limit = anthropic.Int(lf.limit)
+	}
+	if lf.page != "" {
+		page = anthropic.String(lf.page)
+	}
+	if lf.includeArchived {
+		archived = anthropic.Bool(true)
+	}
+	return limit, page, archived
 }
 
 func (lf *listFlags) register(cmd *cobra.Command, archived bool) {

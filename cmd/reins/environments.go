@@ -156,15 +156,7 @@ func envList(cf *clientFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: cf.withClient(func(cmd *cobra.Command, _ []string, c *apiClient) error {
 			p := anthropic.BetaEnvironmentListParams{}
-			if lf.limit > 0 {
-				p.Limit = anthropic.Int(lf.limit)
-			}
-			if lf.page != "" {
-				p.Page = anthropic.String(lf.page)
-			}
-			if lf.includeArchived {
-				p.IncludeArchived = anthropic.Bool(true)
-			}
+			p.Limit, p.Page, p.IncludeArchived = lf.opts()
 			page, err := c.Beta.Environments.List(cmd.Context(), p)
 			if err != nil {
 				return err

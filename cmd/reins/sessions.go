@@ -169,15 +169,7 @@ func sessionsList(cf *clientFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: cf.withClient(func(cmd *cobra.Command, _ []string, c *apiClient) error {
 			p := anthropic.BetaSessionListParams{Statuses: statuses}
-			if lf.limit > 0 {
-				p.Limit = anthropic.Int(lf.limit)
-			}
-			if lf.page != "" {
-				p.Page = anthropic.String(lf.page)
-			}
-			if lf.includeArchived {
-				p.IncludeArchived = anthropic.Bool(true)
-			}
+			p.Limit, p.Page, p.IncludeArchived = lf.opts()
 			if agent != "" {
 				p.AgentID = anthropic.String(agent)
 			}
@@ -361,12 +353,7 @@ func sessionsEvents(cf *clientFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			p := anthropic.BetaSessionEventListParams{}
-			if lf.limit > 0 {
-				p.Limit = anthropic.Int(lf.limit)
-			}
-			if lf.page != "" {
-				p.Page = anthropic.String(lf.page)
-			}
+			p.Limit, p.Page, _ = lf.opts()
 			if order != "" {
 				p.Order = anthropic.BetaSessionEventListParamsOrder(order)
 			}

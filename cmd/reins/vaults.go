@@ -72,15 +72,7 @@ func vaultList(cf *clientFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: cf.withClient(func(cmd *cobra.Command, _ []string, c *apiClient) error {
 			p := anthropic.BetaVaultListParams{}
-			if lf.limit > 0 {
-				p.Limit = anthropic.Int(lf.limit)
-			}
-			if lf.page != "" {
-				p.Page = anthropic.String(lf.page)
-			}
-			if lf.includeArchived {
-				p.IncludeArchived = anthropic.Bool(true)
-			}
+			p.Limit, p.Page, p.IncludeArchived = lf.opts()
 			page, err := c.Beta.Vaults.List(cmd.Context(), p)
 			if err != nil {
 				return err
@@ -157,15 +149,7 @@ func credList(cf *clientFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: cf.withClient(func(cmd *cobra.Command, args []string, c *apiClient) error {
 			p := anthropic.BetaVaultCredentialListParams{}
-			if lf.limit > 0 {
-				p.Limit = anthropic.Int(lf.limit)
-			}
-			if lf.page != "" {
-				p.Page = anthropic.String(lf.page)
-			}
-			if lf.includeArchived {
-				p.IncludeArchived = anthropic.Bool(true)
-			}
+			p.Limit, p.Page, p.IncludeArchived = lf.opts()
 			page, err := c.Beta.Vaults.Credentials.List(cmd.Context(), args[0], p)
 			if err != nil {
 				return err
