@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+)
+
+// bashTurn sends one bash turn to a session and returns how long it took
+// from the send to session.status_idle.
+func (s *server) bashTurn(t *testing.T, sessionID, word string) time.Duration {
+	t.Helper()
+	st := s.openStream(t, sessionID)
+	defer st.cancel()
+	begin := time.Now()
+	s.send(t, sessionID, userMessage(fmt.Sprintf(`@tool bash {"command":"echo %s"}`+"\n@then done", word)))
+	got := st.until(isIdle)
+	took := time.Since(begin)
+	for _, ev := range got {
+		if ev.Type == "agent.tool_result" && ev.IsError != nil && *ev.IsError {
+			t.Fatalf("session %s: the bash call failed: %+v", sessionID, ev.Content)
+		}
+		if ev.Type == "session.status_rescheduled" || ev.Type == "session.error" {
+			t.Fatalf("session %s waited or failed: %v", sessionID, types(got))
+		}
+	}
+	return took
+}
+
+// turnBudget is the longest a one-bash turn may take: a wait for a slot
+// lasted 8–10 s before sessions gave their slots back.
+const turnBudget = 2 * time.Second
+
+// TestDeletedSessionsFreeTheirSlots: 200 sessions, one after another in
+// one cloud environment, each run one bash call and are deleted; none
+// waits for a slot held by a deleted one.
+func TestDeletedSessionsFreeTheirSlots(t *testing.T) {
+	s := start(t, options{})
+	a := s.newAgent(t, "scripted", toolset(false))
+	env := s.newEnv(t, "cloud")
+	var took []time.Duration
+	for i := range 200 {
+		sess := s.newSession(t, a.ID, env.ID)
+		took = append(took, s.bashTurn(t, sess.ID, fmt.Sprint("s", i)))
+		if _, err := s.client.Beta.Sessions.Delete(context.Background(), sess.ID, anthropic.BetaSessionDeleteParams{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p50, p99, top := quantiles(took)
+	t.Logf("200 sessions, one bash turn each: p50 %v, p99 %v, max %v", p50, p99, top)
+	if top > turnBudget {
+		t.Fatalf("a turn took %v (p50 %v): it waited for a slot", top, p50)
+	}
+}
+
+// TestIdleSessionsDoNotDelayTheNext: 100 sessions that ran a bash call
+// and sit idle do not delay the 101st.
+func TestIdleSessionsDoNotDelayTheNext(t *testing.T) {
+	s := start(t, options{})
+	a := s.newAgent(t, "scripted", toolset(false))
+	env := s.newEnv(t, "cloud")
+	var idle []string
+	for i := range 100 {
+		sess := s.newSession(t, a.ID, env.ID)
+		s.bashTurn(t, sess.ID, fmt.Sprint("s", i))
+		idle = append(idle, sess.ID)
+	}
+	next := s.newSession(t, a.ID, env.ID)
+	if took := s.bashTurn(t, next.ID, "next"); took > turnBudget {
+		t.Fatalf("the 101st session's turn took %v", took)
+	}
+	// An idle session's next turn runs too (its slot may have moved).
+	if took := s.bashTurn(t, idle[0], "again"); took > turnBudget {
+		t.Fatalf("an idle session's next turn took %v", took)
+	}
+}
+
+func quantiles(ds []time.Duration) (p50, p99, top time.Duration) {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2], s[len(s)*99/100], s[len(s)-1]
+}
