@@ -238,6 +238,21 @@ func (l *Lease) Resume() bool {
 	return true
 }
 
+// Yield ends a lease marked [Lease.Idle] and not resumed since, handing
+// its executor slot back (session.release with reason "ended"); it
+// reports whether it did. A harness that shares its own capacity among
+// sessions calls it to take the slot of an idle session for another.
+func (l *Lease) Yield() bool {
+	h := l.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l.state != leaseActive || !l.idle {
+		return false
+	}
+	h.endLeaseLocked(l, leaseEnded, fmt.Errorf("%w: its idle session yielded its slot", ErrSessionEnded), ReleaseEnded)
+	return true
+}
+
 func (l *Lease) renewLocked(now time.Time) {
 	l.expiresAt = now.Add(l.h.opts.LeaseTTL)
 	if l.timer != nil {

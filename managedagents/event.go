@@ -29,6 +29,9 @@ type Event struct {
 
 	// Status events.
 	StopReason *StopReason `json:"stop_reason,omitempty"`
+	// Reason says, on session.status_rescheduled, why the session waits
+	// (a reins extension).
+	Reason string `json:"reason,omitempty"`
 
 	// session.error.
 	Error *SessionError `json:"error,omitempty"`

@@ -43,6 +43,8 @@ type serveOptions struct {
 	logLevel         string
 	outboundAllow    []string
 	sandbox          sandboxFlags
+	memoryBudget     string
+	processBudget    int
 	pipIndexURL      string
 	npmRegistry      string
 	// flags are the command's flags, for errors that name them.
@@ -87,6 +89,10 @@ refused at start.`,
 	f.StringSliceVar(&o.outboundAllow, "outbound-allow", nil,
 		"internal addresses (CIDR or IP: loopback, private, link-local) that the server's own requests to URLs users give (agents' MCP servers, OAuth token endpoints, mcp_oauth_validate) may reach anyway; refused by default (REINS_OUTBOUND_ALLOW)")
 	o.sandbox.register(f, "cloud sessions'")
+	f.StringVar(&o.memoryBudget, "sandbox-memory-budget", "",
+		"memory all cloud sessions' sandboxes may use together, e.g. 16G (default this machine's memory): the tools of budget/--sandbox-memory sessions run at once, more wait in line and idle sessions give their slots up to them (REINS_SANDBOX_MEMORY_BUDGET)")
+	f.IntVar(&o.processBudget, "sandbox-process-budget", 0,
+		"processes all cloud sessions' sandboxes may run together (default half this machine's thread limit), bounding sessions at once like --sandbox-memory-budget (REINS_SANDBOX_PROCESS_BUDGET)")
 	f.StringVar(&o.pipIndexURL, "pip-index-url", "",
 		"PyPI simple index (e.g. a mirror, http://host/simple/) that cloud environments' pip packages are installed from instead of pypi.org; installs may reach its host. A mirror on an internal address also needs --egress-allow (REINS_PIP_INDEX_URL)")
 	f.StringVar(&o.npmRegistry, "npm-registry", "",
@@ -100,6 +106,7 @@ refused at start.`,
 		{"model-concurrency", "REINS_MODEL_CONCURRENCY"}, {"model-provider-concurrency", "REINS_MODEL_PROVIDER_CONCURRENCY"},
 		{"shutdown-grace", "REINS_SHUTDOWN_GRACE"}, {"log-level", "REINS_LOG_LEVEL"}, {"outbound-allow", "REINS_OUTBOUND_ALLOW"},
 		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"},
+		{"sandbox-memory-budget", "REINS_SANDBOX_MEMORY_BUDGET"}, {"sandbox-process-budget", "REINS_SANDBOX_PROCESS_BUDGET"},
 	}...)
 	return cmd
 }
@@ -122,6 +129,8 @@ func (o *serveOptions) check() (slog.Level, error) {
 		return 0, flagError(o.flags, "model-retry-max", "want at least --model-retry-base (%s), got %s", o.retryBase, o.retryMax)
 	case o.modelConcurrency < 0:
 		return 0, flagError(o.flags, "model-concurrency", "want 0 (no bound) or more, got %d", o.modelConcurrency)
+	case o.processBudget < 0:
+		return 0, flagError(o.flags, "sandbox-process-budget", "want 0 (this machine's) or more, got %d", o.processBudget)
 	case o.shutdownGrace < 0:
 		return 0, flagError(o.flags, "shutdown-grace", "want a duration of 0 or more, got %s", o.shutdownGrace)
 	case o.addr == "":
@@ -157,6 +166,12 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.memoryBudget != "" {
+		if sbx.MemoryBudget, err = parseBytes(o.memoryBudget); err != nil {
+			return flagError(o.flags, "sandbox-memory-budget", "%v", err)
+		}
+	}
+	sbx.ProcessBudget = o.processBudget
 	outbound, err := netguard.ParseAllow(o.outboundAllow)
 	if err != nil {
 		return fmt.Errorf("--outbound-allow: %w", err)

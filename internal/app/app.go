@@ -171,6 +171,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		st.Close()
 		return nil, err
 	}
+	slots, how := cfg.Sandbox.slots()
+	ht.slots = newCapacity(slots, ht.yield)
+	cfg.Logger.Info("cloud sessions' tools run in at most this many sessions at once", "slots", slots, "from", how)
 	tools := cfg.Tools
 	if tools == nil {
 		tools = ht

@@ -99,6 +99,7 @@ type hubTools struct {
 	workspace string         // root of the local executors' workspaces
 	sandboxes *sandboxes     // nil: cloud sessions' tools run on the host (--sandbox=none)
 	work      workRetirer    // nil: no work queue
+	slots     *capacity      // cloud sessions placed at once
 	log       *slog.Logger
 
 	ctx    context.Context // lifetime of the local executors
@@ -226,16 +227,10 @@ func (t *hubTools) placed(sessionID string) bool {
 const localRegistrationWait = 10 * time.Second
 
 // Place implements harness.Placer.
-func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (<-chan struct{}, error) {
+func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*harness.Wait, error) {
 	t.mu.Lock()
 	l := t.leases[sess.ID]
 	t.mu.Unlock()
-	if l != nil {
-		if l.Resume() {
-			return nil, nil
-		}
-		t.drop(sess.ID, l) // ended, or its slot went to another session
-	}
 	env, err := t.st.GetEnvironment(ctx, sess.EnvironmentID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("environment %s no longer exists", sess.EnvironmentID)
@@ -244,8 +239,67 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (<-chan struct{}
 		return nil, err
 	}
 	req := executor.AssignRequest{EnvironmentID: env.ID, SessionID: sess.ID, Tools: harness.BuiltinTools(&sess.Agent)}
-	local := env.CheckOutsideExecutors() != nil
-	if local && t.keys != nil && len(sess.VaultIDs) > 0 {
+	if env.CheckOutsideExecutors() != nil {
+		return t.placeLocal(ctx, sess, req, l)
+	}
+	if l != nil {
+		if l.Resume() {
+			return nil, nil
+		}
+		t.drop(sess.ID, l) // ended, or its slot went to another session
+	}
+	changed := t.hub.Changed(env.ID)
+	l, err = t.hub.Assign(ctx, req)
+	if errors.Is(err, executor.ErrNoExecutor) {
+		return &harness.Wait{C: changed, Reason: fmt.Sprintf("no executor of environment %s with room for this session is connected; the session's tools run when one is (reins executor)", env.ID)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.keep(sess.ID, l)
+	if t.work == nil {
+		return nil, nil
+	}
+	// One kind of hands per session: the session's work item retires now
+	// that an executor holds it, unless a worker acknowledged it first.
+	acked, err := t.work.Retire(ctx, sess.ID)
+	if err != nil || acked {
+		t.Release(sess.ID)
+		if err != nil {
+			return nil, err
+		}
+		handedOver := make(chan struct{})
+		close(handedOver) // the next step finds the worker
+		return &harness.Wait{C: handedOver, Reason: "a worker of the environment took the session's work"}, nil
+	}
+	return nil, nil
+}
+
+// placeLocal places a cloud environment's session on the environment's
+// in-process executor, once the session holds one of the server's slots.
+// l is the session's lease from an earlier placement, if any.
+func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executor.AssignRequest, l *executor.Lease) (*harness.Wait, error) {
+	// The slot first, then the lease: a slot taken back from an idle
+	// session ends its lease only while that lease is idle (yield).
+	if wait, why := t.slots.take(sess.ID); wait != nil {
+		if l != nil && l.Yield() {
+			t.drop(sess.ID, l)
+		}
+		return &harness.Wait{C: wait, Reason: why}, nil
+	}
+	if l != nil {
+		if l.Resume() {
+			return nil, nil
+		}
+		t.drop(sess.ID, l)
+	}
+	placed := false
+	defer func() {
+		if !placed {
+			t.slots.release(sess.ID)
+		}
+	}()
+	if t.keys != nil && len(sess.VaultIDs) > 0 {
 		// Cloud environments get the session's environment_variable
 		// credentials (self-hosted machines do not, as in the
 		// Managed Agents API).
@@ -260,42 +314,25 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (<-chan struct{}
 		t.secrets[sess.ID] = secrets
 		t.mu.Unlock()
 	}
-	if local {
-		if err := t.ensureLocal(env.ID); err != nil {
-			return nil, err
-		}
-		wctx, cancel := context.WithTimeout(ctx, localRegistrationWait)
-		defer cancel()
-		l, err = t.hub.WaitAssign(wctx, req)
-	} else {
-		changed := t.hub.Changed(env.ID)
-		l, err = t.hub.Assign(ctx, req)
-		if errors.Is(err, executor.ErrNoExecutor) {
-			return changed, nil
-		}
+	if err := t.ensureLocal(req.EnvironmentID); err != nil {
+		return nil, err
 	}
+	wctx, cancel := context.WithTimeout(ctx, localRegistrationWait)
+	defer cancel()
+	l, err := t.hub.WaitAssign(wctx, req)
 	if err != nil {
 		return nil, err
 	}
-	t.mu.Lock()
-	t.leases[sess.ID] = l
-	t.mu.Unlock()
-	if local || t.work == nil {
-		return nil, nil
-	}
-	// One kind of hands per session: the session's work item retires now
-	// that an executor holds it, unless a worker acknowledged it first.
-	acked, err := t.work.Retire(ctx, sess.ID)
-	if err != nil || acked {
-		t.Release(sess.ID)
-		if err != nil {
-			return nil, err
-		}
-		handedOver := make(chan struct{})
-		close(handedOver) // the next step finds the worker
-		return handedOver, nil
-	}
+	t.keep(sess.ID, l)
+	placed = true
 	return nil, nil
+}
+
+// keep records the session's lease.
+func (t *hubTools) keep(sessionID string, l *executor.Lease) {
+	t.mu.Lock()
+	t.leases[sessionID] = l
+	t.mu.Unlock()
 }
 
 func (t *hubTools) drop(sessionID string, l *executor.Lease) {
@@ -330,7 +367,10 @@ func (t *hubTools) ensureLocal(envID string) error {
 		uid, gid := t.sandboxes.owner()
 		sessions.Owner = &tools.Owner{UID: uid, GID: gid}
 	}
-	c := executor.NewLocal(t.hub, executor.LocalOptions{EnvironmentID: envID, Sessions: sessions, Capabilities: executor.BuiltinCapabilities(), Logger: t.log})
+	// The server's slots bound the sessions placed at once; the executor
+	// has room for twice as many, for the releases still in flight.
+	c := executor.NewLocal(t.hub, executor.LocalOptions{EnvironmentID: envID, Sessions: sessions, Capabilities: executor.BuiltinCapabilities(),
+		MaxSessions: 2 * t.slots.size, Logger: t.log})
 	t.locals[envID] = c
 	t.wg.Go(func() {
 		if err := c.Run(t.ctx); err != nil && t.ctx.Err() == nil {
@@ -382,6 +422,19 @@ func (t *hubTools) Idle(sessionID string) {
 	if l != nil {
 		l.Idle()
 	}
+	t.slots.idle(sessionID) // after the lease is idle: yield needs that
+}
+
+// yield ends the placement of an idle session whose slot went to another
+// session; a session that resumed meanwhile keeps its lease (it has taken
+// a slot again first).
+func (t *hubTools) yield(sessionID string) {
+	t.mu.Lock()
+	l := t.leases[sessionID]
+	t.mu.Unlock()
+	if l != nil && l.Yield() {
+		t.drop(sessionID, l)
+	}
 }
 
 // Release implements harness.Placer.
@@ -394,6 +447,7 @@ func (t *hubTools) Release(sessionID string) {
 	if t.sandboxes != nil {
 		t.sandboxes.setCredentials(sessionID, nil) // the proxies keep what they were given
 	}
+	t.slots.release(sessionID)
 	if l == nil {
 		return
 	}

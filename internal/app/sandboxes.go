@@ -43,6 +43,13 @@ type SandboxConfig struct {
 	// that the egress proxy may reach anyway, e.g. a test server on
 	// 127.0.0.1. Public addresses need no entry.
 	EgressAllow []netip.Prefix
+	// MemoryBudget and ProcessBudget are the memory and processes all
+	// cloud sessions' sandboxes may use together (zero: this machine's
+	// memory, half its thread limit): the server runs the tools of as
+	// many sessions at once as the budgets hold sandboxes of Limits;
+	// more wait in line, and idle sessions give their slots up to them.
+	MemoryBudget  int64
+	ProcessBudget int
 }
 
 // PackagesConfig configures the installs of cloud environments' packages

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/reinsdev/reins/internal/app"
 )
 
 // bashTurn sends one bash turn to a session and returns how long it took
@@ -83,4 +86,39 @@ func quantiles(ds []time.Duration) (p50, p99, top time.Duration) {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2], s[len(s)*99/100], s[len(s)-1]
+}
+
+// TestFullServerQueuesSessionsWithAReason: with two slots busy, a third
+// session waits in "rescheduling", says why, and runs when one frees.
+func TestFullServerQueuesSessionsWithAReason(t *testing.T) {
+	s := startWith(t, options{}, func(c *app.Config) {
+		c.Sandbox.Limits.Memory = 1 << 30
+		c.Sandbox.MemoryBudget = 2 << 30 // two slots
+	})
+	a := s.newAgent(t, "scripted", toolset(false))
+	env := s.newEnv(t, "cloud")
+	var busy []*stream
+	for i := range 2 {
+		sess := s.newSession(t, a.ID, env.ID)
+		st := s.openStream(t, sess.ID)
+		s.send(t, sess.ID, userMessage(fmt.Sprintf(`@tool bash {"command":"sleep 2; echo busy%d"}`+"\n@then done", i)))
+		st.until(func(f frame) bool { return f.Type == "agent.tool_use" })
+		busy = append(busy, st)
+	}
+	third := s.newSession(t, a.ID, env.ID)
+	st := s.openStream(t, third.ID)
+	s.send(t, third.ID, userMessage(`@tool bash {"command":"echo third"}`+"\n@then done"))
+	got := st.until(func(f frame) bool { return f.Type == "session.status_rescheduled" })
+	why := got[len(got)-1].Reason
+	if !strings.Contains(why, "all 2 tool slots") || !strings.Contains(why, "number 1 in line") {
+		t.Fatalf("rescheduled without saying why: %q", why)
+	}
+	got = st.until(isIdle)
+	i := slices.IndexFunc(got, func(f frame) bool { return f.Type == "agent.tool_result" })
+	if i < 0 || (got[i].IsError != nil && *got[i].IsError) || !strings.Contains(got[i].Content[0].Text, "third") {
+		t.Fatalf("the third session's call did not run once a slot freed: %v", types(got))
+	}
+	for _, b := range busy {
+		b.until(isIdle)
+	}
 }

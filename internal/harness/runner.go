@@ -315,7 +315,8 @@ func (r *runner) waitForWorker(ctx context.Context, sess *ma.Session) error {
 		return err
 	}
 	return r.update(ctx, func(tx store.Tx) error {
-		return r.setStatus(tx, ma.StatusRescheduling, &ma.Event{Type: ma.EventStatusRescheduled})
+		return r.setStatus(tx, ma.StatusRescheduling, &ma.Event{Type: ma.EventStatusRescheduled,
+			Reason: fmt.Sprintf("waiting for a worker of environment %s to take the session's work", sess.EnvironmentID)})
 	})
 }
 
@@ -666,12 +667,12 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 
 // reschedule waits in "rescheduling" until the tools may be placed, or an
 // interrupt or shutdown comes.
-func (r *runner) reschedule(ctx context.Context, gen uint64, wait <-chan struct{}) error {
+func (r *runner) reschedule(ctx context.Context, gen uint64, wait *Wait) error {
 	err := r.update(ctx, func(tx store.Tx) error {
 		if tx.Session().Status != ma.StatusRunning {
 			return nil
 		}
-		return r.setStatus(tx, ma.StatusRescheduling, &ma.Event{Type: ma.EventStatusRescheduled})
+		return r.setStatus(tx, ma.StatusRescheduling, &ma.Event{Type: ma.EventStatusRescheduled, Reason: wait.Reason})
 	})
 	if err != nil {
 		return err
@@ -679,7 +680,7 @@ func (r *runner) reschedule(ctx context.Context, gen uint64, wait <-chan struct{
 	tctx, done := r.turnContext(ctx, gen)
 	defer done()
 	select {
-	case <-wait:
+	case <-wait.C:
 	case <-r.wake: // something changed (for example a pull worker arrived)
 	case <-tctx.Done():
 	}

@@ -34,17 +34,26 @@ type ToolRunner interface {
 // Placer is implemented by a ToolRunner that must place a session on a
 // machine before its tools can run (the executor hub).
 type Placer interface {
-	// Place readies the session's tools. It returns a nil channel when they
-	// can run now; otherwise a channel that is closed when placement may
-	// have become possible (the session waits in "rescheduling"). An error
-	// means the tools cannot run: each call then gets an error result.
-	Place(ctx context.Context, sess *ma.Session) (wait <-chan struct{}, err error)
+	// Place readies the session's tools. It returns nil when they can run
+	// now; otherwise a Wait (the session waits in "rescheduling"). An
+	// error means the tools cannot run: each call then gets an error
+	// result.
+	Place(ctx context.Context, sess *ma.Session) (*Wait, error)
 	// Release frees what Place took for the session; the runner calls it
 	// when it leaves.
 	Release(sessionID string)
 	// Idle tells that the session went idle: what Place took may be handed
 	// to another session until the next Place.
 	Idle(sessionID string)
+}
+
+// Wait says that a session's tools cannot be placed yet.
+type Wait struct {
+	// C is closed when placement may have become possible.
+	C <-chan struct{}
+	// Reason tells the user why the session waits; it is the reason of
+	// its session.status_rescheduled event.
+	Reason string
 }
 
 // WorkerHost is the link to pull workers (the work queue of self-hosted

@@ -72,7 +72,8 @@ func DefaultLimits() Limits {
 	return Limits{Memory: 2 << 30, Processes: 512, CPU: 1, Files: 4096, TmpBytes: 512 << 20}
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with DefaultLimits in its zero fields.
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
 	if l.Memory <= 0 {
 		l.Memory = d.Memory

@@ -39,7 +39,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.HostGID == 0 {
 		cfg.HostGID = 65534
 	}
-	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Limits = cfg.Limits.WithDefaults()
 	m := &Manager{cfg: cfg, log: cfg.Logger, live: map[*Sandbox]bool{}}
 	if cfg.StateDir != "" {
 		if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
