@@ -122,7 +122,7 @@ func (h *Harness) Wake(sessionID string) {
 		r.signal()
 		return
 	}
-	r := &runner{h: h, id: sessionID, wake: make(chan struct{}, 1)}
+	r := &runner{h: h, id: sessionID, wake: make(chan struct{}, 1), ended: make(chan struct{})}
 	h.runners[sessionID] = r
 	h.wg.Go(r.run)
 }
@@ -138,6 +138,18 @@ func (h *Harness) Interrupt(sessionID string) {
 		r.interrupt()
 	}
 	h.Wake(sessionID)
+}
+
+// End makes the runner of an archived or deleted session leave now
+// instead of lingering, so that what it holds (its executor slot and
+// sandbox, its MCP connections) is released at once.
+func (h *Harness) End(sessionID string) {
+	h.mu.Lock()
+	r := h.runners[sessionID]
+	h.mu.Unlock()
+	if r != nil {
+		r.endOnce.Do(func() { close(r.ended) })
+	}
 }
 
 // Shutdown stops every runner at a safe point (between transactions; an

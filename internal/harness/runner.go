@@ -19,6 +19,10 @@ type runner struct {
 	h    *Harness
 	id   string
 	wake chan struct{}
+	// ended is closed when the session was archived or deleted: the
+	// runner leaves instead of lingering.
+	ended   chan struct{}
+	endOnce sync.Once
 
 	sess       *ma.Session // the session row as of the last read or write
 	log        *logCache   // the session's log, read incrementally
@@ -165,10 +169,10 @@ func (r *runner) linger(ctx context.Context) bool {
 	case <-r.wake:
 		return true
 	case <-t.C:
-		return false
+	case <-r.ended:
 	case <-ctx.Done():
-		return false
 	}
+	return false
 }
 
 // internalFailure applies the unknown_error policy of the error model: the

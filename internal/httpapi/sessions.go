@@ -379,6 +379,7 @@ func (s *Server) archiveSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.cfg.Harness.End(sess.ID)
 	if s.cfg.Lifecycle != nil {
 		s.cfg.Lifecycle.SessionEnded(r.Context(), &sess, false)
 	}
@@ -398,6 +399,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.cfg.Sessions.Delete(r.Context(), id); err != nil {
 		return err
 	}
+	s.cfg.Harness.End(id)
 	if s.cfg.Lifecycle != nil {
 		s.cfg.Lifecycle.SessionEnded(r.Context(), &sess, true)
 	}
