@@ -38,6 +38,10 @@ type Config struct {
 	Logger  *slog.Logger
 	// MaxBody bounds content-carrying request bodies (default 32 MiB).
 	MaxBody int64
+	// BodyTimeout bounds the time a client takes to send a request body
+	// (default 30 s); a slower one gets a 408 and loses its connection.
+	// The response is not bounded: streams and long polls last.
+	BodyTimeout time.Duration
 	// PingInterval is the SSE heartbeat period (default 15 s).
 	PingInterval time.Duration
 	// PollInterval is how often streams re-check the log without a wake-up
@@ -122,6 +126,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = 15 * time.Second
@@ -241,8 +248,8 @@ func requestID(r *http.Request) string {
 	return id
 }
 
-// ServeHTTP implements http.Handler: request id, authentication, panic
-// recovery and routing.
+// ServeHTTP implements http.Handler: request id, body timeout,
+// authentication, panic recovery and routing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := ids.New(ids.Request)
 	w.Header().Set("request-id", id)
@@ -256,6 +263,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, errf(http.StatusInternalServerError, ma.ErrAPI, "internal server error"))
 		}
 	}()
+	s.guardBody(w, r)
 	if strings.HasPrefix(r.URL.Path, "/v1/executor/") && s.cfg.Executors != nil {
 		s.cfg.Executors.ServeHTTP(w, r)
 		return
