@@ -21,6 +21,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/model/anthropic"
 	"github.com/reinsdev/reins/internal/model/openai"
@@ -47,12 +48,16 @@ type serveOptions struct {
 	processBudget    int
 	pipIndexURL      string
 	npmRegistry      string
+	bodyTimeout      time.Duration
+	limits           httpapi.KeyLimits
 	// flags are the command's flags, for errors that name them.
 	flags *pflag.FlagSet
 }
 
-func newServeCommand() *cobra.Command {
-	o := &serveOptions{}
+func newServeCommand() *cobra.Command { return serveCommand(&serveOptions{}) }
+
+// serveCommand is the serve command; its flags set o.
+func serveCommand(o *serveOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the Managed Agents API",
@@ -97,6 +102,13 @@ refused at start.`,
 		"PyPI simple index (e.g. a mirror, http://host/simple/) that cloud environments' pip packages are installed from instead of pypi.org; installs may reach its host. A mirror on an internal address also needs --egress-allow (REINS_PIP_INDEX_URL)")
 	f.StringVar(&o.npmRegistry, "npm-registry", "",
 		"npm registry (e.g. a mirror) that cloud environments' npm packages are installed from instead of registry.npmjs.org; installs may reach its host. A mirror on an internal address also needs --egress-allow (REINS_NPM_REGISTRY)")
+	f.DurationVar(&o.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout,
+		"how long a client may take to send a request body; a slower one gets 408 and loses its connection. Responses (streams, long polls) are not bounded (REINS_BODY_TIMEOUT)")
+	f.IntVar(&o.limits.CreatesPerMinute, "creates-per-minute", 300,
+		"requests that create a resource (agents, environments, sessions, vaults, credentials, environment keys) per minute and key, 0 for no limit; over it 429 with retry-after (REINS_CREATES_PER_MINUTE)")
+	f.IntVar(&o.limits.RequestsPerMinute, "requests-per-minute", 600,
+		"other API requests per minute and key, 0 for no limit; over it 429 with retry-after (REINS_REQUESTS_PER_MINUTE)")
+	f.IntVar(&o.limits.Streams, "streams-per-key", 256, "event streams a key may have open at once, 0 for no limit (REINS_STREAMS_PER_KEY)")
 	o.flags = f
 	bindEnv(f, []envFallback{
 		{"addr", "REINS_ADDR"}, {"data-dir", "REINS_DATA_DIR"}, {"database-url", "REINS_DATABASE_URL"},
@@ -107,6 +119,8 @@ refused at start.`,
 		{"shutdown-grace", "REINS_SHUTDOWN_GRACE"}, {"log-level", "REINS_LOG_LEVEL"}, {"outbound-allow", "REINS_OUTBOUND_ALLOW"},
 		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"},
 		{"sandbox-memory-budget", "REINS_SANDBOX_MEMORY_BUDGET"}, {"sandbox-process-budget", "REINS_SANDBOX_PROCESS_BUDGET"},
+		{"body-timeout", "REINS_BODY_TIMEOUT"}, {"creates-per-minute", "REINS_CREATES_PER_MINUTE"},
+		{"requests-per-minute", "REINS_REQUESTS_PER_MINUTE"}, {"streams-per-key", "REINS_STREAMS_PER_KEY"},
 	}...)
 	return cmd
 }
@@ -133,6 +147,14 @@ func (o *serveOptions) check() (slog.Level, error) {
 		return 0, flagError(o.flags, "sandbox-process-budget", "want 0 (this machine's) or more, got %d", o.processBudget)
 	case o.shutdownGrace < 0:
 		return 0, flagError(o.flags, "shutdown-grace", "want a duration of 0 or more, got %s", o.shutdownGrace)
+	case o.bodyTimeout <= 0:
+		return 0, flagError(o.flags, "body-timeout", "want a positive duration, got %s", o.bodyTimeout)
+	case o.limits.CreatesPerMinute < 0:
+		return 0, flagError(o.flags, "creates-per-minute", "want 0 (no limit) or more, got %d", o.limits.CreatesPerMinute)
+	case o.limits.RequestsPerMinute < 0:
+		return 0, flagError(o.flags, "requests-per-minute", "want 0 (no limit) or more, got %d", o.limits.RequestsPerMinute)
+	case o.limits.Streams < 0:
+		return 0, flagError(o.flags, "streams-per-key", "want 0 (no limit) or more, got %d", o.limits.Streams)
 	case o.addr == "":
 		return 0, flagError(o.flags, "addr", "want a listen address such as 127.0.0.1:4180")
 	case o.dataDir == "":
@@ -194,7 +216,8 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
-		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound})
+		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
+		HTTP: o.httpConfig()})
 	if err != nil {
 		ln.Close()
 		return err
@@ -274,6 +297,12 @@ func firstStart(ctx context.Context, a *app.App, o *serveOptions, bootstrap stri
 	b := &banner{dataDir: o.dataDir, key: key, keyPath: keyPath, demo: demo, bootstrap: bootstrap != ""}
 	b.defaultDir = o.dataDir == defaultDataDir()
 	return b, nil
+}
+
+// httpConfig returns the API's settings of the flags: the body timeout
+// and the per-key limits.
+func (o *serveOptions) httpConfig() httpapi.Config {
+	return httpapi.Config{BodyTimeout: o.bodyTimeout, Limits: o.limits}
 }
 
 // packages returns the packages mirrors of the flags, checked.

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/reinsdev/reins/internal/httpapi"
 )
 
 // TestServeOutboundAllow: --outbound-allow reads REINS_OUTBOUND_ALLOW by
@@ -48,6 +51,49 @@ func TestServeMirrorFlags(t *testing.T) {
 		{"--npm-registry", "/npm/"},
 		{"--npm-registry", "http://"},
 		{"--npm-registry", "http://npm.internal:port/"},
+	} {
+		r := execute(context.Background(), "", "serve", "--data-dir", t.TempDir(), "--sandbox", "none", tc.flag, tc.value)
+		if r.err == nil || !strings.Contains(r.err.Error(), tc.flag) || !strings.Contains(r.err.Error(), tc.value) {
+			t.Errorf("serve %s %s: %v", tc.flag, tc.value, r.err)
+		}
+	}
+}
+
+// TestServeLimitFlags: the body timeout and the per-key limits default to
+// the hosted API's figures, read their environment variables, reach the
+// API's configuration (0 turning a limit off), and refuse a negative
+// value, or a body timeout that is not positive, before anything starts.
+func TestServeLimitFlags(t *testing.T) {
+	cmd := newServeCommand()
+	for flag, want := range map[string]string{"body-timeout": "30s", "creates-per-minute": "300", "requests-per-minute": "600", "streams-per-key": "256"} {
+		if got := cmd.Flags().Lookup(flag).DefValue; got != want {
+			t.Errorf("--%s default %s, want %s", flag, got, want)
+		}
+	}
+
+	t.Setenv("REINS_BODY_TIMEOUT", "5s")
+	t.Setenv("REINS_CREATES_PER_MINUTE", "0")
+	t.Setenv("REINS_REQUESTS_PER_MINUTE", "1200")
+	t.Setenv("REINS_STREAMS_PER_KEY", "8")
+	o := &serveOptions{}
+	cmd = serveCommand(o)
+	if err := applyEnv(cmd.Flags()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.check(); err != nil {
+		t.Fatal(err)
+	}
+	got := o.httpConfig()
+	want := httpapi.Config{BodyTimeout: 5 * time.Second, Limits: httpapi.KeyLimits{CreatesPerMinute: 0, RequestsPerMinute: 1200, Streams: 8}}
+	if got.BodyTimeout != want.BodyTimeout || got.Limits != want.Limits {
+		t.Errorf("API configuration %+v, want %+v", got, want)
+	}
+
+	for _, tc := range []struct{ flag, value string }{
+		{"--body-timeout", "0s"},
+		{"--creates-per-minute", "-1"},
+		{"--requests-per-minute", "-5"},
+		{"--streams-per-key", "-1"},
 	} {
 		r := execute(context.Background(), "", "serve", "--data-dir", t.TempDir(), "--sandbox", "none", tc.flag, tc.value)
 		if r.err == nil || !strings.Contains(r.err.Error(), tc.flag) || !strings.Contains(r.err.Error(), tc.value) {

@@ -64,7 +64,8 @@ type Config struct {
 	// set by New.
 	Hub    executor.HubOptions
 	Logger *slog.Logger
-	// HTTP tunes the API (ping and poll intervals, body limit).
+	// HTTP tunes the API (ping and poll intervals, body limit and
+	// timeout, per-key limits).
 	HTTP httpapi.Config
 	// Sandbox configures the sandboxes cloud sessions' tools run in.
 	Sandbox SandboxConfig
@@ -85,6 +86,14 @@ const outboundAllowHint = "an operator can allow it with --outbound-allow"
 // outboundTimeout bounds one request to a token endpoint or one probe of
 // mcp_oauth_validate.
 const outboundTimeout = 15 * time.Second
+
+// The HTTP server's bounds on a connection: the time a client takes to
+// send a request's headers, and the time a kept-alive connection waits
+// for the next request.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 120 * time.Second
+)
 
 // App is an assembled server.
 type App struct {
@@ -219,7 +228,11 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("resume sessions: %w", err)
 	}
 	a.Work.Start(time.Second)
-	a.srv = &http.Server{Handler: logRequests(a.API, a.log), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+	// No ReadTimeout: the API bounds the time a request body takes
+	// itself (httpapi.Config.BodyTimeout), answering a 408 in its error
+	// envelope, and leaves requests without a body alone.
+	a.srv = &http.Server{Handler: logRequests(a.API, a.log), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("http server stopped", "err", err)

@@ -21,8 +21,12 @@ func decode(r *http.Request, v any) error {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var ae *apiError
+		switch {
+		case errors.As(err, &mbe):
 			return errf(http.StatusRequestEntityTooLarge, ma.ErrRequestTooLarge, "request body exceeds %d bytes", mbe.Limit)
+		case errors.As(err, &ae):
+			return ae // the body timeout's 408
 		}
 		return badRequest("cannot read request body: %v", err)
 	}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -17,8 +19,10 @@ type apiError struct {
 	typ     string
 	message string
 	// noRetry adds x-should-retry: false (deterministic 409s).
-	noRetry    bool
-	retryAfter int
+	noRetry bool
+	// retryAfter, if set, is sent as retry-after (whole seconds, rounded
+	// up) and retry-after-ms.
+	retryAfter time.Duration
 	// details, if set, is sent as error.details.
 	details map[string]any
 }
@@ -64,8 +68,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.noRetry {
 		h.Set("x-should-retry", "false")
 	}
-	if ae.retryAfter > 0 {
-		h.Set("retry-after", strconv.Itoa(ae.retryAfter))
+	if d := ae.retryAfter; d > 0 {
+		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10))
+		h.Set("retry-after-ms", strconv.FormatInt(int64(math.Ceil(float64(d)/float64(time.Millisecond))), 10))
 	}
 	w.WriteHeader(ae.status)
 	json.NewEncoder(w).Encode(ma.ErrorEnvelope{Type: "error", Error: ma.ErrorBody{Type: ae.typ, Message: ae.message, Details: ae.details}, RequestID: requestID(r)})

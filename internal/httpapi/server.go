@@ -38,6 +38,13 @@ type Config struct {
 	Logger  *slog.Logger
 	// MaxBody bounds content-carrying request bodies (default 32 MiB).
 	MaxBody int64
+	// BodyTimeout bounds the time a client takes to send a request body
+	// (default 30 s); a slower one gets a 408 and loses its connection.
+	// The response is not bounded: streams and long polls last.
+	BodyTimeout time.Duration
+	// Limits bounds each key's request rates and open streams (zero: no
+	// bounds).
+	Limits KeyLimits
 	// PingInterval is the SSE heartbeat period (default 15 s).
 	PingInterval time.Duration
 	// PollInterval is how often streams re-check the log without a wake-up
@@ -108,7 +115,8 @@ type Server struct {
 	log *slog.Logger
 	mux *http.ServeMux
 
-	tails *tails
+	tails  *tails
+	limits *limiter
 
 	// done is closed by Shutdown: streams end cleanly.
 	done     chan struct{}
@@ -123,6 +131,9 @@ func New(cfg Config) *Server {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = 15 * time.Second
 	}
@@ -136,7 +147,7 @@ func New(cfg Config) *Server {
 		}
 		cfg.Sessions = sessions.New(sc)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limits: newLimiter(cfg.Limits), done: make(chan struct{})}
 	s.tails = newTails(cfg.Store, cfg.Bus, cfg.PollInterval)
 	s.routes()
 	return s
@@ -241,8 +252,8 @@ func requestID(r *http.Request) string {
 	return id
 }
 
-// ServeHTTP implements http.Handler: request id, authentication, panic
-// recovery and routing.
+// ServeHTTP implements http.Handler: request id, body timeout,
+// authentication, per-key limits, panic recovery and routing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := ids.New(ids.Request)
 	w.Header().Set("request-id", id)
@@ -256,30 +267,48 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, errf(http.StatusInternalServerError, ma.ErrAPI, "internal server error"))
 		}
 	}()
+	s.guardBody(w, r)
 	if strings.HasPrefix(r.URL.Path, "/v1/executor/") && s.cfg.Executors != nil {
 		s.cfg.Executors.ServeHTTP(w, r)
 		return
 	}
+	_, pattern := s.mux.Handler(r)
 	if r.URL.Path != "/healthz" {
-		p, err := s.cfg.Auth.Check(r.Context(), r)
-		if err == nil && p.EnvironmentID != "" {
-			err = s.scope(r, p.EnvironmentID)
-		}
+		p, release, err := s.authorize(r, pattern)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
+		defer release()
 		r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
 	}
 	// Go's mux answers a wrong method with its own 405 text; answer in
 	// the JSON envelope instead.
-	if _, pattern := s.mux.Handler(r); pattern == "/" && strings.HasPrefix(r.URL.Path, "/v1/") {
-		if s.knownPath(r) {
-			s.writeError(w, r, errf(http.StatusMethodNotAllowed, ma.ErrInvalidRequest, "method %s is not allowed on %s", r.Method, r.URL.Path))
-			return
-		}
+	if pattern == "/" && strings.HasPrefix(r.URL.Path, "/v1/") && s.knownPath(r) {
+		s.writeError(w, r, errf(http.StatusMethodNotAllowed, ma.ErrInvalidRequest, "method %s is not allowed on %s", r.Method, r.URL.Path))
+		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// authorize authenticates r, counts it against its key's limits (so that
+// requests its scope refuses count too) and checks the scope of an
+// environment key. release ends what r holds of the limits (a stream's
+// slot).
+func (s *Server) authorize(r *http.Request, pattern string) (p Principal, release func(), err error) {
+	p, err = s.cfg.Auth.Check(r.Context(), r)
+	if err != nil {
+		return p, nil, err
+	}
+	release, err = s.limits.admit(p.limitKey(), pattern)
+	if err == nil && p.EnvironmentID != "" {
+		err = s.scope(r, p.EnvironmentID)
+	}
+	if err != nil {
+		release()
+		return p, nil, err
+	}
+	return p, release, nil
 }
 
 // knownPath reports whether some other method serves r's path.
