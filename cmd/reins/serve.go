@@ -45,6 +45,7 @@ type serveOptions struct {
 	sandbox          sandboxFlags
 	pipIndexURL      string
 	npmRegistry      string
+	debugAddr        string
 	// flags are the command's flags, for errors that name them.
 	flags *pflag.FlagSet
 }
@@ -91,6 +92,8 @@ refused at start.`,
 		"PyPI simple index (e.g. a mirror, http://host/simple/) that cloud environments' pip packages are installed from instead of pypi.org; installs may reach its host. A mirror on an internal address also needs --egress-allow (REINS_PIP_INDEX_URL)")
 	f.StringVar(&o.npmRegistry, "npm-registry", "",
 		"npm registry (e.g. a mirror) that cloud environments' npm packages are installed from instead of registry.npmjs.org; installs may reach its host. A mirror on an internal address also needs --egress-allow (REINS_NPM_REGISTRY)")
+	f.StringVar(&o.debugAddr, "debug-addr", "",
+		"address of a separate listener serving the Go runtime's profiles (/debug/pprof/: goroutines, heap, CPU), without authentication; keep it on loopback, e.g. 127.0.0.1:6060. Off by default (REINS_DEBUG_ADDR)")
 	o.flags = f
 	bindEnv(f, []envFallback{
 		{"addr", "REINS_ADDR"}, {"data-dir", "REINS_DATA_DIR"}, {"database-url", "REINS_DATABASE_URL"},
@@ -99,7 +102,7 @@ refused at start.`,
 		{"model-max-attempts", "REINS_MODEL_MAX_ATTEMPTS"}, {"model-retry-base", "REINS_MODEL_RETRY_BASE"}, {"model-retry-max", "REINS_MODEL_RETRY_MAX"},
 		{"model-concurrency", "REINS_MODEL_CONCURRENCY"}, {"model-provider-concurrency", "REINS_MODEL_PROVIDER_CONCURRENCY"},
 		{"shutdown-grace", "REINS_SHUTDOWN_GRACE"}, {"log-level", "REINS_LOG_LEVEL"}, {"outbound-allow", "REINS_OUTBOUND_ALLOW"},
-		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"},
+		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"}, {"debug-addr", "REINS_DEBUG_ADDR"},
 	}...)
 	return cmd
 }
@@ -176,6 +179,14 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		ln.Close()
 		return err
 	}
+	var debug *debugServer
+	if o.debugAddr != "" {
+		if debug, err = listenDebug(o.debugAddr, logger); err != nil {
+			ln.Close()
+			return flagError(o.flags, "debug-addr", "%v", err)
+		}
+		defer debug.close()
+	}
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
@@ -197,6 +208,9 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	first.url = url
 	printBanner(cmd.OutOrStdout(), first)
 	logger.Info("reins serving", "url", url, "data_dir", o.dataDir)
+	if debug != nil {
+		logger.Info("debug listener serving", "url", debug.url)
+	}
 
 	<-ctx.Done()
 	logger.Info("shutting down")
