@@ -50,6 +50,7 @@ type serveOptions struct {
 	npmRegistry      string
 	bodyTimeout      time.Duration
 	limits           httpapi.KeyLimits
+	debugAddr        string
 	// flags are the command's flags, for errors that name them.
 	flags *pflag.FlagSet
 }
@@ -109,6 +110,8 @@ refused at start.`,
 	f.IntVar(&o.limits.RequestsPerMinute, "requests-per-minute", 600,
 		"other API requests per minute and key, 0 for no limit; over it 429 with retry-after (REINS_REQUESTS_PER_MINUTE)")
 	f.IntVar(&o.limits.Streams, "streams-per-key", 256, "event streams a key may have open at once, 0 for no limit (REINS_STREAMS_PER_KEY)")
+	f.StringVar(&o.debugAddr, "debug-addr", "",
+		"address of a separate listener serving the Go runtime's profiles (/debug/pprof/: goroutines, heap, CPU), without authentication; keep it on loopback, e.g. 127.0.0.1:6060. Off by default (REINS_DEBUG_ADDR)")
 	o.flags = f
 	bindEnv(f, []envFallback{
 		{"addr", "REINS_ADDR"}, {"data-dir", "REINS_DATA_DIR"}, {"database-url", "REINS_DATABASE_URL"},
@@ -121,6 +124,7 @@ refused at start.`,
 		{"sandbox-memory-budget", "REINS_SANDBOX_MEMORY_BUDGET"}, {"sandbox-process-budget", "REINS_SANDBOX_PROCESS_BUDGET"},
 		{"body-timeout", "REINS_BODY_TIMEOUT"}, {"creates-per-minute", "REINS_CREATES_PER_MINUTE"},
 		{"requests-per-minute", "REINS_REQUESTS_PER_MINUTE"}, {"streams-per-key", "REINS_STREAMS_PER_KEY"},
+		{"debug-addr", "REINS_DEBUG_ADDR"},
 	}...)
 	return cmd
 }
@@ -213,6 +217,14 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		ln.Close()
 		return err
 	}
+	var debug *debugServer
+	if o.debugAddr != "" {
+		if debug, err = listenDebug(o.debugAddr, logger); err != nil {
+			ln.Close()
+			return flagError(o.flags, "debug-addr", "%v", err)
+		}
+		defer debug.close()
+	}
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
@@ -235,6 +247,9 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	first.url = url
 	printBanner(cmd.OutOrStdout(), first)
 	logger.Info("reins serving", "url", url, "data_dir", o.dataDir)
+	if debug != nil {
+		logger.Info("debug listener serving", "url", debug.url)
+	}
 
 	<-ctx.Done()
 	logger.Info("shutting down")

@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -100,4 +104,49 @@ func TestServeLimitFlags(t *testing.T) {
 			t.Errorf("serve %s %s: %v", tc.flag, tc.value, r.err)
 		}
 	}
+}
+// TestServeDebugAddr: --debug-addr serves the runtime's profiles on a
+// listener of its own, not on the API's address; an address that cannot
+// be bound stops the start, naming the flag, before the data dir is
+// touched.
+func TestServeDebugAddr(t *testing.T) {
+	debug := freePort(t)
+	s := startServe(t, reinsEnv(t, reinsDir(t), "HOME="+t.TempDir()), freePort(t), filepath.Join(t.TempDir(), "data"), "--debug-addr", debug)
+	defer s.stop()
+	body := httpGet(t, "http://"+debug+"/debug/pprof/goroutine?debug=1", http.StatusOK)
+	if first, _, _ := strings.Cut(body, "\n"); !strings.HasPrefix(first, "goroutine profile: total ") {
+		t.Errorf("goroutine profile starts with %q", first)
+	}
+	if resp, err := http.Get(s.url + "/debug/pprof/"); err != nil || resp.StatusCode == http.StatusOK {
+		t.Errorf("the API's address serves /debug/pprof/: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+
+	dir := t.TempDir()
+	r := execute(context.Background(), "", "serve", "--data-dir", dir, "--addr", freePort(t), "--sandbox", "none", "--debug-addr", "127.0.0.1:http-alt-x")
+	if r.err == nil || !strings.Contains(r.err.Error(), "--debug-addr (REINS_DEBUG_ADDR)") {
+		t.Fatalf("serve --debug-addr with a bad port: %v", r.err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the refused start wrote to the data dir")
+	}
+}
+
+// httpGet does a GET and fails the test unless it answers want.
+func httpGet(t *testing.T, url string, want int) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != want {
+		t.Fatalf("GET %s: %d, want %d: %s", url, resp.StatusCode, want, b)
+	}
+	return string(b)
 }
