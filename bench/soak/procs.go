@@ -173,8 +173,12 @@ func startServer(ctx context.Context, bin, dir string, log *slog.Logger) (*serve
 	}
 	key := "sk-reins-soak-" + rand.Text()
 	data := filepath.Join(dir, "data")
+	// All clients share one key: the per-key rate limits, which bound one
+	// organisation's traffic, would measure themselves instead of the
+	// server.
 	c, err := startChild("reins serve", filepath.Join(dir, "serve.log"), bin, []string{"REINS_API_KEY=" + key},
-		"serve", "--addr", addr, "--debug-addr", debug, "--data-dir", data, "--log-level", "warn")
+		"serve", "--addr", addr, "--debug-addr", debug, "--data-dir", data, "--log-level", "warn",
+		"--creates-per-minute", "0", "--requests-per-minute", "0", "--streams-per-key", "0")
 	if err != nil {
 		return nil, err
 	}
