@@ -50,6 +50,7 @@ type serveOptions struct {
 	npmRegistry      string
 	bodyTimeout      time.Duration
 	limits           httpapi.KeyLimits
+	maxRequests      int
 	debugAddr        string
 	// flags are the command's flags, for errors that name them.
 	flags *pflag.FlagSet
@@ -109,6 +110,8 @@ refused at start.`,
 		"requests that create a resource (agents, environments, sessions, vaults, credentials, environment keys) per minute and key, 0 for no limit; over it 429 with retry-after (REINS_CREATES_PER_MINUTE)")
 	f.IntVar(&o.limits.RequestsPerMinute, "requests-per-minute", 600,
 		"other API requests per minute and key, 0 for no limit; over it 429 with retry-after (REINS_REQUESTS_PER_MINUTE)")
+	f.IntVar(&o.maxRequests, "max-requests", 1024,
+		"API requests handled at once (event streams and work polls apart), 0 for no bound; over it a request waits up to a second, then gets 503 overloaded_error with retry-after (REINS_MAX_REQUESTS)")
 	f.IntVar(&o.limits.Streams, "streams-per-key", 256, "event streams a key may have open at once, 0 for no limit (REINS_STREAMS_PER_KEY)")
 	f.StringVar(&o.debugAddr, "debug-addr", "",
 		"address of a separate listener serving the Go runtime's profiles (/debug/pprof/: goroutines, heap, CPU), without authentication; keep it on loopback, e.g. 127.0.0.1:6060. Off by default (REINS_DEBUG_ADDR)")
@@ -123,7 +126,7 @@ refused at start.`,
 		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"},
 		{"sandbox-memory-budget", "REINS_SANDBOX_MEMORY_BUDGET"}, {"sandbox-process-budget", "REINS_SANDBOX_PROCESS_BUDGET"},
 		{"body-timeout", "REINS_BODY_TIMEOUT"}, {"creates-per-minute", "REINS_CREATES_PER_MINUTE"},
-		{"requests-per-minute", "REINS_REQUESTS_PER_MINUTE"}, {"streams-per-key", "REINS_STREAMS_PER_KEY"},
+		{"requests-per-minute", "REINS_REQUESTS_PER_MINUTE"}, {"streams-per-key", "REINS_STREAMS_PER_KEY"}, {"max-requests", "REINS_MAX_REQUESTS"},
 		{"debug-addr", "REINS_DEBUG_ADDR"},
 	}...)
 	return cmd
@@ -157,6 +160,8 @@ func (o *serveOptions) check() (slog.Level, error) {
 		return 0, flagError(o.flags, "creates-per-minute", "want 0 (no limit) or more, got %d", o.limits.CreatesPerMinute)
 	case o.limits.RequestsPerMinute < 0:
 		return 0, flagError(o.flags, "requests-per-minute", "want 0 (no limit) or more, got %d", o.limits.RequestsPerMinute)
+	case o.maxRequests < 0:
+		return 0, flagError(o.flags, "max-requests", "want 0 (no bound) or more, got %d", o.maxRequests)
 	case o.limits.Streams < 0:
 		return 0, flagError(o.flags, "streams-per-key", "want 0 (no limit) or more, got %d", o.limits.Streams)
 	case o.addr == "":
@@ -314,10 +319,10 @@ func firstStart(ctx context.Context, a *app.App, o *serveOptions, bootstrap stri
 	return b, nil
 }
 
-// httpConfig returns the API's settings of the flags: the body timeout
-// and the per-key limits.
+// httpConfig returns the API's settings of the flags: the body timeout,
+// the per-key limits and the bound on requests at once.
 func (o *serveOptions) httpConfig() httpapi.Config {
-	return httpapi.Config{BodyTimeout: o.bodyTimeout, Limits: o.limits}
+	return httpapi.Config{BodyTimeout: o.bodyTimeout, Limits: o.limits, MaxRequests: o.maxRequests}
 }
 
 // packages returns the packages mirrors of the flags, checked.

@@ -45,6 +45,10 @@ type Config struct {
 	// Limits bounds each key's request rates and open streams (zero: no
 	// bounds).
 	Limits KeyLimits
+	// MaxRequests bounds the API requests handled at once, streams and
+	// work polls apart (zero: no bound); over it a request waits up to a
+	// second, then gets 503 overloaded_error with retry-after.
+	MaxRequests int
 	// PingInterval is the SSE heartbeat period (default 15 s).
 	PingInterval time.Duration
 	// PollInterval is how often streams re-check the log without a wake-up
@@ -117,6 +121,7 @@ type Server struct {
 
 	tails  *tails
 	limits *limiter
+	shed   *shedder
 
 	// done is closed by Shutdown: streams end cleanly.
 	done     chan struct{}
@@ -147,7 +152,7 @@ func New(cfg Config) *Server {
 		}
 		cfg.Sessions = sessions.New(sc)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limits: newLimiter(cfg.Limits), done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limits: newLimiter(cfg.Limits), shed: newShedder(cfg.MaxRequests), done: make(chan struct{})}
 	s.tails = newTails(cfg.Store, cfg.Bus, cfg.PollInterval)
 	s.routes()
 	return s
@@ -274,6 +279,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_, pattern := s.mux.Handler(r)
 	if r.URL.Path != "/healthz" {
+		leave, err := s.shed.enter(r.Context(), pattern)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer leave()
 		p, release, err := s.authorize(r, pattern)
 		if err != nil {
 			s.writeError(w, r, err)
