@@ -34,6 +34,7 @@ type Store interface {
 	Agents
 	Environments
 	Sessions
+	Leases
 	// Close releases the backend's resources.
 	Close() error
 }
