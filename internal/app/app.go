@@ -216,7 +216,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
 	hcfg.Tools, hcfg.Workers, hcfg.MCP, hcfg.Credentials = tools, wk, mcpHost, credentialCheck{st}
 	h := harness.New(hcfg)
-	wk.h = h
+	wk.h = replicaRunner{h, b}
 	wk.q = workqueue.New(st, b, wk, cfg.Logger)
 	ht.work = wk.q
 	if cfg.WorkLeaseTTL > 0 {
@@ -224,7 +224,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	hc := cfg.HTTP
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
-	hc.Sessions = sessions.New(sessions.Config{Store: st, Bus: b, Runner: replicaRunner{h, b}, Work: wk.q, Hosting: wk.hosting})
+	hc.Sessions = sessions.New(sessions.Config{Store: st, Bus: b, Runner: wk.h, Work: wk.q, Hosting: wk.hosting})
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
 	hc.Lifecycle = ht
