@@ -113,10 +113,11 @@ func (h *Harness) Previews() *Previews { return h.previews }
 // Start wakes every session that was left with work: running or
 // rescheduling sessions, and sessions with queued input. Idle sessions
 // without input get no runner. Under leases, only the sessions no other
-// replica owns are woken, and the sweep starts (it stops on Shutdown).
+// replica owns are woken (those a crashed process of the same Owner left
+// are its own), and the sweep starts (it stops on Shutdown).
 func (h *Harness) Start(ctx context.Context) error {
 	if h.cfg.Leases != nil {
-		if err := h.wakeUnowned(ctx); err != nil {
+		if err := h.wakeUnowned(ctx, h.cfg.Owner); err != nil {
 			return err
 		}
 		h.mu.Lock()

@@ -127,15 +127,15 @@ func (h *Harness) sweep() {
 			return
 		case <-t.C:
 		}
-		if err := h.wakeUnowned(h.ctx); err != nil && h.ctx.Err() == nil {
+		if err := h.wakeUnowned(h.ctx, ""); err != nil && h.ctx.Err() == nil {
 			h.log.Warn("sweep unowned sessions", "err", err)
 		}
 	}
 }
 
-// wakeUnowned wakes the sessions with work and no live lease.
-func (h *Harness) wakeUnowned(ctx context.Context) error {
-	ids, err := h.cfg.Leases.UnownedSessions(ctx)
+// wakeUnowned wakes the sessions with work and no live lease but owner's.
+func (h *Harness) wakeUnowned(ctx context.Context, owner string) error {
+	ids, err := h.cfg.Leases.UnownedSessions(ctx, owner)
 	if err != nil {
 		return err
 	}
@@ -158,5 +158,5 @@ func (h *Harness) CatchUp(ctx context.Context) error {
 	if h.cfg.Leases == nil {
 		return nil
 	}
-	return h.wakeUnowned(ctx)
+	return h.wakeUnowned(ctx, "")
 }

@@ -187,3 +187,26 @@ func TestLeaseLostStopsRunner(t *testing.T) {
 		t.Fatalf("model called %d times; the old owner ran again", n)
 	}
 }
+
+// TestLeaseStartResumesOwnLeases starts a harness under the owner name of
+// a process that crashed holding a session's lease: it resumes the session
+// at once, while a harness of another name leaves it to the lease.
+func TestLeaseStartResumesOwnLeases(t *testing.T) {
+	st, sid := leaseFixture(t)
+	sendMessage(t, st, sid)
+	if _, err := st.AcquireSession(context.Background(), sid, "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	m := newGateModel()
+	close(m.gate)
+	replica(t, st, "b", m)
+	time.Sleep(time.Second)
+	if n := m.count(); n != 0 {
+		t.Fatalf("another owner ran a session under a live lease (%d model calls)", n)
+	}
+	replica(t, st, "a", m)
+	waitFor(t, "the turn's end", func() bool { return countType(t, st, sid, ma.EventStatusIdle) == 1 })
+	if n := m.count(); n != 1 {
+		t.Fatalf("model called %d times", n)
+	}
+}

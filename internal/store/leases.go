@@ -47,8 +47,10 @@ type Leases interface {
 	SessionLease(ctx context.Context, sessionID string) (Lease, error)
 	// UnownedSessions returns the sessions that have work (running or
 	// rescheduling, or with queued input, and not terminated) and no live
-	// lease: a replica that wakes them takes them over.
-	UnownedSessions(ctx context.Context) ([]string, error)
+	// lease but owner's ("" for none): a replica that wakes them takes
+	// them over. A process starting under the name of one that crashed
+	// passes that name, since the leases it left are its own.
+	UnownedSessions(ctx context.Context, owner string) ([]string, error)
 }
 
 // Lease is the state of a session's lease.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,9 +191,9 @@ func testUnownedSessions(t *testing.T, s store.Store) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	unowned := func() []string {
+	unowned := func(owner ...string) []string {
 		t.Helper()
-		ids, err := s.UnownedSessions(ctx)
+		ids, err := s.UnownedSessions(ctx, strings.Join(owner, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,6 +211,12 @@ func testUnownedSessions(t *testing.T, s store.Store) {
 	}
 	if got := unowned(); !slices.Equal(got, []string{queued.ID}) {
 		t.Fatalf("unowned with running leased = %v", got)
+	}
+	if got := unowned("a"); !slices.Equal(got, want) {
+		t.Fatalf("unowned but by a = %v, want %v", got, want)
+	}
+	if got := unowned("b"); !slices.Equal(got, []string{queued.ID}) {
+		t.Fatalf("unowned but by b = %v", got)
 	}
 	if err := s.ReleaseSession(ctx, running.ID, "a", tok); err != nil {
 		t.Fatal(err)

@@ -64,12 +64,12 @@ func (s *Store) SessionLease(ctx context.Context, sessionID string) (store.Lease
 }
 
 // UnownedSessions implements store.Leases.
-func (s *Store) UnownedSessions(ctx context.Context) ([]string, error) {
-	unowned := ` AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = %s AND l.owner <> ? AND l.expires_at > ` + s.d.Now() + `)`
+func (s *Store) UnownedSessions(ctx context.Context, owner string) ([]string, error) {
+	unowned := ` AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = %s AND l.owner <> ? AND l.owner <> ? AND l.expires_at > ` + s.d.Now() + `)`
 	return collect(ctx, s.r, scanString,
 		`SELECT id FROM sessions WHERE status IN (?, ?)`+fmt.Sprintf(unowned, "sessions.id")+
 			` UNION SELECT DISTINCT e.session_id FROM events e JOIN sessions x ON x.id = e.session_id WHERE e.pending AND x.status <> ?`+fmt.Sprintf(unowned, "e.session_id"),
-		ma.StatusRunning, ma.StatusRescheduling, "", ma.StatusTerminated, "")
+		ma.StatusRunning, ma.StatusRescheduling, "", owner, ma.StatusTerminated, "", owner)
 }
 
 // readLease reads the session's lease and the database's time; lock ends
