@@ -178,6 +178,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		if cfg.ReplicaID == "" {
 			cfg.ReplicaID = replicaName()
 		}
+		cfg.Logger = cfg.Logger.With("replica", cfg.ReplicaID)
 		if relay, err = openRelay(ctx, cfg.DatabaseURL, cfg.ReplicaID, b, cfg.Logger); err != nil {
 			st.Close()
 			return nil, err
@@ -187,7 +188,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 				relay.Close()
 			}
 		}()
-		hcfg.Leases, hcfg.Owner, hcfg.LeaseTTL = st, cfg.ReplicaID, cfg.LeaseTTL
+		hcfg.Leases, hcfg.Owner, hcfg.LeaseTTL, hcfg.Logger = st, cfg.ReplicaID, cfg.LeaseTTL, cfg.Logger
 	}
 	hubOpts := cfg.Hub
 	hubOpts.Credentials = credentials{st}
