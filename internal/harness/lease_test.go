@@ -210,3 +210,44 @@ func TestLeaseStartResumesOwnLeases(t *testing.T) {
 		t.Fatalf("model called %d times", n)
 	}
 }
+
+// blindLeases renews nothing and always succeeds: the leases of a replica
+// that believes it still owns its sessions (paused past its lease, or its
+// clock wrong), which only the fence can stop.
+type blindLeases struct{ store.Leases }
+
+func (blindLeases) RenewSession(context.Context, string, string, int64, time.Duration) error {
+	return nil
+}
+
+// TestLeaseFenceStopsStaleOwner lets a runner that does not know it lost
+// its lease finish its model call after another owner took the session
+// over: the fence refuses its write, so the model's answer is never
+// appended, and the runner leaves.
+func TestLeaseFenceStopsStaleOwner(t *testing.T) {
+	st, sid := leaseFixture(t)
+	m := newGateModel()
+	h := New(Config{Store: st, Bus: bus.New(), Model: m, Leases: blindLeases{st}, Owner: "a", LeaseTTL: 300 * time.Millisecond, IdleLinger: -1})
+	t.Cleanup(func() { h.Shutdown(context.Background()) })
+	sendMessage(t, st, sid)
+	h.Wake(sid)
+	<-m.started
+	ctx := context.Background()
+	waitFor(t, "the lease's expiry", func() bool {
+		_, err := st.AcquireSession(ctx, sid, "b", time.Minute)
+		return err == nil
+	})
+	seq, _ := st.LastSeq(ctx, sid)
+	close(m.gate)
+	waitFor(t, "the stale runner's exit", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.runners[sid] == nil
+	})
+	if after, _ := st.LastSeq(ctx, sid); after != seq {
+		t.Fatalf("the stale owner appended: seq %d -> %d", seq, after)
+	}
+	if n := countType(t, st, sid, ma.EventAgentMessage); n != 0 {
+		t.Fatalf("%d agent messages from a stale owner", n)
+	}
+}
