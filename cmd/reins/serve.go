@@ -126,6 +126,10 @@ func (o *serveOptions) check() (slog.Level, error) {
 		return 0, flagError(o.flags, "log-level", "want debug, info, warn or error, got %q", o.logLevel)
 	}
 	switch {
+	case o.leaseTTL < time.Second:
+		return 0, flagError(o.flags, "lease-ttl", "want at least 1s, got %s", o.leaseTTL)
+	case strings.ContainsAny(o.replicaID, " \t\n"):
+		return 0, flagError(o.flags, "replica-id", "want a name without spaces, got %q", o.replicaID)
 	case o.maxAttempts < 1:
 		return 0, flagError(o.flags, "model-max-attempts", "want at least 1, got %d", o.maxAttempts)
 	case o.retryBase <= 0:
@@ -138,10 +142,6 @@ func (o *serveOptions) check() (slog.Level, error) {
 		return 0, flagError(o.flags, "sandbox-process-budget", "want 0 (this machine's) or more, got %d", o.processBudget)
 	case o.shutdownGrace < 0:
 		return 0, flagError(o.flags, "shutdown-grace", "want a duration of 0 or more, got %s", o.shutdownGrace)
-	case o.leaseTTL < time.Second:
-		return 0, flagError(o.flags, "lease-ttl", "want at least 1s, got %s", o.leaseTTL)
-	case strings.ContainsAny(o.replicaID, " \t\n"):
-		return 0, flagError(o.flags, "replica-id", "want a name without spaces, got %q", o.replicaID)
 	case o.addr == "":
 		return 0, flagError(o.flags, "addr", "want a listen address such as 127.0.0.1:4180")
 	case o.dataDir == "":
