@@ -141,6 +141,8 @@ func TestServeBadConfiguration(t *testing.T) {
 		{env: []string{"REINS_SANDBOX_PROCESSES", "many"}, wants: []string{"REINS_SANDBOX_PROCESSES", "--sandbox-processes"}},
 		{env: []string{"REINS_SANDBOX_CPU", "-1"}, wants: []string{"--sandbox-cpu"}},
 		{env: []string{"REINS_SANDBOX", "vm"}, wants: []string{"--sandbox", `"vm"`}},
+		{args: []string{"--lease-ttl", "10ms"}, wants: []string{"--lease-ttl (REINS_LEASE_TTL)", "at least 1s"}},
+		{env: []string{"REINS_REPLICA_ID", "two words"}, wants: []string{"--replica-id (REINS_REPLICA_ID)", "without spaces"}},
 	} {
 		dir := t.TempDir()
 		if len(tc.env) > 0 {

@@ -31,6 +31,8 @@ import (
 type serveOptions struct {
 	addr, dataDir    string
 	databaseURL      string
+	replicaID        string
+	leaseTTL         time.Duration
 	anthropicKey     string
 	anthropicBaseURL string
 	openaiKey        string
@@ -81,7 +83,9 @@ refused at start.`,
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", "127.0.0.1:4180", "listen address (REINS_ADDR)")
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "data directory (REINS_DATA_DIR)")
-	f.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL URL (postgres://…) to keep the store in instead of SQLite in the data dir (REINS_DATABASE_URL); one reins process per database for now")
+	f.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL URL (postgres://…) to keep the store in instead of SQLite in the data dir (REINS_DATABASE_URL); several processes on one database share its sessions by lease, but see the README on what replicas lack yet")
+	f.StringVar(&o.replicaID, "replica-id", "", "this process's name among those on one PostgreSQL database, without spaces (default host-pid-random) (REINS_REPLICA_ID)")
+	f.DurationVar(&o.leaseTTL, "lease-ttl", harness.DefaultLeaseTTL, "with --database-url, how long a process that stops renewing keeps its sessions before another takes them over (REINS_LEASE_TTL)")
 	f.StringVar(&o.anthropicKey, "anthropic-api-key", "", "Anthropic API key for claude-* models (ANTHROPIC_API_KEY)")
 	f.StringVar(&o.anthropicBaseURL, "anthropic-base-url", "", "Messages API base URL (ANTHROPIC_BASE_URL)")
 	f.StringVar(&o.openaiKey, "openai-api-key", "", "API key for openai/* models (OPENAI_API_KEY)")
@@ -118,6 +122,7 @@ refused at start.`,
 	o.flags = f
 	bindEnv(f, []envFallback{
 		{"addr", "REINS_ADDR"}, {"data-dir", "REINS_DATA_DIR"}, {"database-url", "REINS_DATABASE_URL"},
+		{"replica-id", "REINS_REPLICA_ID"}, {"lease-ttl", "REINS_LEASE_TTL"},
 		{"anthropic-api-key", "ANTHROPIC_API_KEY"}, {"anthropic-base-url", "ANTHROPIC_BASE_URL"},
 		{"openai-api-key", "OPENAI_API_KEY"}, {"openai-base-url", "OPENAI_BASE_URL"},
 		{"model-max-attempts", "REINS_MODEL_MAX_ATTEMPTS"}, {"model-retry-base", "REINS_MODEL_RETRY_BASE"}, {"model-retry-max", "REINS_MODEL_RETRY_MAX"},
@@ -142,6 +147,10 @@ func (o *serveOptions) check() (slog.Level, error) {
 		return 0, flagError(o.flags, "log-level", "want debug, info, warn or error, got %q", o.logLevel)
 	}
 	switch {
+	case o.leaseTTL < time.Second:
+		return 0, flagError(o.flags, "lease-ttl", "want at least 1s, got %s", o.leaseTTL)
+	case strings.ContainsAny(o.replicaID, " \t\n"):
+		return 0, flagError(o.flags, "replica-id", "want a name without spaces, got %q", o.replicaID)
 	case o.maxAttempts < 1:
 		return 0, flagError(o.flags, "model-max-attempts", "want at least 1, got %d", o.maxAttempts)
 	case o.retryBase <= 0:
@@ -231,7 +240,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		defer debug.close()
 	}
 	bootstrap := os.Getenv("REINS_API_KEY")
-	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
+	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
 		HTTP: o.httpConfig()})

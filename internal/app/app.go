@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/bus/pgnotify"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
@@ -40,6 +41,12 @@ type Config struct {
 	DatabaseURL string
 	// SQLite tunes the SQLite store (benchmarks); unused with DatabaseURL.
 	SQLite []sqlite.Option
+	// ReplicaID names this process among the replicas of a PostgreSQL
+	// database (default: host, pid and a random suffix); LeaseTTL is the
+	// lease of the sessions it runs (default harness.DefaultLeaseTTL).
+	// Unused with SQLite.
+	ReplicaID string
+	LeaseTTL  time.Duration
 	// BootstrapKey is accepted as an API key (REINS_API_KEY).
 	BootstrapKey string
 	// Models are the model providers by name ("anthropic", "openai",
@@ -108,6 +115,11 @@ type App struct {
 	log     *slog.Logger
 	srv     *http.Server
 	lock    *dirLock // the data dir's, held until Shutdown
+	// relay carries wake-ups to the other replicas (PostgreSQL only);
+	// relayCtx ends at Shutdown.
+	relay       *pgnotify.Relay
+	relayCtx    context.Context
+	relayCancel context.CancelFunc
 }
 
 // DBFile is the database file name inside the data dir.
@@ -167,6 +179,26 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	b := bus.New()
+	hcfg := harness.Config{Store: st, Bus: b, Model: models, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger}
+	var relay *pgnotify.Relay
+	if cfg.DatabaseURL != "" {
+		// Replicas may share the database: sessions run under leases and
+		// wake-ups cross processes.
+		if cfg.ReplicaID == "" {
+			cfg.ReplicaID = replicaName()
+		}
+		cfg.Logger = cfg.Logger.With("replica", cfg.ReplicaID)
+		if relay, err = openRelay(ctx, cfg.DatabaseURL, cfg.ReplicaID, b, cfg.Logger); err != nil {
+			st.Close()
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				relay.Close()
+			}
+		}()
+		hcfg.Leases, hcfg.Owner, hcfg.LeaseTTL, hcfg.Logger = st, cfg.ReplicaID, cfg.LeaseTTL, cfg.Logger
+	}
 	hubOpts := cfg.Hub
 	hubOpts.Credentials = credentials{st}
 	hubOpts.AllowRegistration = chainRegistration(credentials{st}.allowRegistration, cfg.Hub.AllowRegistration)
@@ -192,8 +224,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	guard := &netguard.Guard{Allow: cfg.OutboundAllow, Hint: outboundAllowHint}
 	streams, requests := guard.Client(0), guard.Client(outboundTimeout)
 	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
-	h := harness.New(harness.Config{Store: st, Bus: b, Model: models, Tools: tools, Workers: wk, MCP: mcpHost, Credentials: credentialCheck{st}, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger})
-	wk.h = h
+	hcfg.Tools, hcfg.Workers, hcfg.MCP, hcfg.Credentials = tools, wk, mcpHost, credentialCheck{st}
+	h := harness.New(hcfg)
+	wk.h = replicaRunner{h, b}
 	wk.q = workqueue.New(st, b, wk, cfg.Logger)
 	ht.work = wk.q
 	if cfg.WorkLeaseTTL > 0 {
@@ -201,7 +234,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	hc := cfg.HTTP
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
-	hc.Sessions = sessions.New(sessions.Config{Store: st, Bus: b, Runner: h, Work: wk.q, Hosting: wk.hosting})
+	hc.Sessions = sessions.New(sessions.Config{Store: st, Bus: b, Runner: wk.h, Work: wk.q, Hosting: wk.hosting})
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
 	hc.Lifecycle = ht
@@ -212,7 +245,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		streams.CloseIdleConnections()
 		requests.CloseIdleConnections()
 	}
-	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, idle: idle, log: cfg.Logger, lock: lock}, nil
+	rctx, rcancel := context.WithCancel(context.Background())
+	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
+		relay: relay, relayCtx: rctx, relayCancel: rcancel}, nil
 }
 
 // Start resumes interrupted sessions and serves the API on ln until
@@ -224,6 +259,11 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 		a.log.Warn("--sandbox=none: cloud sessions' tools run on this host as the server's user, confined by Landlock only; they can read the server's files and reach its network. Use this only on a trusted single-user machine.")
 	}
 	a.tools.sweepWorkspaces(ctx)
+	// Listening starts before the harness looks for work, so that no
+	// wake-up falls between the two.
+	if err := a.startRelay(ctx); err != nil {
+		return fmt.Errorf("wake-ups from other replicas: %w", err)
+	}
 	if err := a.Harness.Start(ctx); err != nil {
 		return fmt.Errorf("resume sessions: %w", err)
 	}
@@ -250,6 +290,10 @@ func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
 	if err := a.Harness.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("harness: %w", err))
+	}
+	a.relayCancel()
+	if a.relay != nil {
+		a.relay.Close()
 	}
 	a.tools.stop()
 	if err := a.Hub.Shutdown(ctx); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/workqueue"
@@ -17,7 +16,7 @@ import (
 type workers struct {
 	st      store.Store
 	q       *workqueue.Service
-	h       *harness.Harness
+	h       sessions.Runner   // the harness, as the API drives it (replicas)
 	hosting *sessions.Hosting // the one rule for "self-hosted"
 	// placed reports whether an executor holds the session now.
 	placed func(sessionID string) bool

@@ -2,14 +2,57 @@
 // reins process. It never carries events: a subscriber that is woken reads
 // the store. Losing a wake-up costs latency, not data, because every waiter
 // also re-checks on a timer.
+//
+// The bus itself is in-process. Where several processes share a database,
+// a Relay (package bus/pgnotify on PostgreSQL) carries what is published
+// to the other processes, which Deliver it to their own buses.
 package bus
 
 import "sync"
 
 // Bus is an in-process wake-up bus. The zero value is not usable; call New.
 type Bus struct {
-	mu   sync.Mutex
-	subs map[string]map[*Sub]struct{}
+	mu    sync.Mutex
+	subs  map[string]map[*Sub]struct{}
+	relay Relay
+}
+
+// Kind is what a wake-up asks of the process that gets it.
+type Kind uint8
+
+// Kinds of wake-ups.
+const (
+	// Changed: the key's state changed; subscribers read it again.
+	Changed Kind = iota
+	// Wake: the session has new work; its runner looks at it (the owner
+	// of its lease, or whoever takes it).
+	Wake
+	// Interrupt: the session was interrupted; its runner stops its
+	// current call.
+	Interrupt
+)
+
+// Note is a wake-up for another process.
+type Note struct {
+	Key  string
+	Kind Kind
+}
+
+// Relay carries wake-ups to the other processes that share the store. Send
+// must not block.
+type Relay interface {
+	Send(Note)
+}
+
+// SetRelay makes Publish send every wake-up through r as well. Call it
+// before the bus is used.
+func (b *Bus) SetRelay(r Relay) { b.relay = r }
+
+// Tell sends n to the other processes only (nothing without a relay).
+func (b *Bus) Tell(n Note) {
+	if b.relay != nil {
+		b.relay.Send(n)
+	}
 }
 
 // New returns an empty Bus.
@@ -50,8 +93,16 @@ func (s *Sub) Close() {
 	}
 }
 
-// Publish wakes every subscriber of key. It never blocks.
+// Publish wakes every subscriber of key, here and (through the relay) in
+// the other processes. It never blocks.
 func (b *Bus) Publish(key string) {
+	b.Deliver(key)
+	b.Tell(Note{Key: key, Kind: Changed})
+}
+
+// Deliver wakes every subscriber of key in this process: what a relay
+// received from another process. It never blocks.
+func (b *Bus) Deliver(key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs[key] {

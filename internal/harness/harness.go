@@ -55,8 +55,22 @@ type Config struct {
 	// (default 30 s; negative = exit at once). After it, an idle session
 	// costs no memory.
 	IdleLinger time.Duration
-	Logger     *slog.Logger
+	// Leases, if set, makes the harness run a session only while it holds
+	// the session's lease as Owner (a name unique to this process): several
+	// processes on one database then never run a session at once, and a
+	// stale owner's writes are fenced off. The lease lasts LeaseTTL
+	// (default 15 s), is renewed every third of it, and a sweep every half
+	// of it takes over the sessions with work and no live lease. Without
+	// Leases (one process per database, SQLite) every Wake runs.
+	Leases   store.Leases
+	Owner    string
+	LeaseTTL time.Duration
+	Logger   *slog.Logger
 }
+
+// DefaultLeaseTTL is the lease of a session's runner when Config.LeaseTTL
+// is not set.
+const DefaultLeaseTTL = 15 * time.Second
 
 // Harness schedules session runners.
 type Harness struct {
@@ -86,6 +100,9 @@ func New(cfg Config) *Harness {
 	if cfg.IdleLinger == 0 {
 		cfg.IdleLinger = 30 * time.Second
 	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Harness{cfg: cfg, log: cfg.Logger, previews: newPreviews(), ctx: ctx, cancel: cancel, runners: make(map[string]*runner)}
 }
@@ -95,8 +112,21 @@ func (h *Harness) Previews() *Previews { return h.previews }
 
 // Start wakes every session that was left with work: running or
 // rescheduling sessions, and sessions with queued input. Idle sessions
-// without input get no runner.
+// without input get no runner. Under leases, only the sessions no other
+// replica owns are woken (those a crashed process of the same Owner left
+// are its own), and the sweep starts (it stops on Shutdown).
 func (h *Harness) Start(ctx context.Context) error {
+	if h.cfg.Leases != nil {
+		if err := h.wakeUnowned(ctx, h.cfg.Owner); err != nil {
+			return err
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !h.closed {
+			h.wg.Go(h.sweep)
+		}
+		return nil
+	}
 	active, err := h.cfg.Store.SessionIDsByStatus(ctx, ma.StatusRunning, ma.StatusRescheduling)
 	if err != nil {
 		return err
@@ -111,7 +141,9 @@ func (h *Harness) Start(ctx context.Context) error {
 	return nil
 }
 
-// Wake makes sure a runner looks at the session soon.
+// Wake makes sure a runner looks at the session soon. Under leases, the
+// runner it starts first acquires the session's lease and leaves at once
+// when another replica holds it.
 func (h *Harness) Wake(sessionID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

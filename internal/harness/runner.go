@@ -77,13 +77,20 @@ func (r *runner) generation() uint64 {
 }
 
 func (r *runner) run() {
-	ctx := r.h.ctx
+	ctx, leave, ok := r.h.own(r)
+	if !ok {
+		r.h.remove(r)
+		return
+	}
+	defer leave()
 	failures := 0
 	for {
 		more, err := r.safeStep(ctx)
 		switch {
-		case ctx.Err() != nil:
-			// Shutting down: Wake no longer signals, nothing can be pending.
+		case ctx.Err() != nil, errors.Is(err, store.ErrFenced):
+			// Shutting down (Wake no longer signals, nothing can be
+			// pending), or the lease is lost: its new owner gets the
+			// wake-ups.
 			r.release()
 			r.h.remove(r)
 			return

@@ -4,7 +4,9 @@
 //
 // Every mutation of a session goes through Store.UpdateSession: one
 // transaction that reads the session row, appends events with the next
-// gap-free sequence numbers and writes the row back. The backends, sqlite
+// gap-free sequence numbers and writes the row back; the writes of the
+// process that runs a session carry the fencing token of its lease
+// (Leases, WithFence), so a stale owner cannot append. The backends, sqlite
 // and postgres, are drivers of one implementation (store/internal/sqlstore)
 // and pass the conformance suite in store/storetest.
 package store
@@ -34,6 +36,7 @@ type Store interface {
 	Agents
 	Environments
 	Sessions
+	Leases
 	// Close releases the backend's resources.
 	Close() error
 }

@@ -4,10 +4,10 @@
 // placeholders, row locks, the schema and the classification of errors.
 //
 // Every mutation of a session locks the session row, so sequence numbers
-// stay gap-free and unique even when two processes write to one database.
-// That does not make replicas safe yet: nothing coordinates which process
-// runs a session, so a second process on the same database runs duplicate
-// turns. Run one reins process per database.
+// stay gap-free and unique even when two processes write to one database,
+// and the sessions' leases (store.Leases) expire by the server's clock, so
+// that several replicas agree on who runs a session whatever their own
+// clocks say.
 package postgres
 
 import (
@@ -72,6 +72,13 @@ func (d driver) Lock(l sqlstore.Lock) string {
 		return " FOR UPDATE SKIP LOCKED"
 	}
 	return " FOR UPDATE"
+}
+
+// Now implements sqlstore.Driver: the server's clock, read when the
+// statement runs (not when its transaction began), so that every replica
+// measures leases by the same clock.
+func (d driver) Now() string {
+	return `(extract(epoch FROM clock_timestamp()) * 1000000000)::bigint`
 }
 
 // IsUnique implements sqlstore.Driver.

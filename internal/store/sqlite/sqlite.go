@@ -261,6 +261,12 @@ func (d *driver) commit(batch []*writeReq) {
 // at a time, so reads need no locks.
 func (d *driver) Lock(sqlstore.Lock) string { return "" }
 
+// Now implements sqlstore.Driver: SQLite's clock is the host's, which is
+// the one process's (millisecond precision).
+func (d *driver) Now() string {
+	return `CAST((julianday('now') - 2440587.5) * 86400000000000 AS INTEGER)`
+}
+
 // IsUnique implements sqlstore.Driver.
 func (d *driver) IsUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")

@@ -38,6 +38,11 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteSession", testDeleteSession},
 		{"EventFilters", testEventFilters},
 		{"RunningTools", testRunningTools},
+		{"Leases", testLeases},
+		{"LeaseExpiry", testLeaseExpiry},
+		{"FencedWrites", testFencedWrites},
+		{"UnownedSessions", testUnownedSessions},
+		{"ConcurrentAcquire", testConcurrentAcquire},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,9 @@ type Driver interface {
 	// lock the rows it reads, or "" where write transactions never run
 	// side by side.
 	Lock(l Lock) string
+	// Now returns an expression for the current time in Unix
+	// nanoseconds by the database's clock; leases expire by it.
+	Now() string
 	// IsUnique reports whether err is a unique-constraint violation.
 	IsUnique(err error) bool
 	// Close releases the driver's connections.

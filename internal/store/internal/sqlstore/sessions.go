@@ -73,12 +73,20 @@ func (s *Store) ListSessions(ctx context.Context, sq store.SessionQuery) ([]stor
 // UpdateSession implements store.Sessions. The session row is locked until
 // the transaction ends (or the driver runs one write transaction at a
 // time), so concurrent updates take turns and never assign the same seq.
+// A write with a fence for the session (store.WithFence) is refused with
+// store.ErrFenced unless the fence is the session's current lease.
 func (s *Store) UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
 	var out ma.Session
+	f, fence := store.FenceFrom(ctx, id)
 	err := s.d.WithTx(ctx, func(tx Querier) error {
 		sess, last, err := getSession(ctx, tx, id, s.lock(LockUpdate))
 		if err != nil {
 			return err
+		}
+		if fence {
+			if err := s.checkFence(ctx, tx, f); err != nil {
+				return err
+			}
 		}
 		t := &sessionTx{s: s, ctx: ctx, tx: tx, sess: sess, lastSeq: last}
 		if err := fn(t); err != nil {
@@ -101,6 +109,9 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 			return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM running_tools WHERE session_id = ?`, id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM session_leases WHERE session_id = ?`, id); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM events WHERE session_id = ?`, id)

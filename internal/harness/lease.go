@@ -1,0 +1,162 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/reinsdev/reins/internal/store"
+)
+
+// errLeaseLost is the cause of a runner context cancelled because its
+// session's lease was lost.
+var errLeaseLost = errors.New("session lease lost")
+
+// releaseTimeout bounds the release of a lease by a runner that leaves.
+const releaseTimeout = 5 * time.Second
+
+// own takes r's session's lease when the harness runs sessions under
+// leases. It returns the runner's context, which carries the fence of
+// every write and is cancelled as soon as the lease is lost, and the
+// function that stops renewing and releases the lease when the runner
+// leaves. ok is false when the lease cannot be had (another replica holds
+// it: that replica gets the wake-ups).
+func (h *Harness) own(r *runner) (ctx context.Context, leave func(), ok bool) {
+	if h.cfg.Leases == nil {
+		return h.ctx, func() {}, true
+	}
+	token, err := h.cfg.Leases.AcquireSession(h.ctx, r.id, h.cfg.Owner, h.cfg.LeaseTTL)
+	switch {
+	case errors.Is(err, store.ErrLeaseHeld):
+		h.log.Debug("session runs elsewhere", "session", r.id, "err", err)
+		return nil, nil, false
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil, false
+	case err != nil:
+		if h.ctx.Err() == nil {
+			h.log.Warn("acquire session lease; the sweep retries", "session", r.id, "err", err)
+		}
+		return nil, nil, false
+	}
+	f := store.Fence{SessionID: r.id, Owner: h.cfg.Owner, Token: token}
+	ctx, cancel := context.WithCancelCause(store.WithFence(h.ctx, f))
+	k := &keeper{h: h, fence: f, cancel: cancel, done: make(chan struct{})}
+	stop := make(chan struct{})
+	go k.renew(ctx, stop)
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			close(stop)
+			<-k.done
+			cancel(nil)
+			k.release()
+		})
+	}, true
+}
+
+// keeper renews one lease.
+type keeper struct {
+	h      *Harness
+	fence  store.Fence
+	cancel context.CancelCauseFunc // the runner's context
+	done   chan struct{}
+	lost   bool
+}
+
+// renew renews the lease every TTL/3 until stop is closed. When the lease
+// is fenced off, or could not be renewed for a whole TTL (another replica
+// may have taken it over), it cancels the runner's context at once.
+func (k *keeper) renew(ctx context.Context, stop <-chan struct{}) {
+	defer close(k.done)
+	ttl := k.h.cfg.LeaseTTL
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	deadline := time.Now().Add(ttl)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		err := k.h.cfg.Leases.RenewSession(ctx, k.fence.SessionID, k.fence.Owner, k.fence.Token, ttl)
+		switch {
+		case err == nil:
+			deadline = start.Add(ttl)
+			continue
+		case errors.Is(err, store.ErrFenced):
+			k.h.log.Warn("session lease taken over; its runner stops", "session", k.fence.SessionID, "token", k.fence.Token)
+		case time.Now().Before(deadline):
+			k.h.log.Warn("renew session lease", "session", k.fence.SessionID, "err", err)
+			continue
+		default:
+			k.h.log.Warn("session lease expired unrenewed; its runner stops", "session", k.fence.SessionID, "err", err)
+		}
+		k.lost = true
+		k.cancel(errLeaseLost)
+		return
+	}
+}
+
+// release frees a lease still held, so that another replica may take the
+// session at once. A lease that was lost is not released: it is not ours.
+func (k *keeper) release() {
+	if k.lost {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(k.h.ctx), releaseTimeout)
+	defer cancel()
+	err := k.h.cfg.Leases.ReleaseSession(ctx, k.fence.SessionID, k.fence.Owner, k.fence.Token)
+	if err != nil && !errors.Is(err, store.ErrFenced) {
+		k.h.log.Warn("release session lease", "session", k.fence.SessionID, "err", err)
+	}
+}
+
+// sweep wakes, every TTL/2, the sessions with work whose lease is free or
+// expired: sessions of a replica that died, and sessions whose wake-up was
+// lost, are taken over this way.
+func (h *Harness) sweep() {
+	t := time.NewTicker(h.cfg.LeaseTTL / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := h.wakeUnowned(h.ctx, ""); err != nil && h.ctx.Err() == nil {
+			h.log.Warn("sweep unowned sessions", "err", err)
+		}
+	}
+}
+
+// wakeUnowned wakes the sessions with work and no live lease but owner's.
+func (h *Harness) wakeUnowned(ctx context.Context, owner string) error {
+	ids, err := h.cfg.Leases.UnownedSessions(ctx, owner)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		h.Wake(id)
+	}
+	return nil
+}
+
+// CatchUp looks again at everything a lost wake-up may have concerned: it
+// signals every runner of this process and wakes the sessions with work
+// that no replica owns. Call it after the wake-ups from other replicas
+// were cut off (a reconnect of their transport).
+func (h *Harness) CatchUp(ctx context.Context) error {
+	h.mu.Lock()
+	for _, r := range h.runners {
+		r.signal()
+	}
+	h.mu.Unlock()
+	if h.cfg.Leases == nil {
+		return nil
+	}
+	return h.wakeUnowned(ctx, "")
+}
