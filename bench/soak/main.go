@@ -52,6 +52,7 @@ type config struct {
 	interval    time.Duration
 	warmup      time.Duration
 	turnTimeout time.Duration
+	think       time.Duration
 	flat        float64
 	reins       string
 	keep        bool
@@ -65,6 +66,7 @@ func main() {
 	flag.DurationVar(&cfg.interval, "interval", time.Minute, "report period")
 	flag.DurationVar(&cfg.warmup, "warmup", time.Minute, "resource samples up to this time are left out of the flatness summary (at most half of -duration)")
 	flag.DurationVar(&cfg.turnTimeout, "turn-timeout", 30*time.Second, "a turn not idle this long after its message was sent is a failure")
+	flag.DurationVar(&cfg.think, "think", 0, "each client's pause after a turn before its next message, as a person or a driver reading the answer would (0: none, every client sends as fast as the server answers)")
 	flag.Float64Var(&cfg.flat, "flat", 1.25, "the max/min ratio up to which a resource counts as flat")
 	flag.StringVar(&cfg.reins, "reins", "", "reins binary to run (default: go build ./cmd/reins into the work dir)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work dir (data dir, server and executor logs)")

@@ -96,7 +96,7 @@ func traffic(ctx context.Context, cfg config, w *world, rec *recorder, children 
 	until := time.Now().Add(cfg.duration)
 	var wg sync.WaitGroup
 	for i := range cfg.clients {
-		c := &client{id: i, world: w, rec: rec, timeout: cfg.turnTimeout, env: w.cloud, where: "cloud"}
+		c := &client{id: i, world: w, rec: rec, timeout: cfg.turnTimeout, think: cfg.think, env: w.cloud, where: "cloud"}
 		if i < cfg.hosted {
 			c.env, c.where = w.hosted, "self-hosted"
 		}
@@ -127,6 +127,7 @@ type client struct {
 	*world
 	rec     *recorder
 	timeout time.Duration
+	think   time.Duration // pause after each turn, as a reader would
 	env     string
 	where   string
 }
@@ -183,6 +184,11 @@ func (c *client) turns(ctx context.Context, sessionID string) bool {
 			return c.fail(ctx, sessionID, fmt.Sprintf("turn %d (%s)", n+1, kind), err)
 		}
 		c.rec.turn(c.where+" "+kind, took)
+		select {
+		case <-time.After(c.think):
+		case <-ctx.Done():
+			return true
+		}
 	}
 	return true
 }
