@@ -101,7 +101,7 @@ func decodeEventParam(field string, raw json.RawMessage) (ma.Event, error) {
 }
 
 type sendBody struct {
-	Events []json.RawMessage `json:"events"`
+	Events []rawView `json:"events"` // slices of the request body
 }
 
 func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
@@ -118,7 +118,7 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 	evs := make([]ma.Event, len(body.Events))
 	systems := 0
 	for i, raw := range body.Events {
-		ev, err := decodeEventParam(fmt.Sprintf("events[%d]", i), raw)
+		ev, err := decodeEventParam(fmt.Sprintf("events[%d]", i), json.RawMessage(raw))
 		if err != nil {
 			return err
 		}
