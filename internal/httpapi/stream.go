@@ -85,7 +85,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			entries, deleted, ok := tl.since(cursor)
 			if !ok {
 				var err error
-				if entries, err = s.cfg.Store.ReadLogRaw(ctx, id, cursor, streamBatch); err != nil {
+				if entries, err = s.cfg.Store.ReadLogRaw(ctx, id, cursor, streamBatch, 0); err != nil {
 					return true
 				}
 			}

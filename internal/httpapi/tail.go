@@ -139,7 +139,7 @@ func (t *tail) read(ctx context.Context) {
 	t.mu.Unlock()
 	var fresh []store.Entry
 	for {
-		entries, err := t.t.store.ReadLogRaw(ctx, t.id, after, streamBatch)
+		entries, err := t.t.store.ReadLogRaw(ctx, t.id, after, streamBatch, 0)
 		if err != nil {
 			return
 		}

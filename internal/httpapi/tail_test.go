@@ -32,7 +32,7 @@ func (s *logStore) LastSeq(ctx context.Context, id string) (int64, error) {
 	return 0, nil
 }
 
-func (s *logStore) ReadLogRaw(ctx context.Context, _ string, after int64, limit int) ([]store.Entry, error) {
+func (s *logStore) ReadLogRaw(ctx context.Context, _ string, after int64, limit int, _ int64) ([]store.Entry, error) {
 	if s.hang {
 		s.blocked <- struct{}{}
 		<-ctx.Done()
