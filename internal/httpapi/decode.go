@@ -18,7 +18,7 @@ import (
 // decode reads r's JSON body into v, answering malformed JSON, wrong types
 // and oversized bodies with a precise message. An empty body decodes as {}.
 func decode(r *http.Request, v any) error {
-	data, err := io.ReadAll(r.Body)
+	data, err := readBody(r)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		var ae *apiError
@@ -35,7 +35,7 @@ func decode(r *http.Request, v any) error {
 
 // decodePresent is decode that also returns the top-level keys present.
 func decodePresent(r *http.Request, v any) (map[string]json.RawMessage, error) {
-	data, err := io.ReadAll(r.Body)
+	data, err := readBody(r)
 	if err != nil {
 		return nil, decode(&http.Request{Body: io.NopCloser(errReader{err})}, v)
 	}
@@ -55,16 +55,39 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
+// bodySizeKey is the context key of the length of a request body that the
+// body budget admitted (budget.go).
+type bodySizeKey struct{}
+
+// readBody reads r's body whole. A body whose length the body budget
+// admitted is read into a buffer of that length: io.ReadAll's growth
+// would allocate about five times a large body.
+func readBody(r *http.Request) ([]byte, error) {
+	n, _ := r.Context().Value(bodySizeKey{}).(int64)
+	if n <= 0 {
+		return io.ReadAll(r.Body)
+	}
+	buf := make([]byte, n+1) // a byte more, to see the end without growing
+	m, err := io.ReadFull(r.Body, buf)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return buf[:m], nil
+	case err != nil:
+		return nil, err
+	}
+	rest, err := io.ReadAll(r.Body) // longer than announced
+	return append(buf, rest...), err
+}
+
+// decodeBytes decodes data into v and refuses the keys v's type does not
+// declare. json.Unmarshal decodes data where it is (a Decoder would copy
+// it first, and a body may be 32 MiB).
 func decodeBytes(data []byte, v any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		return jsonError(err)
-	}
-	if dec.More() {
-		return badRequest("request body: unexpected data after the JSON value")
 	}
 	return checkUnknown(data, v)
 }
@@ -76,6 +99,10 @@ func jsonError(err error) error {
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &se) && strings.HasSuffix(se.Error(), "after top-level value"):
+		return badRequest("request body: unexpected data after the JSON value")
+	case errors.As(err, &se) && se.Error() == "unexpected end of JSON input":
+		return badRequest("request body is not valid JSON: unexpected end of input")
 	case errors.As(err, &se):
 		return badRequest("request body is not valid JSON (at byte %d): %v", se.Offset, se)
 	case errors.As(err, &te):
@@ -217,6 +244,19 @@ func checkUnknownAt(path string, data []byte, v any) error {
 	return badRequest("%s: %s", noun, strings.Join(parts, "; "))
 }
 
+// rawView is a JSON value as a slice of the document json.Unmarshal
+// decodes (which hands UnmarshalJSON slices of its input), not a copy of
+// it as json.RawMessage is: request bodies may be 32 MiB, and checking
+// them walks their values at every depth. A rawView is valid while that
+// document is and must not be written to.
+type rawView []byte
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (v *rawView) UnmarshalJSON(b []byte) error {
+	*v = b
+	return nil
+}
+
 // unknownField is a key that its object's type does not declare.
 type unknownField struct {
 	path     string
@@ -237,7 +277,7 @@ func walkUnknown(path string, raw []byte, t reflect.Type, found *[]unknownField)
 		if t.Elem().Kind() == reflect.Uint8 {
 			return // raw JSON or bytes
 		}
-		var items []json.RawMessage
+		var items []rawView
 		if json.Unmarshal(raw, &items) != nil {
 			return
 		}
@@ -245,7 +285,7 @@ func walkUnknown(path string, raw []byte, t reflect.Type, found *[]unknownField)
 			walkUnknown(fmt.Sprintf("%s[%d]", path, i), it, t.Elem(), found)
 		}
 	case reflect.Map:
-		var m map[string]json.RawMessage
+		var m map[string]rawView
 		if json.Unmarshal(raw, &m) != nil {
 			return
 		}
@@ -261,7 +301,7 @@ func walkFields(path string, raw []byte, t reflect.Type, found *[]unknownField) 
 		walkUnknown(path, raw, t, found)
 		return
 	}
-	var m map[string]json.RawMessage
+	var m map[string]rawView
 	if json.Unmarshal(raw, &m) != nil {
 		return
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/reinsdev/reins/internal/sessions"
@@ -101,7 +103,7 @@ func decodeEventParam(field string, raw json.RawMessage) (ma.Event, error) {
 }
 
 type sendBody struct {
-	Events []json.RawMessage `json:"events"`
+	Events []rawView `json:"events"` // slices of the request body
 }
 
 func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
@@ -118,7 +120,7 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 	evs := make([]ma.Event, len(body.Events))
 	systems := 0
 	for i, raw := range body.Events {
-		ev, err := decodeEventParam(fmt.Sprintf("events[%d]", i), raw)
+		ev, err := decodeEventParam(fmt.Sprintf("events[%d]", i), json.RawMessage(raw))
 		if err != nil {
 			return err
 		}
@@ -186,17 +188,62 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 			eq.After = c.Pos
 		}
 	}
-	entries, err := s.cfg.Store.ListEvents(r.Context(), r.PathValue("id"), eq)
+	entries, release, err := s.listPage(r, eq)
 	if err != nil {
 		return err
 	}
-	page := ma.Page[json.RawMessage]{Data: make([]json.RawMessage, len(entries))}
-	for i, e := range entries {
-		page.Data[i] = e.Raw
+	defer release()
+	// The page ends at its head, if it has one: the next page starts
+	// there.
+	data := slices.DeleteFunc(entries, store.Entry.Head)
+	var next *string
+	if len(data) > 0 && (len(data) == limit || len(data) < len(entries)) {
+		next = cursor{Pos: data[len(data)-1].Seq, Order: order}.encode()
 	}
-	if len(entries) == limit {
-		page.NextPage = cursor{Pos: entries[len(entries)-1].Seq, Order: order}.encode()
-	}
-	writeJSON(w, page)
+	writeEventPage(w, data, next)
 	return nil
+}
+
+// listPage reads a page of the events list within listPageBytes of event
+// JSON: the store leaves the events past that as a head. An event larger
+// than a page comes alone, read once the event budget has room for it
+// (release gives the room back).
+func (s *Server) listPage(r *http.Request, eq store.EventQuery) (entries []store.Entry, release func(), err error) {
+	release = func() {}
+	eq.Raw, eq.MaxBytes = true, listPageBytes
+	for range 3 { // an event superseded meanwhile may leave another head
+		if entries, err = s.cfg.Store.ListEvents(r.Context(), r.PathValue("id"), eq); err != nil {
+			release()
+			return nil, nil, err
+		}
+		if len(entries) != 1 || !entries[0].Head() {
+			return entries, release, nil
+		}
+		release()
+		if release, err = s.admit(r, s.mem.events, entries[0].Size); err != nil {
+			return nil, nil, err
+		}
+		eq.MaxBytes = entries[0].Size
+	}
+	release()
+	return nil, nil, errf(http.StatusServiceUnavailable, ma.ErrOverloaded, "the events changed while they were read; retry")
+}
+
+// writeEventPage writes a page of the events list with the events' stored
+// JSON as it is, with no copy of it: what json.Encoder would write for a
+// ma.Page of json.RawMessage (the stored JSON is compact and HTML-escaped,
+// as json.Marshal wrote it).
+func writeEventPage(w http.ResponseWriter, data []store.Entry, next *string) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"data":[`)
+	for i, e := range data {
+		if i > 0 {
+			io.WriteString(w, ",")
+		}
+		w.Write(e.Raw)
+	}
+	tail, _ := json.Marshal(next)
+	io.WriteString(w, `],"next_page":`)
+	w.Write(tail)
+	io.WriteString(w, "}\n")
 }

@@ -49,6 +49,18 @@ type Config struct {
 	// work polls apart (zero: no bound); over it a request waits up to a
 	// second, then gets 503 overloaded_error with retry-after.
 	MaxRequests int
+	// BodyBudget bounds the bytes of content-carrying request bodies
+	// handled at once, counted by Content-Length (MaxBody when unknown);
+	// a request that does not get its share within BudgetWait is refused
+	// (503 overloaded_error). Default 128 MiB.
+	BodyBudget int64
+	// EventBudget bounds the bytes of large events (over a page of the
+	// events list or a stream's read) read from the store for lists and
+	// streams at once. Default 64 MiB.
+	EventBudget int64
+	// BudgetWait is how long a request waits for its share of a budget
+	// (default 2 s).
+	BudgetWait time.Duration
 	// PingInterval is the SSE heartbeat period (default 15 s).
 	PingInterval time.Duration
 	// PollInterval is how often streams re-check the log without a wake-up
@@ -122,6 +134,7 @@ type Server struct {
 	tails  *tails
 	limits *limiter
 	shed   *shedder
+	mem    *memory
 
 	// done is closed by Shutdown: streams end cleanly.
 	done     chan struct{}
@@ -139,6 +152,15 @@ func New(cfg Config) *Server {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
 	}
+	if cfg.BodyBudget <= 0 {
+		cfg.BodyBudget = DefaultBodyBudget
+	}
+	if cfg.EventBudget <= 0 {
+		cfg.EventBudget = DefaultEventBudget
+	}
+	if cfg.BudgetWait <= 0 {
+		cfg.BudgetWait = defaultBudgetWait
+	}
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = 15 * time.Second
 	}
@@ -154,16 +176,19 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limits: newLimiter(cfg.Limits), shed: newShedder(cfg.MaxRequests), done: make(chan struct{})}
 	s.tails = newTails(cfg.Store, cfg.Bus, cfg.PollInterval)
+	s.mem = newMemory(cfg)
 	s.routes()
 	return s
 }
 
-// Shutdown ends every open stream (they send nothing more and close) and
-// waits for the readers that fed them.
+// Shutdown ends every open stream (they send nothing more and close),
+// waits for the readers that fed them, and cancels a pending return of
+// memory to the OS.
 func (s *Server) Shutdown() {
 	s.doneOnce.Do(func() {
 		close(s.done)
 		s.tails.close()
+		s.mem.close()
 	})
 }
 
@@ -220,13 +245,13 @@ func (s *Server) routes() {
 	s.handle("GET /v1/environments/{id}/keys", smallBody, s.listEnvironmentKeys)
 	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, noBody(s.revokeEnvironmentKey))
 
-	s.handle("POST /v1/sessions", big, s.createSession)
+	s.handle("POST /v1/sessions", big, s.bodyBudget(s.createSession))
 	s.handle("GET /v1/sessions", smallBody, s.listSessions)
 	s.handle("GET /v1/sessions/{id}", smallBody, s.getSession)
 	s.handle("POST /v1/sessions/{id}", smallBody*4, s.updateSession)
 	s.handle("POST /v1/sessions/{id}/archive", smallBody, noBody(s.archiveSession))
 	s.handle("DELETE /v1/sessions/{id}", smallBody, noBody(s.deleteSession))
-	s.handle("POST /v1/sessions/{id}/events", big, s.sendEvents)
+	s.handle("POST /v1/sessions/{id}/events", big, s.bodyBudget(s.sendEvents))
 	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
 	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, s.streamEvents)
 

@@ -120,7 +120,7 @@ type sessionCreate struct {
 	Metadata      map[string]string `json:"metadata"`
 	Resources     []json.RawMessage `json:"resources"`
 	VaultIDs      []string          `json:"vault_ids"`
-	InitialEvents []json.RawMessage `json:"initial_events"`
+	InitialEvents []rawView         `json:"initial_events"` // slices of the request body
 	Budget        json.RawMessage   `json:"budget"`
 }
 
@@ -167,7 +167,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	initial := make([]ma.Event, 0, len(p.InitialEvents))
 	for i, raw := range p.InitialEvents {
-		ev, err := decodeEventParam(fmt.Sprintf("initial_events[%d]", i), raw)
+		ev, err := decodeEventParam(fmt.Sprintf("initial_events[%d]", i), json.RawMessage(raw))
 		if err != nil {
 			return err
 		}

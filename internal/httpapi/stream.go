@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -63,10 +64,12 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	bw := bufio.NewWriterSize(w, 32<<10)
+	// A client that stops reading loses the stream instead of pinning
+	// this handler. The deadline is set before writing too: a large
+	// event goes past the buffer, straight to the connection.
+	deadline := func() { rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout)) }
 	flush := func() error {
-		// A client that stops reading loses the stream instead of pinning
-		// this handler.
-		rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		deadline()
 		if err := bw.Flush(); err != nil {
 			return err
 		}
@@ -76,6 +79,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 
+	// A stream waiting for the event budget stops waiting at shutdown.
+	readCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.tails.ctx, cancel)()
+
 	started := map[string]bool{} // preview ids announced on this connection
 	finished := map[string]bool{}
 	// drain sends every new log entry; it reports whether the stream must
@@ -83,11 +91,18 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	drain := func() bool {
 		for {
 			entries, deleted, ok := tl.since(cursor)
+			release := func() {}
 			if !ok {
 				var err error
-				if entries, err = s.cfg.Store.ReadLogRaw(ctx, id, cursor, streamBatch); err != nil {
+				if entries, release, err = s.readLog(readCtx, id, cursor); err != nil {
 					return true
 				}
+				if len(entries) == 0 && !deleted {
+					return false // deleted meanwhile: the tail's next read tells
+				}
+			}
+			if len(entries) > 0 {
+				deadline()
 			}
 			for _, e := range entries {
 				writeFrame(bw, strconv.FormatInt(e.Seq, 10), e.Event.Type, e.Raw)
@@ -97,7 +112,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 			if len(entries) > 0 {
-				if err := flush(); err != nil {
+				err := flush()
+				release()
+				if err != nil {
 					return true
 				}
 			}
@@ -177,6 +194,34 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
+}
+
+// readLog reads a stream's next log entries after seq from the store: at
+// most streamChunkBytes of them, or a larger entry alone, shared with the
+// other streams that send it at once (largeReads). release lets go of that
+// entry; call it once the entries are written. No entries and no error:
+// the session was deleted.
+func (s *Server) readLog(ctx context.Context, id string, after int64) (entries []store.Entry, release func(), err error) {
+	release = func() {}
+	entries, err = s.cfg.Store.ReadLogRaw(ctx, id, after, streamBatch, streamChunkBytes)
+	if err != nil || len(entries) == 0 {
+		return nil, release, err
+	}
+	head := entries[len(entries)-1]
+	if !head.Head() {
+		return entries, release, nil
+	}
+	if len(entries) > 1 {
+		return entries[:len(entries)-1], release, nil // the next read starts at the head
+	}
+	e, release, err := s.mem.large.get(ctx, id, head)
+	if errors.Is(err, errEntryGone) {
+		return nil, func() {}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return []store.Entry{e}, release, nil
 }
 
 // revoked checks again the key a stream was opened with. Once it is

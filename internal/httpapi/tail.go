@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,8 +13,9 @@ import (
 
 // tailRing bounds the recent log entries a tail keeps for its streams, in
 // number and in bytes of event JSON: an event may be as large as a request
-// body (32 MiB), and a stream that needs entries the ring no longer holds
-// reads them from the store.
+// body (32 MiB), and a stream that needs entries the ring does not hold
+// reads them from the store. The tail reads the log within tailRingBytes
+// too, so that an event larger than the ring is never read by it.
 const (
 	tailRing      = 4096
 	tailRingBytes = 8 << 20
@@ -58,13 +60,12 @@ type tail struct {
 
 	readMu sync.Mutex // one read at a time
 
-	mu        sync.Mutex
-	ring      []store.Entry // the most recent entries, in seq order
-	ringBytes int           // the length of their Raw JSON
-	seq       int64         // last seq read
-	deleted   bool
-	subs      map[chan struct{}]struct{}
-	stop      context.CancelFunc
+	mu      sync.Mutex
+	ring    ring  // the most recent entries
+	seq     int64 // last seq read
+	deleted bool
+	subs    map[chan struct{}]struct{}
+	stop    context.CancelFunc
 }
 
 // subscribe returns the session's tail and a channel that is signalled when
@@ -130,29 +131,47 @@ func (t *tail) run(ctx context.Context, sub *bus.Sub) {
 }
 
 // read fetches the new entries once and wakes every subscriber. Streams
-// call it too, to see entries committed before a preview they hold.
+// call it too, to see entries committed before a preview they hold. It
+// reads within tailRingBytes at a time, and skips (as heads) the entries
+// larger than the ring.
 func (t *tail) read(ctx context.Context) {
 	t.readMu.Lock()
 	defer t.readMu.Unlock()
 	t.mu.Lock()
-	after := t.seq
+	last := t.seq
 	t.mu.Unlock()
-	var fresh []store.Entry
+	after := last
+	var fresh ring
+	gap := false // fresh does not continue the ring
 	for {
-		entries, err := t.t.store.ReadLogRaw(ctx, t.id, after, streamBatch)
+		entries, err := t.t.store.ReadLogRaw(ctx, t.id, after, streamBatch, tailRingBytes)
 		if err != nil {
 			return
 		}
-		fresh = append(fresh, entries...)
-		if len(entries) > 0 {
-			after = entries[len(entries)-1].Seq
+		if len(entries) == 0 {
+			break
 		}
-		if len(entries) < streamBatch {
+		n := len(entries)
+		if head := entries[n-1]; head.Head() {
+			// Read again from there, or, larger than the ring, skip it.
+			entries = entries[:n-1]
+			if len(entries) == 0 {
+				fresh.reset()
+				gap = true
+				after = head.Seq
+				continue
+			}
+		}
+		if fresh.push(entries...) {
+			gap = true
+		}
+		after = entries[len(entries)-1].Seq
+		if n < streamBatch && len(entries) == n {
 			break
 		}
 	}
 	deleted := false
-	if len(fresh) == 0 {
+	if after == last {
 		if _, err := t.t.store.GetSession(ctx, t.id); errors.Is(err, store.ErrNotFound) {
 			deleted = true
 		} else {
@@ -160,7 +179,10 @@ func (t *tail) read(ctx context.Context) {
 		}
 	}
 	t.mu.Lock()
-	t.keep(fresh)
+	if gap {
+		t.ring.reset()
+	}
+	t.ring.push(fresh.entries...)
 	t.seq = after
 	t.deleted = deleted
 	for ch := range t.subs {
@@ -172,36 +194,53 @@ func (t *tail) read(ctx context.Context) {
 	t.mu.Unlock()
 }
 
-// keep appends fresh entries to the ring and drops the oldest until it
-// holds at most tailRing entries and tailRingBytes of JSON. t.mu is held.
-func (t *tail) keep(fresh []store.Entry) {
-	t.ring = append(t.ring, fresh...)
-	for _, e := range fresh {
-		t.ringBytes += len(e.Raw)
-	}
-	drop := 0
-	for drop < len(t.ring) && (len(t.ring)-drop > tailRing || t.ringBytes > tailRingBytes) {
-		t.ringBytes -= len(t.ring[drop].Raw)
-		drop++
-	}
-	clear(t.ring[:drop]) // let the dropped events' memory go
-	t.ring = t.ring[drop:]
-}
-
-// since returns the entries after seq. ok is false when the ring no longer
-// holds them all (the caller reads the store instead).
+// since returns the entries after seq. ok is false when the ring does not
+// hold them all (the caller reads the store instead).
 func (t *tail) since(seq int64) (entries []store.Entry, deleted, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if seq >= t.seq {
 		return nil, t.deleted, true
 	}
-	if len(t.ring) == 0 || t.ring[0].Seq > seq+1 {
+	r := t.ring.entries
+	if len(r) == 0 || r[0].Seq > seq+1 {
 		return nil, t.deleted, false
 	}
-	i := len(t.ring)
-	for i > 0 && t.ring[i-1].Seq > seq {
+	i := len(r)
+	for i > 0 && r[i-1].Seq > seq {
 		i--
 	}
-	return t.ring[i:], t.deleted, true
+	// A copy: the ring drops (and clears) its oldest entries while the
+	// stream writes these.
+	return slices.Clone(r[i:]), t.deleted, true
+}
+
+// ring is a run of consecutive log entries, at most tailRing of them
+// and tailRingBytes of event JSON.
+type ring struct {
+	entries []store.Entry
+	bytes   int64
+}
+
+// push appends entries that follow the ring's and drops the oldest until
+// it is within its bounds. It reports whether it dropped any.
+func (r *ring) push(entries ...store.Entry) (dropped bool) {
+	r.entries = append(r.entries, entries...)
+	for _, e := range entries {
+		r.bytes += int64(len(e.Raw))
+	}
+	drop := 0
+	for drop < len(r.entries) && (len(r.entries)-drop > tailRing || r.bytes > tailRingBytes) {
+		r.bytes -= int64(len(r.entries[drop].Raw))
+		drop++
+	}
+	clear(r.entries[:drop]) // let the dropped events' memory go
+	r.entries = r.entries[drop:]
+	return drop > 0
+}
+
+// reset empties the ring.
+func (r *ring) reset() {
+	clear(r.entries)
+	*r = ring{}
 }

@@ -32,7 +32,8 @@ func (s *logStore) LastSeq(ctx context.Context, id string) (int64, error) {
 	return 0, nil
 }
 
-func (s *logStore) ReadLogRaw(ctx context.Context, _ string, after int64, limit int) ([]store.Entry, error) {
+// ReadLogRaw has no byte budget.
+func (s *logStore) ReadLogRaw(ctx context.Context, _ string, after int64, limit int, _ int64) ([]store.Entry, error) {
 	if s.hang {
 		s.blocked <- struct{}{}
 		<-ctx.Done()
@@ -106,21 +107,19 @@ func TestShutdownWaitsForTails(t *testing.T) {
 // exceeds tailRingBytes.
 func TestTailRingBoundedByBytes(t *testing.T) {
 	const big = 3 << 20
-	st := &logStore{}
-	for seq := range int64(4) {
-		st.entries = append(st.entries, store.Entry{Seq: seq + 1, Raw: make([]byte, big)})
-	}
-	ts := newTails(st, bus.New(), time.Hour)
+	f := newLogFixture(t)
+	ts := newTails(f.store, bus.New(), time.Hour)
 	defer ts.close()
-	tl, _, release, err := ts.subscribe(t.Context(), "sesn_1")
+	tl, _, release, err := ts.subscribe(t.Context(), f.session)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer release()
+	f.append(t, big, big, big, big)
 	tl.read(t.Context())
 
 	tl.mu.Lock()
-	n, size := len(tl.ring), tl.ringBytes
+	n, size := len(tl.ring.entries), tl.ring.bytes
 	tl.mu.Unlock()
 	if size > tailRingBytes || n != tailRingBytes/big {
 		t.Fatalf("ring holds %d entries of %d bytes, want %d entries within %d bytes", n, size, tailRingBytes/big, tailRingBytes)
@@ -130,5 +129,53 @@ func TestTailRingBoundedByBytes(t *testing.T) {
 	}
 	if got, _, ok := tl.since(2); !ok || len(got) != 2 || got[0].Seq != 3 {
 		t.Fatalf("since(2) = %d entries, ok %v; want entries 3 and 4 from the ring", len(got), ok)
+	}
+	if f.store.maxRead() > tailRingBytes {
+		t.Fatalf("the tail read %d bytes of events at once, more than its ring's %d", f.store.maxRead(), tailRingBytes)
+	}
+}
+
+// TestTailNeverReadsEventsLargerThanItsRing appends an event larger than
+// the ring between small ones: the tail skips it (streams read it from the
+// store) without ever reading it.
+func TestTailNeverReadsEventsLargerThanItsRing(t *testing.T) {
+	f := newLogFixture(t)
+	ts := newTails(f.store, bus.New(), time.Hour)
+	defer ts.close()
+	tl, _, release, err := ts.subscribe(t.Context(), f.session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	f.append(t, 100, tailRingBytes+1, 100)
+	tl.read(t.Context())
+	if f.store.maxRead() > tailRingBytes {
+		t.Fatalf("the tail read %d bytes of events at once, more than its ring's %d", f.store.maxRead(), tailRingBytes)
+	}
+	if _, _, ok := tl.since(1); ok {
+		t.Fatal("since(1) served from the ring, which cannot hold event 2")
+	}
+	if got, _, ok := tl.since(2); !ok || len(got) != 1 || got[0].Seq != 3 {
+		t.Fatalf("since(2) = %d entries, ok %v; want entry 3 from the ring", len(got), ok)
+	}
+}
+
+// TestSinceSurvivesTheRingDroppingEntries takes entries from the ring, as
+// a stream does before writing them, then makes the ring drop them: the
+// stream's entries are intact (the ring clears what it drops).
+func TestSinceSurvivesTheRingDroppingEntries(t *testing.T) {
+	tl := &tail{seq: 2}
+	tl.ring.entries = make([]store.Entry, 0, 8) // room: the push below does not reallocate
+	tl.ring.push(store.Entry{Seq: 1, Raw: []byte(`{"n":1}`)}, store.Entry{Seq: 2, Raw: []byte(`{"n":2}`)})
+	got, _, ok := tl.since(0)
+	if !ok || len(got) != 2 {
+		t.Fatalf("since(0) = %d entries, ok %v", len(got), ok)
+	}
+	tl.mu.Lock()
+	tl.ring.push(store.Entry{Seq: 3, Raw: make([]byte, tailRingBytes)}) // drops 1 and 2
+	tl.seq = 3
+	tl.mu.Unlock()
+	if got[0].Seq != 1 || string(got[1].Raw) != `{"n":2}` {
+		t.Fatalf("the stream's entries changed under it: seqs %d and %d, %q", got[0].Seq, got[1].Seq, got[1].Raw)
 	}
 }

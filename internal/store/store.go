@@ -121,14 +121,16 @@ type Sessions interface {
 	// DeleteSession removes the session and its events.
 	DeleteSession(ctx context.Context, id string) error
 	// ListEvents lists the live events of a session (each event id once,
-	// at the position of its latest echo).
+	// at the position of its latest echo). With q.MaxBytes the page is
+	// read within that byte budget (see Entry).
 	ListEvents(ctx context.Context, sessionID string, q EventQuery) ([]Entry, error)
 	// ReadLog returns the log entries with seq > after, in seq order, at
 	// most limit of them.
 	ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]Entry, error)
-	// ReadLogRaw is ReadLog without decoding the events: only Seq, Raw
-	// and the event's Type and ID are set. This is what streams deliver.
-	ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int) ([]Entry, error)
+	// ReadLogRaw is ReadLog without decoding the events: only Seq, Raw,
+	// Size and the event's Type and ID are set. This is what streams
+	// deliver. A positive maxBytes is the read's byte budget (see Entry).
+	ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int, maxBytes int64) ([]Entry, error)
 	// SessionIDsByStatus returns the ids of sessions in one of the
 	// statuses (for recovery at start).
 	SessionIDsByStatus(ctx context.Context, statuses ...string) ([]string, error)
@@ -171,12 +173,29 @@ type Tx interface {
 }
 
 // Entry is one log entry: an event and its position.
+//
+// A read with a byte budget (EventQuery.MaxBytes, ReadLogRaw's maxBytes)
+// never loads more event JSON than the budget: it takes entries, in the
+// order it reads them, while their Sizes total at most the budget. The
+// entry that would take the total over ends the read and comes last in
+// read order (first in a page read backwards), as a head: Seq, Size and
+// its event's ID and Type, without Raw or the rest of the event. The
+// caller learns that more follows and how large it is, and may read it
+// again with a budget that fits it. An entry larger than the budget is
+// therefore only ever returned as a head.
 type Entry struct {
 	Seq   int64
 	Event ma.Event
-	// Raw is the event's JSON as stored (what the API sends).
+	// Raw is the event's JSON as stored (what the API sends); nil in a
+	// head.
 	Raw []byte
+	// Size is the length of the event's JSON, in a head too.
+	Size int64
 }
+
+// Head reports whether e is the head that ended a read with a byte
+// budget (its JSON was not read).
+func (e Entry) Head() bool { return e.Raw == nil }
 
 // Item is a listed object with its position in the list order, used to make
 // page cursors.
@@ -216,6 +235,11 @@ type EventQuery struct {
 	Types         []string
 	// Processed-at bounds (events still queued never match a bound).
 	GT, GTE, LT, LTE *time.Time
+	// MaxBytes, if positive, is the page's byte budget (see Entry).
+	MaxBytes int64
+	// Raw leaves the events undecoded, as ReadLogRaw does: only Seq,
+	// Raw, Size and the event's ID and Type are set.
+	Raw bool
 }
 
 // IsPending reports whether ev, once appended, waits in the session's

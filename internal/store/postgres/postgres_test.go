@@ -129,7 +129,7 @@ func TestReplicasAppendGapFree(t *testing.T) {
 		t.Error(err)
 	}
 	const want = 2 * workers * appends * 2
-	log, err := b.ReadLogRaw(ctx, sess.ID, 0, want+10)
+	log, err := b.ReadLogRaw(ctx, sess.ID, 0, want+10, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestRawIsByteIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := s.ReadLogRaw(ctx, sess.ID, 0, 10)
+	log, err := s.ReadLogRaw(ctx, sess.ID, 0, 10, 0)
 	if err != nil || len(log) != 1 {
 		t.Fatalf("ReadLogRaw = %v, %v", log, err)
 	}

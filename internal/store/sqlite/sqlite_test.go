@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -155,8 +157,9 @@ func TestOpenWorkIndex(t *testing.T) {
 func TestOpenWorkMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "reins.db")
 	db := migratedDB(t, path)
-	// Back to the schema before the index, with the race's duplicates.
-	for _, q := range []string{`DROP INDEX work_open_session`, `DELETE FROM schema_migrations WHERE version = 7`} {
+	// Back to the schema before the index, with the race's duplicates
+	// (the later migrations run again too).
+	for _, q := range []string{`DROP INDEX work_open_session`, `DROP TABLE session_leases`, `DELETE FROM schema_migrations WHERE version >= 7`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -199,5 +202,71 @@ func TestSynchronous(t *testing.T) {
 			s.Close()
 			t.Error("Open accepted an invalid option")
 		}
+	}
+}
+
+// TestEventsRowidMigration: the events of a database whose events table is
+// WITHOUT ROWID (before migration 9) are kept in the rowid table that
+// replaces it, with its indexes.
+func TestEventsRowidMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "reins.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := ma.Time(time.Now())
+	sess, err := s.CreateSession(ctx, ma.Session{ID: "sesn_1", Type: "session", Status: ma.StatusIdle, CreatedAt: now, UpdatedAt: now, Metadata: ma.Metadata{}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := &ma.Event{Type: ma.EventUserMessage, Content: []ma.ContentBlock{{Type: "text", Text: "hi"}}}
+	if _, err := s.UpdateSession(ctx, sess.ID, func(tx store.Tx) error {
+		return tx.Append(msg, &ma.Event{Type: ma.EventStatusRunning, ProcessedAt: &now})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := s.ReadLog(ctx, sess.ID, 0, 10)
+	s.Close()
+
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Back to the table before migration 9.
+	for _, q := range []string{
+		`CREATE TABLE events_old (session_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, live INTEGER NOT NULL,
+			pending INTEGER NOT NULL, processed_at INTEGER, body BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID`,
+		`INSERT INTO events_old SELECT session_id, seq, id, type, live, pending, processed_at, body FROM events`,
+		`DROP TABLE events`, `ALTER TABLE events_old RENAME TO events`,
+		`CREATE INDEX events_by_id ON events (session_id, id)`, `CREATE INDEX events_pending ON events (session_id, seq) WHERE pending`,
+		`DELETE FROM schema_migrations WHERE version >= 9`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if s, err = sqlite.Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ddl string
+	if err := db.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'events'`).Scan(&ddl); err != nil || strings.Contains(ddl, "WITHOUT ROWID") {
+		t.Fatalf("events table after the migration: %q, %v", ddl, err)
+	}
+	var indexes int
+	db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('events_by_id', 'events_pending')`).Scan(&indexes)
+	got, err := s.ReadLog(ctx, sess.ID, 0, 10)
+	if err != nil || len(got) != 2 || indexes != 2 {
+		t.Fatalf("after the migration: %d entries (%v), %d indexes", len(got), err, indexes)
+	}
+	for i := range got {
+		if got[i].Seq != want[i].Seq || string(got[i].Raw) != string(want[i].Raw) {
+			t.Fatalf("entry %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if pending, err := s.SessionIDsWithPending(ctx); err != nil || len(pending) != 1 {
+		t.Fatalf("sessions with pending events after the migration: %v, %v", pending, err)
 	}
 }

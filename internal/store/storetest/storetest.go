@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SessionListFilters", testSessionListFilters},
 		{"DeleteSession", testDeleteSession},
 		{"EventFilters", testEventFilters},
+		{"ByteBudget", testByteBudget},
 		{"RunningTools", testRunningTools},
 		{"Leases", testLeases},
 		{"LeaseExpiry", testLeaseExpiry},
@@ -310,7 +311,7 @@ func testSessionLog(t *testing.T, s store.Store) {
 	if last, err := s.LastSeq(ctx, sess.ID); err != nil || last != 3 {
 		t.Fatalf("LastSeq = %d, %v", last, err)
 	}
-	raw, err := s.ReadLogRaw(ctx, sess.ID, 0, 100)
+	raw, err := s.ReadLogRaw(ctx, sess.ID, 0, 100, 0)
 	if err != nil || len(raw) != 3 || raw[1].Event.ID != msg.ID || raw[1].Event.Type != ma.EventUserMessage || string(raw[1].Raw) != string(log[1].Raw) {
 		t.Fatalf("ReadLogRaw = %+v, %v", raw, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/store"
@@ -116,6 +117,36 @@ func (s *Store) ListEvents(ctx context.Context, sessionID string, eq store.Event
 	if _, _, err := getSession(ctx, s.r, sessionID, ""); err != nil {
 		return nil, err
 	}
+	cols, scan := "seq, body", scanEntry
+	if eq.Raw {
+		cols, scan = rawCols, scanRawEntry
+	}
+	l := store.ListQuery{After: eq.After, Before: eq.Before, Desc: eq.Desc, Limit: eq.Limit}
+	if eq.MaxBytes <= 0 {
+		return list(ctx, s.r, scan, `SELECT `+cols+` FROM events`, "seq", eventFilter(sessionID, eq), l)
+	}
+	hq := eventFilter(sessionID, eq)
+	heads, err := collect(ctx, s.r, scanHead, `SELECT `+headCols+` FROM events`+hq.page("seq", l), hq.args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := withinBytes(heads, eq.MaxBytes, func(lo, hi int64) ([]store.Entry, error) {
+		q := eventFilter(sessionID, eq)
+		q.and("seq >= ? AND seq <= ?", lo, hi)
+		dir := "ASC"
+		if eq.Desc != backwards(l) {
+			dir = "DESC"
+		}
+		return collect(ctx, s.r, scan, `SELECT `+cols+` FROM events`+q.clause()+` ORDER BY seq `+dir, q.args...)
+	})
+	if err == nil && backwards(l) {
+		slices.Reverse(out)
+	}
+	return out, err
+}
+
+// eventFilter is the WHERE clause of a ListEvents query, without its page.
+func eventFilter(sessionID string, eq store.EventQuery) *query {
 	var q query
 	q.and("session_id = ?", sessionID)
 	q.and("live")
@@ -123,8 +154,7 @@ func (s *Store) ListEvents(ctx context.Context, sessionID string, eq store.Event
 		q.in("type", eq.Types)
 	}
 	q.since("processed_at", eq.GT, eq.GTE, eq.LT, eq.LTE)
-	l := store.ListQuery{After: eq.After, Before: eq.Before, Desc: eq.Desc, Limit: eq.Limit}
-	return list(ctx, s.r, scanEntry, `SELECT seq, body FROM events`, "seq", &q, l)
+	return &q
 }
 
 // ReadLog implements store.Sessions.
@@ -133,9 +163,51 @@ func (s *Store) ReadLog(ctx context.Context, sessionID string, after int64, limi
 }
 
 // ReadLogRaw implements store.Sessions.
-func (s *Store) ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error) {
-	return collect(ctx, s.r, scanRawEntry, `SELECT seq, id, type, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+func (s *Store) ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int, maxBytes int64) ([]store.Entry, error) {
+	const from = ` FROM events WHERE session_id = ? AND seq > ?`
+	if maxBytes <= 0 {
+		return collect(ctx, s.r, scanRawEntry, `SELECT `+rawCols+from+` ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	}
+	heads, err := collect(ctx, s.r, scanHead, `SELECT `+headCols+from+` ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return withinBytes(heads, maxBytes, func(_, hi int64) ([]store.Entry, error) {
+		return collect(ctx, s.r, scanRawEntry, `SELECT `+rawCols+from+` AND seq <= ? ORDER BY seq`, sessionID, after, hi)
+	})
 }
+
+// withinBytes applies a read's byte budget (the rule is store.Entry's):
+// heads are the entries of the read without their JSON, in read order;
+// bodies reads, with their JSON and in read order, the entries from seq
+// lo to seq hi that the read would return (entries an echo superseded
+// meanwhile may be missing). The JSON of the heads past the budget is
+// never read.
+func withinBytes(heads []store.Entry, maxBytes int64, bodies func(lo, hi int64) ([]store.Entry, error)) ([]store.Entry, error) {
+	n, total := 0, int64(0)
+	for n < len(heads) && total+heads[n].Size <= maxBytes {
+		total += heads[n].Size
+		n++
+	}
+	var out []store.Entry
+	if n > 0 {
+		lo, hi := heads[0].Seq, heads[n-1].Seq
+		var err error
+		if out, err = bodies(min(lo, hi), max(lo, hi)); err != nil {
+			return nil, err
+		}
+	}
+	if n < len(heads) {
+		out = append(out, heads[n])
+	}
+	return out, nil
+}
+
+// headCols are the columns scanHead reads; rawCols scanRawEntry's.
+const (
+	headCols = "seq, id, type, length(body)"
+	rawCols  = "seq, id, type, body"
+)
 
 // scanEntry scans (seq, body) and decodes the event.
 func scanEntry(row Row) (store.Entry, error) {
@@ -143,6 +215,7 @@ func scanEntry(row Row) (store.Entry, error) {
 	if err := row.Scan(&e.Seq, &e.Raw); err != nil {
 		return e, err
 	}
+	e.Size = int64(len(e.Raw))
 	err := json.Unmarshal(e.Raw, &e.Event)
 	return e, err
 }
@@ -151,5 +224,14 @@ func scanEntry(row Row) (store.Entry, error) {
 func scanRawEntry(row Row) (store.Entry, error) {
 	var e store.Entry
 	err := row.Scan(&e.Seq, &e.Event.ID, &e.Event.Type, &e.Raw)
+	e.Size = int64(len(e.Raw))
+	return e, err
+}
+
+// scanHead scans (seq, id, type, length of body): an entry without its
+// JSON.
+func scanHead(row Row) (store.Entry, error) {
+	var e store.Entry
+	err := row.Scan(&e.Seq, &e.Event.ID, &e.Event.Type, &e.Size)
 	return e, err
 }
