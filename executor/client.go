@@ -445,6 +445,25 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	return true, serveErr
 }
 
+// dropLostLocked ends the sessions the harness reported lost, of those
+// held as sent: a session assigned again under a new lease while the
+// report was on its way is the new lease's, and stays.
+func (c *Client) dropLostLocked(lost []LostSession, held []SessionLease) {
+	sent := make(map[string]string, len(held))
+	for _, h := range held {
+		sent[h.SessionID] = h.LeaseID
+	}
+	for _, l := range lost {
+		s := c.sessions[l.SessionID]
+		if s == nil || s.a.LeaseID != sent[l.SessionID] {
+			continue
+		}
+		delete(c.sessions, l.SessionID)
+		c.dropResultsLocked(l.SessionID)
+		c.wg.Go(s.close)
+	}
+}
+
 func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, error) {
 	c.mu.Lock()
 	held := make([]SessionLease, 0, len(c.sessions))
@@ -464,13 +483,7 @@ func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, e
 		return res, err
 	}
 	c.mu.Lock()
-	for _, l := range res.Lost {
-		if s := c.sessions[l.SessionID]; s != nil {
-			delete(c.sessions, l.SessionID)
-			c.dropResultsLocked(l.SessionID)
-			c.wg.Go(s.close)
-		}
-	}
+	c.dropLostLocked(res.Lost, held)
 	c.conn = conn
 	c.inAck = slices.Contains(res.Features, featureResultInAck)
 	c.unproven = 0
@@ -568,13 +581,7 @@ func (c *Client) heartbeats(ctx context.Context, conn *rpcConn, interval time.Du
 				c.dropLocked(id)
 			}
 		}
-		for _, l := range res.Lost {
-			if s := c.sessions[l.SessionID]; s != nil {
-				delete(c.sessions, l.SessionID)
-				c.dropResultsLocked(l.SessionID)
-				c.wg.Go(s.close)
-			}
-		}
+		c.dropLostLocked(res.Lost, held)
 		c.mu.Unlock()
 	}
 }

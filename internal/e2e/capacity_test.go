@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,4 +122,33 @@ func TestFullServerQueuesSessionsWithAReason(t *testing.T) {
 	for _, b := range busy {
 		b.until(isIdle)
 	}
+}
+
+// TestSlotsChurn: more sessions than slots run bash turns at once, again
+// and again: idle sessions lose their slots to waiting ones and get them
+// back, and every call runs.
+func TestSlotsChurn(t *testing.T) {
+	s := startWith(t, options{}, func(c *app.Config) {
+		c.Sandbox.Limits.Memory = 1 << 30
+		c.Sandbox.MemoryBudget = 3 << 30 // three slots
+	})
+	a := s.newAgent(t, "scripted", toolset(false))
+	env := s.newEnv(t, "cloud")
+	var wg sync.WaitGroup
+	for i := range 8 {
+		sess := s.newSession(t, a.ID, env.ID)
+		st := s.openStream(t, sess.ID)
+		wg.Go(func() {
+			for n := range 6 {
+				s.send(t, sess.ID, userMessage(fmt.Sprintf(`@tool bash {"command":"echo s%d-%d"}`+"\n@then done", i, n)))
+				got := st.until(isIdle)
+				for _, ev := range got {
+					if ev.Type == "agent.tool_result" && ev.IsError != nil && *ev.IsError {
+						t.Errorf("session %d turn %d: %+v", i, n, ev.Content)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
