@@ -275,6 +275,11 @@ func (c *hubConn) heartbeat(params json.RawMessage) (any, error) {
 	now := h.opts.Now()
 	for _, s := range p.Sessions {
 		l := c.leases[s.SessionID]
+		if l != nil && l.LeaseID == s.LeaseID && l.state == leaseAssigning {
+			// The executor accepted the assignment and the heartbeat
+			// overtook its answer: the lease is about to start, not lost.
+			continue
+		}
 		if l == nil || l.LeaseID != s.LeaseID || l.state != leaseActive || !now.Before(l.expiresAt) {
 			res.Lost = append(res.Lost, LostSession{SessionID: s.SessionID, Reason: ReleaseLeaseExpired})
 			continue
