@@ -40,6 +40,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -53,6 +54,7 @@ type config struct {
 	warmup      time.Duration
 	turnTimeout time.Duration
 	think       time.Duration
+	serveArgs   string
 	flat        float64
 	reins       string
 	keep        bool
@@ -67,6 +69,7 @@ func main() {
 	flag.DurationVar(&cfg.warmup, "warmup", time.Minute, "resource samples up to this time are left out of the flatness summary (at most half of -duration)")
 	flag.DurationVar(&cfg.turnTimeout, "turn-timeout", 30*time.Second, "a turn not idle this long after its message was sent is a failure")
 	flag.DurationVar(&cfg.think, "think", 0, "each client's pause after a turn before its next message, as a person or a driver reading the answer would (0: none, every client sends as fast as the server answers)")
+	flag.StringVar(&cfg.serveArgs, "serve-args", "", "more flags for reins serve, space-separated (e.g. \"--sandbox-memory 512M\")")
 	flag.Float64Var(&cfg.flat, "flat", 1.25, "the max/min ratio up to which a resource counts as flat")
 	flag.StringVar(&cfg.reins, "reins", "", "reins binary to run (default: go build ./cmd/reins into the work dir)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work dir (data dir, server and executor logs)")
@@ -158,7 +161,7 @@ func prepare(ctx context.Context, cfg config, dir string, log *slog.Logger) (*ri
 			return nil, err
 		}
 	}
-	srv, err := startServer(ctx, bin, dir, log)
+	srv, err := startServer(ctx, bin, dir, strings.Fields(cfg.serveArgs), log)
 	if err != nil {
 		return nil, err
 	}

@@ -162,7 +162,7 @@ type server struct {
 // startServer starts `reins serve` with a fresh data dir in dir, on free
 // loopback ports, with a random bootstrap API key, and waits until it
 // answers /healthz.
-func startServer(ctx context.Context, bin, dir string, log *slog.Logger) (*server, error) {
+func startServer(ctx context.Context, bin, dir string, extra []string, log *slog.Logger) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -176,9 +176,9 @@ func startServer(ctx context.Context, bin, dir string, log *slog.Logger) (*serve
 	// All clients share one key: the per-key rate limits, which bound one
 	// organisation's traffic, would measure themselves instead of the
 	// server.
-	c, err := startChild("reins serve", filepath.Join(dir, "serve.log"), bin, []string{"REINS_API_KEY=" + key},
-		"serve", "--addr", addr, "--debug-addr", debug, "--data-dir", data, "--log-level", "warn",
-		"--creates-per-minute", "0", "--requests-per-minute", "0", "--streams-per-key", "0")
+	args := append([]string{"serve", "--addr", addr, "--debug-addr", debug, "--data-dir", data, "--log-level", "warn",
+		"--creates-per-minute", "0", "--requests-per-minute", "0", "--streams-per-key", "0"}, extra...)
+	c, err := startChild("reins serve", filepath.Join(dir, "serve.log"), bin, []string{"REINS_API_KEY=" + key}, args...)
 	if err != nil {
 		return nil, err
 	}
