@@ -63,7 +63,9 @@ func startEscapeServer(t *testing.T, args ...string) *escapeServer {
 	dataDir := t.TempDir()
 	addr := freeAddr(t)
 	args = append([]string{"serve", "--addr", addr, "--data-dir", dataDir, "--log-level", "warn",
-		"--openai-api-key", escapeFlagSecret, "--sandbox-memory", "256M", "--sandbox-processes", "128"}, args...)
+		"--openai-api-key", escapeFlagSecret, "--sandbox-memory", "256M", "--sandbox-processes", "128",
+		// The probes poll the API faster than one key's default rate.
+		"--requests-per-minute", "0", "--creates-per-minute", "0"}, args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = os.Environ()
 	for k, v := range escapeSecrets {
