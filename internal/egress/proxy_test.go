@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reinsdev/reins/internal/netguard"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+
+	"github.com/reinsdev/reins/internal/netguard"
 )
 
 func TestMain(m *testing.M) {
@@ -296,13 +298,28 @@ func TestForbiddenDestinations(t *testing.T) {
 	}
 }
 
-func TestUpstreamFailureIs502(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// closedPort returns a loopback address that refuses connections: a
+// socket bound to it without listening holds the port until the test
+// ends, so that no other test's listener takes it meanwhile.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := ln.Addr().String()
-	ln.Close()
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
+}
+
+func TestUpstreamFailureIs502(t *testing.T) {
+	closed := closedPort(t)
 	p := &Proxy{Policy: Policy{Unrestricted: true}, Guard: &netguard.Guard{Allow: loopbackOnly}}
 	proxy := startProxy(t, p)
 	_, _, resp := connect(t, proxy, closed)
