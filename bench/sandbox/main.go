@@ -39,7 +39,6 @@ import (
 )
 
 func main() {
-	sandbox.MaybeRun()
 	starts := flag.Int("starts", 100, "sandboxes started for the start figures")
 	calls := flag.Int("calls", 4000, "bash tool calls of each kind")
 	spawns := flag.Int("spawns", 300, "processes started of each kind")

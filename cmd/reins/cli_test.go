@@ -19,12 +19,10 @@ import (
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
-	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
 func TestMain(m *testing.M) {
-	sandbox.MaybeRun() // the sandboxes the commands start re-execute this binary
 	if os.Getenv(asReinsEnv) == "1" {
 		// This test binary, run as `reins` by the tests that need a
 		// process of its own (signals, a terminal, a crash).

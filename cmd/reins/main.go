@@ -6,13 +6,9 @@ package main
 import (
 	"fmt"
 	"os"
-
-	"github.com/reinsdev/reins/internal/sandbox"
 )
 
 func main() {
-	// A sandbox's init and its launcher are this binary re-executed.
-	sandbox.MaybeRun()
 	root := newRootCommand()
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "reins:", err)

@@ -105,6 +105,7 @@ func TestServeLimitFlags(t *testing.T) {
 		}
 	}
 }
+
 // TestServeDebugAddr: --debug-addr serves the runtime's profiles on a
 // listener of its own, not on the API's address; an address that cannot
 // be bound stops the start, naming the flag, before the data dir is

@@ -19,12 +19,10 @@ import (
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
-	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
 func TestMain(m *testing.M) {
-	sandbox.MaybeRun() // the in-process servers' sandboxes re-execute this binary
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
 		goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"))

@@ -16,7 +16,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	sandbox.MaybeRun()
 	os.Exit(m.Run())
 }
 

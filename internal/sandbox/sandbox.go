@@ -13,8 +13,9 @@
 // way out, an HTTP proxy address on the sandbox's loopback, so the server
 // serves the egress proxy for that sandbox directly.
 //
-// Programs that start sandboxes must call [MaybeRun] first thing in main
-// (and in TestMain of tests that start sandboxes).
+// Init and the launcher are the program that imports this package
+// re-executed: a package initializer runs them (see init in
+// init_linux.go), so no program needs to call anything for them.
 package sandbox
 
 import (

@@ -313,7 +313,7 @@ func (sb *Sandbox) ready(ctx context.Context, egress func(net.Listener)) error {
 	defer sb.ctl.c.SetReadDeadline(time.Time{})
 	m, files, err := sb.ctl.recv()
 	if err != nil {
-		return fmt.Errorf("%w: the sandbox did not start: %v (a program that starts sandboxes must call sandbox.MaybeRun first in main and TestMain)", ErrUnavailable, err)
+		return fmt.Errorf("%w: the sandbox did not start: %v", ErrUnavailable, err)
 	}
 	defer closeAll(files)
 	if m.Op == opFailed {

@@ -11,9 +11,6 @@ import (
 	"time"
 )
 
-// MaybeRun returns at once: sandboxes exist on Linux only.
-func MaybeRun() {}
-
 // Manager reports that sandboxes are unavailable.
 type Manager struct{ cfg Config }
 

@@ -23,7 +23,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	MaybeRun()
 	goleak.VerifyTestMain(m)
 }
 
