@@ -60,7 +60,7 @@ func init() {
 		return
 	}
 	switch os.Args[0] {
-	case initArg0, execArg0:
+	case startArg0, initArg0, execArg0:
 		// Descriptors the server inherited from whoever started it (and did
 		// not mark close-on-exec) must not reach the sandbox's programs.
 		if err := unix.CloseRange(4, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
@@ -69,6 +69,10 @@ func init() {
 		}
 	}
 	switch os.Args[0] {
+	case startArg0:
+		err := runStart(os.Args[1])
+		fmt.Fprintln(os.Stderr, "reins sandbox start:", err)
+		os.Exit(1)
 	case initArg0:
 		err := runInit(os.Args[1])
 		fmt.Fprintln(os.Stderr, "reins sandbox init:", err)

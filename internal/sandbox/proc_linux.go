@@ -186,20 +186,32 @@ func (sb *Sandbox) Close() error {
 	return nil
 }
 
-// kill ends init; the kernel then kills everything in the sandbox's PID
-// namespace, and the read loop, seeing the control socket close, tears
-// the sandbox down.
+// kill has the starter end init; the kernel then kills everything in
+// the sandbox's PID namespace, and the read loop, seeing the control
+// socket close, tears the sandbox down.
 func (sb *Sandbox) kill() {
-	sb.cmd.Process.Kill()
+	sb.cmd.Process.Signal(syscall.SIGTERM)
 	sb.ctl.Close()
 }
+
+// wait waits for the starter, which exits once init and every process of
+// the sandbox are gone. A starter that does not is killed, and init with
+// it (its parent-death signal).
+func (sb *Sandbox) wait() {
+	t := time.AfterFunc(starterGrace, func() { sb.cmd.Process.Kill() })
+	defer t.Stop()
+	sb.cmd.Wait()
+}
+
+// starterGrace is how long the starter is given to end its sandbox.
+const starterGrace = 5 * time.Second
 
 // teardown runs once: it waits for init, marks every process killed and
 // releases what the sandbox held.
 func (sb *Sandbox) teardown() {
 	sb.once.Do(func() {
 		sb.kill()
-		sb.cmd.Wait()
+		sb.wait()
 		if sb.ln != nil {
 			sb.ln.Close()
 		}

@@ -13,7 +13,7 @@
 // way out, an HTTP proxy address on the sandbox's loopback, so the server
 // serves the egress proxy for that sandbox directly.
 //
-// Init and the launcher are the program that imports this package
+// The starter, init and the launcher are the program that imports this package
 // re-executed: a package initializer runs them (see init in
 // init_linux.go), so no program needs to call anything for them.
 package sandbox

@@ -136,15 +136,23 @@ func (m *Manager) start(ctx context.Context, o Options) (*Sandbox, error) {
 		ours.Close()
 		return nil, err
 	}
-	err = cmd.Start()
+	goAhead, err := cmd.StdinPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
 	theirs.Close()
 	if err != nil {
 		ours.Close()
-		return nil, fmt.Errorf("%w: starting the sandbox's namespaces failed: %v (user namespaces must be enabled: sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: starting the sandbox failed: %v", ErrUnavailable, err)
 	}
 	sb := &Sandbox{m: m, name: o.Name, cmd: cmd, ctl: ours, pending: map[uint64]chan msg{},
 		procs: map[int]*Process{}, early: map[int]int{}, done: make(chan struct{})}
-	if err := m.adopt(sb); err != nil {
+	err = m.adopt(sb)
+	if err == nil {
+		_, err = goAhead.Write([]byte{1})
+	}
+	goAhead.Close()
+	if err != nil {
 		sb.teardown()
 		return nil, err
 	}
@@ -215,33 +223,19 @@ func (m *Manager) initCommand(o Options, ctl *os.File) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
+	uid, gid := m.Uid()
+	start, err := json.Marshal(startConfig{Init: string(arg), UID: uid, GID: gid, Root: os.Geteuid() == 0})
+	if err != nil {
+		return nil, err
+	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
-		Args:       []string{initArg0, string(arg)},
+		Args:       []string{startArg0, string(start)},
 		Env:        []string{},
 		ExtraFiles: []*os.File{ctl},
 		Stderr:     &logWriter{log: m.log, sandbox: o.Name},
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
-				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
-			Setsid:    true,
-			Pdeathsig: syscall.SIGKILL,
-		},
-	}
-	uid, gid := m.Uid()
-	sys := cmd.SysProcAttr
-	sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
-	sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
-	if os.Geteuid() == 0 {
-		// A root server's init keeps root's ids until it has opened the
-		// workspace (see openWorkspace), so it needs these capabilities
-		// (in its own user namespace only) carried through exec; it then
-		// drops root's groups and ids.
-		sys.GidMappingsEnableSetgroups = true
-		sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETUID, unix.CAP_SETGID, unix.CAP_NET_ADMIN,
-			// Mapping the launcher's user onto init's (root of the sandbox's
-			// namespace) needs CAP_SETFCAP there.
-			unix.CAP_SETFCAP}
+		// No new namespaces here: the starter makes them (see startArg0).
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	return cmd, nil
 }
