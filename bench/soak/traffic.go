@@ -183,6 +183,9 @@ func (c *client) turns(ctx context.Context, sessionID string) bool {
 		if err != nil {
 			return c.fail(ctx, sessionID, fmt.Sprintf("turn %d (%s)", n+1, kind), err)
 		}
+		if n == 1 {
+			kind = "bash 1st" // the session's first tool: its sandbox starts
+		}
 		c.rec.turn(c.where+" "+kind, took)
 		select {
 		case <-time.After(c.think):

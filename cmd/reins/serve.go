@@ -101,7 +101,7 @@ refused at start.`,
 		"internal addresses (CIDR or IP: loopback, private, link-local) that the server's own requests to URLs users give (agents' MCP servers, OAuth token endpoints, mcp_oauth_validate) may reach anyway; refused by default (REINS_OUTBOUND_ALLOW)")
 	o.sandbox.register(f, "cloud sessions'")
 	f.StringVar(&o.memoryBudget, "sandbox-memory-budget", "",
-		"memory all cloud sessions' sandboxes may use together, e.g. 16G (default this machine's memory): the tools of budget/--sandbox-memory sessions run at once, more wait in line and idle sessions give their slots up to them (REINS_SANDBOX_MEMORY_BUDGET)")
+		"memory all cloud sessions' sandboxes may use together, e.g. 16G (default twice this machine's memory: a sandbox rarely reaches its cap, and sandboxed processes are the first the kernel kills when memory runs out): the tools of budget/--sandbox-memory sessions run at once, more wait in line and idle sessions give their slots up to them (REINS_SANDBOX_MEMORY_BUDGET)")
 	f.IntVar(&o.processBudget, "sandbox-process-budget", 0,
 		"processes all cloud sessions' sandboxes may run together (default half this machine's thread limit), bounding sessions at once like --sandbox-memory-budget (REINS_SANDBOX_PROCESS_BUDGET)")
 	f.StringVar(&o.pipIndexURL, "pip-index-url", "",

@@ -143,7 +143,11 @@ func (c SandboxConfig) slots() (int, string) {
 	l := c.Limits.WithDefaults()
 	mem, memFrom := c.MemoryBudget, "configured"
 	if mem <= 0 {
-		mem, memFrom = machineMemory(), "this machine's memory"
+		// A sandbox's memory limit is a cap, not what it uses (an idle
+		// one, init and a shell, is 2–3 MiB): the default overcommits
+		// twice, and the sandboxes' processes are the OOM killer's first
+		// choice should they use it all at once.
+		mem, memFrom = 2*machineMemory(), "twice this machine's memory"
 	}
 	procs, procsFrom := c.ProcessBudget, "configured"
 	if procs <= 0 {

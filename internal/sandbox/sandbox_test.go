@@ -72,7 +72,7 @@ func TestSandboxBasics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	out, st := run(t, sb, `id; hostname; pwd; echo $MY_VAR; echo hi > f; ls /proc | grep -c '^[0-9]'; cat /etc/shadow; ls /; ls /dev`)
+	out, st := run(t, sb, `id; hostname; pwd; echo $MY_VAR; echo hi > f; ls /proc | grep -c '^[0-9]'; cat /etc/shadow; echo oom $(cat /proc/self/oom_score_adj); ls /; ls /dev`)
 	if st.Code != 0 {
 		t.Errorf("exit %v:\n%s", st, out)
 	}
@@ -81,7 +81,9 @@ func TestSandboxBasics(t *testing.T) {
 	}
 	for _, want := range []string{"uid=1000(user) gid=1000(user)", "\nreins\n", "\n/workspace\n", "\nhello\n",
 		"\n4\n", // init, bash, ls and grep: nothing else is in the sandbox's /proc
-		"/etc/shadow: No such file"} {
+		"/etc/shadow: No such file",
+		"\noom 1000\n", // the OOM killer's first choice
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("want %q in:\n%s", want, out)
 		}

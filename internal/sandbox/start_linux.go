@@ -52,6 +52,13 @@ func runStart(arg string) error {
 	if n, _ := os.Stdin.Read(b[:]); n != 1 {
 		return errors.New("the server did not let the sandbox start")
 	}
+	// Under memory pressure the kernel's OOM killer takes the sandbox's
+	// processes (which inherit this) before the server or anything else
+	// on the host: slots are counted with overcommit (see the app's
+	// capacity), and a sandbox that runs the host out of memory loses.
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte("1000"), 0); err != nil {
+		return fmt.Errorf("oom_score_adj: %w", err)
+	}
 	// Init's parent-death signal follows the thread that forked it: that
 	// thread must live as long as the starter.
 	runtime.LockOSThread()
