@@ -106,9 +106,10 @@ type hubTools struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	leases  map[string]*executor.Lease
-	locals  map[string]*executor.Client
+	mu        sync.Mutex
+	leases    map[string]*executor.Lease
+	preparing map[string]chan struct{} // sessions being placed ahead of a tool (Prepare)
+	locals    map[string]*executor.Client
 	secrets map[string][]secret // per session: injected values to redact from results
 }
 
@@ -123,7 +124,7 @@ type secret struct {
 func newHubTools(hub *executor.Hub, st store.Store, keys *vault.Keyring, workspace string, log *slog.Logger) *hubTools {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &hubTools{hub: hub, st: st, keys: keys, workspace: workspace, log: log, ctx: ctx, cancel: cancel,
-		leases: map[string]*executor.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}}
+		leases: map[string]*executor.Lease{}, preparing: map[string]chan struct{}{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}}
 }
 
 // credentials opens the session's environment_variable credentials.
@@ -228,6 +229,9 @@ const localRegistrationWait = 10 * time.Second
 
 // Place implements harness.Placer.
 func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*harness.Wait, error) {
+	if err := t.awaitPrepare(ctx, sess.ID); err != nil {
+		return nil, err
+	}
 	t.mu.Lock()
 	l := t.leases[sess.ID]
 	t.mu.Unlock()
@@ -238,7 +242,7 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*harness.Wait, 
 	if err != nil {
 		return nil, err
 	}
-	req := executor.AssignRequest{EnvironmentID: env.ID, SessionID: sess.ID, Tools: harness.BuiltinTools(&sess.Agent)}
+	req := t.assignRequest(sess, env.ID)
 	if env.CheckOutsideExecutors() != nil {
 		return t.placeLocal(ctx, sess, req, l)
 	}
@@ -275,6 +279,11 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*harness.Wait, 
 	return nil, nil
 }
 
+// assignRequest is the assignment of a session to an executor.
+func (t *hubTools) assignRequest(sess *ma.Session, envID string) executor.AssignRequest {
+	return executor.AssignRequest{EnvironmentID: envID, SessionID: sess.ID, Tools: harness.BuiltinTools(&sess.Agent)}
+}
+
 // placeLocal places a cloud environment's session on the environment's
 // in-process executor, once the session holds one of the server's slots.
 // l is the session's lease from an earlier placement, if any.
@@ -293,39 +302,42 @@ func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executo
 		}
 		t.drop(sess.ID, l)
 	}
-	placed := false
-	defer func() {
-		if !placed {
-			t.slots.release(sess.ID)
-		}
-	}()
+	if err := t.assignLocal(ctx, sess, req); err != nil {
+		t.slots.release(sess.ID)
+		return nil, err
+	}
+	return nil, nil
+}
+
+// assignLocal assigns a session that holds a slot to its environment's
+// in-process executor.
+func (t *hubTools) assignLocal(ctx context.Context, sess *ma.Session, req executor.AssignRequest) error {
 	if t.keys != nil && len(sess.VaultIDs) > 0 {
 		// Cloud environments get the session's environment_variable
 		// credentials (self-hosted machines do not, as in the
 		// Managed Agents API).
 		secrets, err := t.credentials(ctx, sess)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if req.Env, err = t.credentialEnv(sess.ID, secrets); err != nil {
-			return nil, err
+			return err
 		}
 		t.mu.Lock()
 		t.secrets[sess.ID] = secrets
 		t.mu.Unlock()
 	}
 	if err := t.ensureLocal(req.EnvironmentID); err != nil {
-		return nil, err
+		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, localRegistrationWait)
 	defer cancel()
 	l, err := t.hub.WaitAssign(wctx, req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t.keep(sess.ID, l)
-	placed = true
-	return nil, nil
+	return nil
 }
 
 // keep records the session's lease.
@@ -416,6 +428,7 @@ func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.T
 // Idle implements harness.Placer: the session's executor slot may go to
 // another session until the next Place.
 func (t *hubTools) Idle(sessionID string) {
+	t.awaitPrepare(t.ctx, sessionID)
 	t.mu.Lock()
 	l := t.leases[sessionID]
 	t.mu.Unlock()
@@ -439,6 +452,7 @@ func (t *hubTools) yield(sessionID string) {
 
 // Release implements harness.Placer.
 func (t *hubTools) Release(sessionID string) {
+	t.awaitPrepare(t.ctx, sessionID)
 	t.mu.Lock()
 	l := t.leases[sessionID]
 	delete(t.leases, sessionID)
