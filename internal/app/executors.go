@@ -110,7 +110,7 @@ type hubTools struct {
 	leases    map[string]*executor.Lease
 	preparing map[string]chan struct{} // sessions being placed ahead of a tool (Prepare)
 	locals    map[string]*executor.Client
-	secrets map[string][]secret // per session: injected values to redact from results
+	secrets   map[string][]secret // per session: injected values to redact from results
 }
 
 // secret is an environment_variable credential opened for a session.
