@@ -115,7 +115,7 @@ func checkPreviews(t *testing.T, where string, got []timedFrame) []timedFrame {
 		}
 	}
 	if startID == "" || final == nil || final.ID != startID {
-		t.Fatalf("%s: preview id %q, final %+v; frames %v", where, startID, final, order)
+		t.Fatalf("%s: preview id %q, final agent.message %v; frames %v", where, startID, final != nil, order)
 	}
 	if text != final.Content[0].Text {
 		t.Fatalf("%s: deltas %q, final %q", where, text, final.Content[0].Text)

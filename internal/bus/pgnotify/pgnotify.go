@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,7 +73,11 @@ type Config struct {
 	// Backoff paces the reconnects of the listener (default 100 ms up to
 	// 5 s).
 	Backoff backoff.Policy
-	Logger  *slog.Logger
+	// DataWindow is the least time between two flushes that carry only
+	// data (default 20 ms; negative: none): the data of a key that comes
+	// meanwhile goes in one notification. Notes never wait for it.
+	DataWindow time.Duration
+	Logger     *slog.Logger
 }
 
 // Handler receives what other processes sent.
@@ -125,6 +130,9 @@ func Open(ctx context.Context, cfg Config) (*Relay, error) {
 	}
 	if cfg.Channel == "" {
 		cfg.Channel = DefaultChannel
+	}
+	if cfg.DataWindow == 0 {
+		cfg.DataWindow = 20 * time.Millisecond
 	}
 	if cfg.Backoff.Base <= 0 {
 		cfg.Backoff = backoff.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second}
@@ -282,13 +290,20 @@ func (r *Relay) receive(conn *pgx.Conn, h Handler) {
 // until Close.
 func (r *Relay) send() {
 	failing := false
+	var lastData time.Time // the last flush that carried data
 	for {
 		select {
 		case <-r.ctx.Done():
 			return
 		case <-r.kick:
 		}
+		if !r.waitForData(lastData) {
+			return
+		}
 		channels, batch := r.take()
+		if slices.Contains(channels, r.cfg.Channel+dataSuffix) {
+			lastData = time.Now()
+		}
 		if len(batch) == 0 {
 			continue
 		}
@@ -306,6 +321,29 @@ func (r *Relay) send() {
 			failing = true
 			r.log.Warn("send wake-ups to other replicas", "notes", len(batch), "err", err)
 		}
+	}
+}
+
+// waitForData waits, while only data is pending, until DataWindow after
+// the last flush of data. It reports false when the relay closed.
+func (r *Relay) waitForData(last time.Time) bool {
+	for {
+		wait := r.cfg.DataWindow - time.Since(last)
+		r.mu.Lock()
+		notes := len(r.pending)
+		r.mu.Unlock()
+		if wait <= 0 || notes > 0 {
+			return true
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-r.ctx.Done():
+			t.Stop()
+			return false
+		case <-r.kick: // a note, maybe
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 

@@ -191,6 +191,42 @@ func TestRelayData(t *testing.T) {
 	}
 }
 
+// TestRelayDataPaced sends messages one at a time, as a model streams its
+// answer: the data window packs several into a notification, in order,
+// and notes still pass.
+func TestRelayDataPaced(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	a := start(t, dsn, "a")
+	b := start(t, dsn, "b")
+	const n, pace = 100, 5 * time.Millisecond
+	began := time.Now()
+	for i := range n {
+		a.r.SendData("sesn_1", fmt.Appendf(nil, "%d", i))
+		time.Sleep(pace)
+	}
+	a.r.Send(bus.Note{Key: "sesn_1", Kind: bus.Wake})
+	b.expect(t, bus.Note{Key: "sesn_1", Kind: bus.Wake})
+	got, notifications := 0, 0
+	for got < n {
+		select {
+		case d := <-b.data:
+			notifications++
+			for _, m := range d.msgs {
+				if m != fmt.Sprint(got) {
+					t.Fatalf("message %d is %q", got, m)
+				}
+				got++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d of %d messages", got, n)
+		}
+	}
+	t.Logf("%d messages, one every %v, in %d notifications over %v", n, pace, notifications, time.Since(began))
+	if notifications > n/2 {
+		t.Fatalf("%d messages took %d notifications", n, notifications)
+	}
+}
+
 // TestSendDataBounded: a key's queue is bounded while nothing flushes it
 // (a relay that was never started), and the bound drops, never blocks.
 func TestSendDataBounded(t *testing.T) {
