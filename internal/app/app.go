@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/reinsdev/reins/executor"
@@ -115,11 +116,14 @@ type App struct {
 	log     *slog.Logger
 	srv     *http.Server
 	lock    *dirLock // the data dir's, held until Shutdown
-	// relay carries wake-ups to the other replicas (PostgreSQL only);
-	// relayCtx ends at Shutdown.
+	// relay carries wake-ups and previews to the other replicas
+	// (PostgreSQL only); relayCtx ends at Shutdown, and relayWG waits for
+	// what the relay's notes started.
 	relay       *pgnotify.Relay
+	previews    *previewRelay
 	relayCtx    context.Context
 	relayCancel context.CancelFunc
+	relayWG     sync.WaitGroup
 }
 
 // DBFile is the database file name inside the data dir.
@@ -226,6 +230,10 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
 	hcfg.Tools, hcfg.Workers, hcfg.MCP, hcfg.Credentials = tools, wk, mcpHost, credentialCheck{st}
 	h := harness.New(hcfg)
+	var previews *previewRelay
+	if relay != nil {
+		previews = newPreviewRelay(relay, h.Previews(), cfg.Logger)
+	}
 	wk.h = replicaRunner{h, b}
 	wk.q = workqueue.New(st, b, wk, cfg.Logger)
 	ht.work = wk.q
@@ -237,7 +245,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.Sessions = sessions.New(sessions.Config{Store: st, Bus: b, Runner: wk.h, Work: wk.q, Hosting: wk.hosting})
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
-	hc.Lifecycle = ht
+	hc.Lifecycle = replicaLifecycle{ht, b}
 	hc.ValidatePackages = packages.Validate
 	hc.Models = models
 	api := httpapi.New(hc)
@@ -247,7 +255,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	rctx, rcancel := context.WithCancel(context.Background())
 	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
-		relay: relay, relayCtx: rctx, relayCancel: rcancel}, nil
+		relay: relay, previews: previews, relayCtx: rctx, relayCancel: rcancel}, nil
 }
 
 // Start resumes interrupted sessions and serves the API on ln until
@@ -291,10 +299,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	if err := a.Harness.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("harness: %w", err))
 	}
-	a.relayCancel()
-	if a.relay != nil {
-		a.relay.Close()
-	}
+	a.stopRelay()
 	a.tools.stop()
 	if err := a.Hub.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("executor hub: %w", err))

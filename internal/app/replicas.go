@@ -4,14 +4,19 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/bus/pgnotify"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
 )
 
 // replicaName returns a name for this process among the replicas of a
@@ -38,21 +43,31 @@ func openRelay(ctx context.Context, dsn, replica string, b *bus.Bus, log *slog.L
 }
 
 // startRelay starts receiving the other replicas' wake-ups: each wakes the
-// local streams, and a session's wake-up or interrupt reaches the harness
-// (which runs the session if it gets its lease). After a reconnect the
-// harness catches up on what the lost wake-ups may have concerned.
+// local streams, a session's wake-up or interrupt reaches the harness
+// (which runs the session if it gets its lease), and a session's end makes
+// its runner here leave and frees what this replica holds of it. A watch
+// makes this replica relay the session's previews, and the previews other
+// replicas relay reach the streams here. After a reconnect the harness
+// catches up on what the lost wake-ups may have concerned.
 func (a *App) startRelay(ctx context.Context) error {
 	if a.relay == nil {
 		return nil
 	}
-	return a.relay.Start(ctx, pgnotify.Handler{
+	err := a.relay.Start(ctx, pgnotify.Handler{
 		Receive: func(n bus.Note) {
+			if n.Kind == bus.Watch {
+				a.previews.watchedBy(n.Key)
+				return
+			}
 			a.Bus.Deliver(n.Key)
 			switch n.Kind {
 			case bus.Wake:
 				a.Harness.Wake(n.Key)
 			case bus.Interrupt:
 				a.Harness.Interrupt(n.Key)
+			case bus.End:
+				a.Harness.End(n.Key)
+				a.relayWG.Go(func() { a.tools.endedElsewhere(a.relayCtx, n.Key) })
 			}
 		},
 		Reconnected: func() {
@@ -60,7 +75,56 @@ func (a *App) startRelay(ctx context.Context) error {
 				a.log.Warn("catch up after the wake-up listener reconnected", "err", err)
 			}
 		},
+		Data: a.previews.receive,
 	})
+	if err != nil {
+		return err
+	}
+	a.relayWG.Go(func() { a.previews.run(a.relayCtx) })
+	return nil
+}
+
+// stopRelay stops the relay and waits for what its notes started.
+func (a *App) stopRelay() {
+	a.relayCancel()
+	if a.relay != nil {
+		a.relay.Close()
+	}
+	a.relayWG.Wait()
+}
+
+// endedElsewhere frees what this replica holds of a session that was
+// archived or deleted through another replica (whose SessionEnded freed
+// its own): its placement, its sandbox and, once deleted, its workspace.
+func (t *hubTools) endedElsewhere(ctx context.Context, sessionID string) {
+	t.Release(sessionID)
+	if t.sandboxes != nil {
+		t.sandboxes.end(sessionID)
+	}
+	if !safeName(sessionID) {
+		return
+	}
+	if _, err := t.st.GetSession(ctx, sessionID); !errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	dirs, _ := filepath.Glob(filepath.Join(t.workspace, "*", sessionID))
+	for _, d := range dirs {
+		t.removeWorkspace(filepath.Base(filepath.Dir(d)), sessionID)
+	}
+}
+
+// replicaLifecycle is the tools' lifecycle as the API drives it: a
+// session's end also goes to the other replicas, so that its runner leaves
+// at once wherever it runs.
+type replicaLifecycle struct {
+	httpapi.Lifecycle
+	b *bus.Bus
+}
+
+// SessionEnded implements httpapi.Lifecycle.
+func (l replicaLifecycle) SessionEnded(ctx context.Context, sess *ma.Session, deleted bool) {
+	l.Lifecycle.SessionEnded(ctx, sess, deleted)
+	l.b.Tell(bus.Note{Key: sess.ID, Kind: bus.End})
 }
 
 // replicaRunner is the harness as the API drives it: a wake-up or an

@@ -30,6 +30,12 @@ const (
 	// Interrupt: the session was interrupted; its runner stops its
 	// current call.
 	Interrupt
+	// End: the session was archived or deleted; its runner leaves at once
+	// and what it holds (its slot, sandbox, MCP connections) is freed.
+	End
+	// Watch: a stream of the sender wants the session's previews; the
+	// replica that runs it relays them for a while (see pgnotify's data).
+	Watch
 )
 
 // Note is a wake-up for another process.

@@ -12,10 +12,52 @@ const previewBuffer = 256
 
 // Previews fans out stream-only preview events (event_start, event_delta)
 // of running sessions to the streams that asked for them. Previews are never
-// persisted.
+// persisted. With a relay, the previews of the sessions another replica
+// runs reach the streams here too.
 type Previews struct {
-	mu   sync.Mutex
-	subs map[string]map[chan ma.Preview]struct{}
+	mu    sync.Mutex
+	subs  map[string]map[chan ma.Preview]struct{}
+	relay PreviewRelay
+}
+
+// PreviewRelay carries previews between the replicas that share a
+// database. Its methods must not block.
+type PreviewRelay interface {
+	// Watch tells the other replicas that a stream here wants the
+	// session's previews.
+	Watch(sessionID string)
+	// Forward carries a preview of a session run here to the replicas
+	// that watch it.
+	Forward(sessionID string, pv ma.Preview)
+}
+
+// SetRelay makes the previews cross replicas through r: every new
+// subscription is watched, every preview published here is forwarded.
+// Call it before the previews are used.
+func (p *Previews) SetRelay(r PreviewRelay) { p.relay = r }
+
+// Deliver hands a preview of a session another replica runs to the
+// streams here. It never blocks.
+func (p *Previews) Deliver(sessionID string, pv ma.Preview) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ch := range p.subs[sessionID] {
+		select {
+		case ch <- pv:
+		default: // shed under load
+		}
+	}
+}
+
+// Watched returns the sessions that streams here want the previews of.
+func (p *Previews) Watched() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]string, 0, len(p.subs))
+	for id := range p.subs {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 func newPreviews() *Previews { return &Previews{subs: make(map[string]map[chan ma.Preview]struct{})} }
@@ -32,6 +74,9 @@ func (p *Previews) Subscribe(sessionID string) (<-chan ma.Preview, func()) {
 	}
 	m[ch] = struct{}{}
 	p.mu.Unlock()
+	if p.relay != nil {
+		p.relay.Watch(sessionID)
+	}
 	return ch, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -44,14 +89,12 @@ func (p *Previews) Subscribe(sessionID string) (<-chan ma.Preview, func()) {
 	}
 }
 
+// publish hands a preview of a session run here to the streams here and
+// to the relay.
 func (p *Previews) publish(sessionID string, pv ma.Preview) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for ch := range p.subs[sessionID] {
-		select {
-		case ch <- pv:
-		default: // shed under load
-		}
+	p.Deliver(sessionID, pv)
+	if p.relay != nil {
+		p.relay.Forward(sessionID, pv)
 	}
 }
 

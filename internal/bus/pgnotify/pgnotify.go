@@ -7,13 +7,22 @@
 // and reports the reconnect, because the notes sent meanwhile are lost: the
 // receiver then reads again what they could have concerned. A lost note
 // delays work, it never loses it.
+//
+// Beside the notes, a relay carries data: ordered messages per key (a
+// session's previews), on a channel of their own. Data waits in a bounded
+// queue per key and is packed into as few notifications as fit; what
+// exceeds the queue is dropped, never waited for, and data sent while a
+// receiver is away is lost to it.
 package pgnotify
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +40,27 @@ const DefaultChannel = "reins_wakeups"
 // closeTimeout bounds the closing of the listening connection.
 const closeTimeout = 2 * time.Second
 
+// dataSuffix names the data's channel after the notes' one.
+const dataSuffix = "_data"
+
+// Bounds of the data.
+const (
+	// MaxData is the largest message SendData takes: a notification's
+	// payload is less than 8,000 bytes, and its header (origin, number,
+	// key) takes up to 2*maxName+22 of them.
+	MaxData = 7500
+	// maxPayload is PostgreSQL's bound on a payload, less one.
+	maxPayload = 7999
+	// maxName bounds the origin and the keys of data.
+	maxName = 200
+	// maxQueued bounds the data waiting for one key, maxQueuedTotal all
+	// of it: beyond, SendData drops.
+	maxQueued      = 256 << 10
+	maxQueuedTotal = 8 << 20
+	// dropLogEvery paces the warnings about dropped data.
+	dropLogEvery = 10 * time.Second
+)
+
 // Config configures a Relay. DSN and Origin are required.
 type Config struct {
 	// DSN is the database's (a PostgreSQL URL or keyword/value string).
@@ -43,7 +73,11 @@ type Config struct {
 	// Backoff paces the reconnects of the listener (default 100 ms up to
 	// 5 s).
 	Backoff backoff.Policy
-	Logger  *slog.Logger
+	// DataWindow is the least time between two flushes that carry only
+	// data (default 20 ms; negative: none): the data of a key that comes
+	// meanwhile goes in one notification. Notes never wait for it.
+	DataWindow time.Duration
+	Logger     *slog.Logger
 }
 
 // Handler receives what other processes sent.
@@ -54,6 +88,10 @@ type Handler struct {
 	// Reconnected is called after the listener reconnected: notes sent
 	// while it was away are lost.
 	Reconnected func()
+	// Data gets the messages another process sent for key, in the order
+	// they were sent (several at once when they were packed together), on
+	// the listener's goroutine.
+	Data func(key string, msgs [][]byte)
 }
 
 // Relay is a bus.Relay over PostgreSQL's LISTEN/NOTIFY.
@@ -62,9 +100,14 @@ type Relay struct {
 	log  *slog.Logger
 	pool *pgxpool.Pool // for sending
 
-	mu      sync.Mutex
-	pending map[bus.Note]struct{}
-	kick    chan struct{}
+	mu        sync.Mutex
+	pending   map[bus.Note]struct{}
+	data      map[string]*queue // data waiting, by key
+	dataBytes int               // the bytes in data
+	dropped   int               // messages dropped since the last warning
+	droppedAt time.Time         // the last warning about them
+	seq       uint64            // numbers the data payloads
+	kick      chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -73,14 +116,23 @@ type Relay struct {
 
 var _ bus.Relay = (*Relay)(nil)
 
+// queue is the data waiting for one key.
+type queue struct {
+	msgs  [][]byte
+	bytes int
+}
+
 // Open returns a Relay on the database; nothing is sent or received before
 // Start. Close releases it.
 func Open(ctx context.Context, cfg Config) (*Relay, error) {
-	if cfg.Origin == "" || strings.ContainsAny(cfg.Origin, " \t\n") {
-		return nil, fmt.Errorf("pgnotify: origin %q: want a name without spaces", cfg.Origin)
+	if cfg.Origin == "" || len(cfg.Origin) > maxName || strings.ContainsAny(cfg.Origin, " \t\n") {
+		return nil, fmt.Errorf("pgnotify: origin %q: want a name without spaces, at most %d bytes", cfg.Origin, maxName)
 	}
 	if cfg.Channel == "" {
 		cfg.Channel = DefaultChannel
+	}
+	if cfg.DataWindow == 0 {
+		cfg.DataWindow = 20 * time.Millisecond
 	}
 	if cfg.Backoff.Base <= 0 {
 		cfg.Backoff = backoff.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second}
@@ -98,7 +150,7 @@ func Open(ctx context.Context, cfg Config) (*Relay, error) {
 		return nil, fmt.Errorf("pgnotify: %w", err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	return &Relay{cfg: cfg, log: cfg.Logger, pool: pool, pending: make(map[bus.Note]struct{}), kick: make(chan struct{}, 1), ctx: rctx, cancel: cancel}, nil
+	return &Relay{cfg: cfg, log: cfg.Logger, pool: pool, pending: make(map[bus.Note]struct{}), data: make(map[string]*queue), kick: make(chan struct{}, 1), ctx: rctx, cancel: cancel}, nil
 }
 
 // Start listens (the first LISTEN happens before Start returns, so no note
@@ -133,13 +185,45 @@ func (r *Relay) Send(n bus.Note) {
 	}
 }
 
+// SendData queues msg for the other processes, after the messages sent
+// for key before it. It never blocks: it reports false, dropping msg,
+// when msg or key is too large (more than MaxData bytes, or a key of
+// more than 200), msg holds a newline or key's queue is full (the
+// database is slower than the data comes).
+func (r *Relay) SendData(key string, msg []byte) bool {
+	if len(msg) > MaxData || len(key) > maxName || bytes.IndexByte(msg, '\n') >= 0 || strings.IndexByte(key, '\n') >= 0 {
+		return false
+	}
+	r.mu.Lock()
+	q := r.data[key]
+	if q == nil {
+		q = &queue{}
+		r.data[key] = q
+	}
+	ok := q.bytes+len(msg) <= maxQueued && r.dataBytes+len(msg) <= maxQueuedTotal
+	if ok {
+		q.msgs = append(q.msgs, msg)
+		q.bytes += len(msg)
+		r.dataBytes += len(msg)
+	} else {
+		r.dropped++
+	}
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+	return ok
+}
+
 // listen opens the listening connection.
 func (r *Relay) listen(ctx context.Context) (*pgx.Conn, error) {
 	conn, err := pgx.Connect(ctx, r.cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("pgnotify: connect: %w", err)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{r.cfg.Channel}.Sanitize()); err != nil {
+	listen := "LISTEN " + pgx.Identifier{r.cfg.Channel}.Sanitize() + "; LISTEN " + pgx.Identifier{r.cfg.Channel + dataSuffix}.Sanitize()
+	if _, err := conn.Exec(ctx, listen); err != nil {
 		r.closeConn(conn)
 		return nil, fmt.Errorf("pgnotify: listen: %w", err)
 	}
@@ -190,32 +274,42 @@ func (r *Relay) receive(conn *pgx.Conn, h Handler) {
 			conn = nil
 			continue
 		}
+		if n.Channel == r.cfg.Channel+dataSuffix {
+			if key, msgs, origin, ok := decodeData(n.Payload); ok && origin != r.cfg.Origin && h.Data != nil {
+				h.Data(key, msgs)
+			}
+			continue
+		}
 		if note, origin, ok := decode(n.Payload); ok && origin != r.cfg.Origin && h.Receive != nil {
 			h.Receive(note)
 		}
 	}
 }
 
-// send flushes the pending notes, in one statement each time, until Close.
+// send flushes the pending notes and data, in one statement each time,
+// until Close.
 func (r *Relay) send() {
 	failing := false
+	var lastData time.Time // the last flush that carried data
 	for {
 		select {
 		case <-r.ctx.Done():
 			return
 		case <-r.kick:
 		}
-		r.mu.Lock()
-		batch := make([]string, 0, len(r.pending))
-		for n := range r.pending {
-			batch = append(batch, encode(n, r.cfg.Origin))
+		if !r.waitForData(lastData) {
+			return
 		}
-		clear(r.pending)
-		r.mu.Unlock()
+		channels, batch := r.take()
+		if slices.Contains(channels, r.cfg.Channel+dataSuffix) {
+			lastData = time.Now()
+		}
 		if len(batch) == 0 {
 			continue
 		}
-		_, err := r.pool.Exec(r.ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, r.cfg.Channel, batch)
+		// The notifications of one transaction arrive in order, and those
+		// of successive transactions in commit order.
+		_, err := r.pool.Exec(r.ctx, `SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(c, p, i) ORDER BY i`, channels, batch)
 		switch {
 		case err == nil:
 			failing = false
@@ -230,8 +324,95 @@ func (r *Relay) send() {
 	}
 }
 
+// waitForData waits, while only data is pending, until DataWindow after
+// the last flush of data. It reports false when the relay closed.
+func (r *Relay) waitForData(last time.Time) bool {
+	for {
+		wait := r.cfg.DataWindow - time.Since(last)
+		r.mu.Lock()
+		notes := len(r.pending)
+		r.mu.Unlock()
+		if wait <= 0 || notes > 0 {
+			return true
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-r.ctx.Done():
+			t.Stop()
+			return false
+		case <-r.kick: // a note, maybe
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// take empties the pending notes and data into notifications: their
+// channels and payloads.
+func (r *Relay) take() (channels, payloads []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n := range r.pending {
+		channels = append(channels, r.cfg.Channel)
+		payloads = append(payloads, encode(n, r.cfg.Origin))
+	}
+	clear(r.pending)
+	for key, q := range r.data {
+		for _, p := range r.pack(key, q.msgs) {
+			channels = append(channels, r.cfg.Channel+dataSuffix)
+			payloads = append(payloads, p)
+		}
+	}
+	clear(r.data)
+	r.dataBytes = 0
+	if r.dropped > 0 && time.Since(r.droppedAt) >= dropLogEvery {
+		r.log.Warn("data for other replicas dropped: the database is slower than it comes", "messages", r.dropped)
+		r.dropped, r.droppedAt = 0, time.Now()
+	}
+	return channels, payloads
+}
+
+// pack writes key's messages into as few payloads as fit, each
+// "origin number key" and a line per message. The number makes each
+// payload unique: PostgreSQL merges identical notifications of a
+// transaction.
+func (r *Relay) pack(key string, msgs [][]byte) []string {
+	var out []string
+	var b strings.Builder
+	for _, m := range msgs {
+		if b.Len() > 0 && b.Len()+1+len(m) > maxPayload {
+			out = append(out, b.String())
+			b.Reset()
+		}
+		if b.Len() == 0 {
+			r.seq++
+			b.WriteString(r.cfg.Origin + " " + strconv.FormatUint(r.seq, 10) + " " + key)
+		}
+		b.WriteByte('\n')
+		b.Write(m)
+	}
+	if b.Len() > 0 {
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// decodeData reads what pack wrote; ok is false for anything else.
+func decodeData(payload string) (key string, msgs [][]byte, origin string, ok bool) {
+	lines := strings.Split(payload, "\n")
+	head := strings.SplitN(lines[0], " ", 3)
+	if len(head) != 3 || head[2] == "" || len(lines) < 2 {
+		return "", nil, "", false
+	}
+	msgs = make([][]byte, len(lines)-1)
+	for i, l := range lines[1:] {
+		msgs[i] = []byte(l)
+	}
+	return head[2], msgs, head[0], true
+}
+
 // kindCodes are the kinds as they travel.
-var kindCodes = [...]string{bus.Changed: "c", bus.Wake: "w", bus.Interrupt: "i"}
+var kindCodes = [...]string{bus.Changed: "c", bus.Wake: "w", bus.Interrupt: "i", bus.End: "e", bus.Watch: "v"}
 
 // encode writes a note as "kind origin key".
 func encode(n bus.Note, origin string) string {

@@ -2,6 +2,8 @@ package pgnotify
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,13 @@ type node struct {
 	r           *Relay
 	got         chan bus.Note
 	reconnected chan struct{}
+	data        chan dataBatch
+}
+
+// dataBatch is what one data notification carried.
+type dataBatch struct {
+	key  string
+	msgs []string
 }
 
 func start(t *testing.T, dsn, origin string) *node {
@@ -28,10 +37,17 @@ func start(t *testing.T, dsn, origin string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{r: r, got: make(chan bus.Note, 100), reconnected: make(chan struct{}, 10)}
+	n := &node{r: r, got: make(chan bus.Note, 100), reconnected: make(chan struct{}, 10), data: make(chan dataBatch, 10000)}
 	if err := r.Start(ctx, Handler{
 		Receive:     func(note bus.Note) { n.got <- note },
 		Reconnected: func() { n.reconnected <- struct{}{} },
+		Data: func(key string, msgs [][]byte) {
+			b := dataBatch{key: key}
+			for _, m := range msgs {
+				b.msgs = append(b.msgs, string(m))
+			}
+			n.data <- b
+		},
 	}); err != nil {
 		r.Close()
 		t.Fatal(err)
@@ -67,7 +83,8 @@ func TestRelay(t *testing.T) {
 	dsn := pgtest.FreshDB(t)
 	a := start(t, dsn, "a")
 	b := start(t, dsn, "b")
-	for _, n := range []bus.Note{{Key: "sesn_1", Kind: bus.Changed}, {Key: "sesn_1", Kind: bus.Wake}, {Key: "sesn 2", Kind: bus.Interrupt}} {
+	for _, n := range []bus.Note{{Key: "sesn_1", Kind: bus.Changed}, {Key: "sesn_1", Kind: bus.Wake}, {Key: "sesn 2", Kind: bus.Interrupt},
+		{Key: "sesn_1", Kind: bus.End}, {Key: "sesn_1", Kind: bus.Watch}} {
 		a.r.Send(n)
 		b.expect(t, n)
 	}
@@ -111,5 +128,153 @@ func TestDecode(t *testing.T) {
 	n, origin, ok := decode(encode(bus.Note{Key: "k 1", Kind: bus.Interrupt}, "o"))
 	if !ok || origin != "o" || n != (bus.Note{Key: "k 1", Kind: bus.Interrupt}) {
 		t.Fatalf("round trip = %+v %q %v", n, origin, ok)
+	}
+}
+
+// TestRelayData sends a burst of messages for two keys: each arrives once,
+// in order, at the other relay only, packed into few notifications; the
+// largest message passes and what is too large is refused.
+func TestRelayData(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	a := start(t, dsn, "a")
+	b := start(t, dsn, "b")
+	const n = 2000
+	keys := []string{"sesn_1", "sesn 2"}
+	began := time.Now()
+	for i := range n {
+		for _, k := range keys {
+			if !a.r.SendData(k, fmt.Appendf(nil, `{"n":%d,"text":"some words of a model's answer"}`, i)) {
+				t.Fatalf("message %d of %s refused", i, k)
+			}
+		}
+	}
+	big := strings.Repeat("x", MaxData)
+	if !a.r.SendData("sesn_1", []byte(big)) {
+		t.Fatal("a message of MaxData bytes refused")
+	}
+	for _, bad := range []string{big + "x", "two\nlines"} {
+		if a.r.SendData("sesn_1", []byte(bad)) {
+			t.Fatalf("message of %d bytes accepted", len(bad))
+		}
+	}
+	next := map[string]int{}
+	notifications := 0
+	for next["sesn_1"] <= n || next["sesn 2"] < n {
+		select {
+		case got := <-b.data:
+			notifications++
+			for _, m := range got.msgs {
+				i := next[got.key]
+				want := fmt.Sprintf(`{"n":%d,"text":"some words of a model's answer"}`, i)
+				if i == n {
+					want = big
+				}
+				if m != want {
+					t.Fatalf("%s: message %d is %.60q", got.key, i, m)
+				}
+				next[got.key]++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %v of %d messages", next, n)
+		}
+	}
+	t.Logf("%d messages in %d notifications, %v", 2*n+1, notifications, time.Since(began))
+	if notifications > n/10 {
+		t.Fatalf("%d messages took %d notifications", 2*n+1, notifications)
+	}
+	select {
+	case got := <-a.data:
+		t.Fatalf("data came back to its sender: %+v", got)
+	case got := <-b.data:
+		t.Fatalf("more data: %+v", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// TestRelayDataPaced sends messages one at a time, as a model streams its
+// answer: the data window packs several into a notification, in order,
+// and notes still pass.
+func TestRelayDataPaced(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	a := start(t, dsn, "a")
+	b := start(t, dsn, "b")
+	const n, pace = 100, 5 * time.Millisecond
+	began := time.Now()
+	for i := range n {
+		a.r.SendData("sesn_1", fmt.Appendf(nil, "%d", i))
+		time.Sleep(pace)
+	}
+	a.r.Send(bus.Note{Key: "sesn_1", Kind: bus.Wake})
+	b.expect(t, bus.Note{Key: "sesn_1", Kind: bus.Wake})
+	got, notifications := 0, 0
+	for got < n {
+		select {
+		case d := <-b.data:
+			notifications++
+			for _, m := range d.msgs {
+				if m != fmt.Sprint(got) {
+					t.Fatalf("message %d is %q", got, m)
+				}
+				got++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d of %d messages", got, n)
+		}
+	}
+	t.Logf("%d messages, one every %v, in %d notifications over %v", n, pace, notifications, time.Since(began))
+	if notifications > n/2 {
+		t.Fatalf("%d messages took %d notifications", n, notifications)
+	}
+}
+
+// TestSendDataBounded: a key's queue is bounded while nothing flushes it
+// (a relay that was never started), and the bound drops, never blocks.
+func TestSendDataBounded(t *testing.T) {
+	r, err := Open(context.Background(), Config{DSN: "postgres://127.0.0.1:1/none", Origin: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	msg := []byte(strings.Repeat("x", 1000))
+	sent := 0
+	for range 1000 {
+		if r.SendData("k", msg) {
+			sent++
+		}
+	}
+	if sent != maxQueued/len(msg) {
+		t.Fatalf("%d messages of 1000 bytes queued, want %d", sent, maxQueued/len(msg))
+	}
+	if !r.SendData("other", msg) {
+		t.Fatal("another key's message refused")
+	}
+}
+
+func TestDecodeData(t *testing.T) {
+	for _, p := range []string{"", "a 1 k", "a 1\nx", "a\nx"} {
+		if _, _, _, ok := decodeData(p); ok {
+			t.Errorf("decodeData(%q) accepted", p)
+		}
+	}
+	r := &Relay{cfg: Config{Origin: "o"}}
+	ps := r.pack("k 1", [][]byte{[]byte("m1"), []byte(strings.Repeat("y", MaxData)), []byte("m3" + strings.Repeat("z", 1000))})
+	if len(ps) != 2 {
+		t.Fatalf("packed into %d payloads", len(ps))
+	}
+	var got []string
+	for _, p := range ps {
+		if len(p) > maxPayload {
+			t.Fatalf("payload of %d bytes", len(p))
+		}
+		key, msgs, origin, ok := decodeData(p)
+		if !ok || key != "k 1" || origin != "o" {
+			t.Fatalf("decodeData = %q %q %v", key, origin, ok)
+		}
+		for _, m := range msgs {
+			got = append(got, string(m[:2]))
+		}
+	}
+	if strings.Join(got, ",") != "m1,yy,m3" {
+		t.Fatalf("round trip %v", got)
 	}
 }
