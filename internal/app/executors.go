@@ -100,6 +100,7 @@ type hubTools struct {
 	sandboxes *sandboxes     // nil: cloud sessions' tools run on the host (--sandbox=none)
 	work      workRetirer    // nil: no work queue
 	slots     *capacity      // cloud sessions placed at once
+	hands     *replicaHands  // nil: no replicas (SQLite)
 	log       *slog.Logger
 
 	ctx    context.Context // lifetime of the local executors
@@ -251,7 +252,7 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*harness.Wait, 
 	changed := t.hub.Changed(env.ID)
 	l, err = t.hub.Assign(ctx, req)
 	if errors.Is(err, executor.ErrNoExecutor) {
-		return &harness.Wait{C: changed, Reason: fmt.Sprintf("no executor of environment %s with room for this session is connected; the session's tools run when one is (reins executor)", env.ID)}, nil
+		return t.noExecutor(ctx, sess.ID, env.ID, changed)
 	}
 	if err != nil {
 		return nil, err

@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/pgtest"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// whereCalled records which replica made each model call of a session.
+type whereCalled struct {
+	mu    sync.Mutex
+	calls map[string][]string // session -> replicas, in call order
+}
+
+func (w *whereCalled) of(sessionID string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.calls[sessionID])
+}
+
+// replicaModel is a replica's scripted model: calls are counted in the
+// shared counter and recorded with the replica's name.
+type replicaModel struct {
+	name  string
+	inner *callCounter
+	where *whereCalled
+}
+
+func (m replicaModel) Stream(ctx context.Context, req *model.Request, sink model.Sink) (*model.Response, error) {
+	m.where.mu.Lock()
+	m.where.calls[req.SessionID] = append(m.where.calls[req.SessionID], m.name)
+	m.where.mu.Unlock()
+	return m.inner.Stream(ctx, req, sink)
+}
+
+// startExecutorClient connects an in-process executor (the executor
+// package's client, over a real WebSocket) to a server with an environment
+// key; its sessions work in subdirectories of the returned workspace.
+func startExecutorClient(t *testing.T, url, key, name string) string {
+	t.Helper()
+	ws := t.TempDir()
+	c := executor.NewClient(executor.Options{URL: url, EnvironmentKey: key, Executor: executor.ExecutorInfo{Name: name},
+		Workspace: ws, MaxSessions: 8, BackoffMin: 10 * time.Millisecond, BackoffMax: 200 * time.Millisecond})
+	go c.Run(context.Background())
+	t.Cleanup(func() {
+		c.Stop()
+		<-c.Done()
+	})
+	return ws
+}
+
+// firstToolLatency returns the time from the first agent.tool_use to its
+// agent.tool_result, by their processed_at.
+func firstToolLatency(t *testing.T, evs []frame) time.Duration {
+	t.Helper()
+	var use time.Time
+	for _, f := range evs {
+		if f.ProcessedAt == nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, *f.ProcessedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f.Type {
+		case ma.EventAgentToolUse:
+			if use.IsZero() {
+				use = at
+			}
+		case ma.EventAgentToolResult:
+			return at.Sub(use)
+		}
+	}
+	t.Fatalf("no tool result: %v", types(evs))
+	return 0
+}
+
+// TestReplicaHandsExecutorOnAnotherReplica connects an executor of a
+// self-hosted environment to one replica (A) only. Sessions are created
+// on B and sent their turns on C, whose runner therefore starts there: the
+// session moves to A when it needs its tools, each bash call runs once on
+// A's executor, and the turn completes. A session waiting for an executor
+// on C moves as soon as one connects to A. The extra latency of the first
+// tool call, against sessions whose turn starts on A, is logged.
+func TestReplicaHandsExecutorOnAnotherReplica(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	calls := &callCounter{calls: map[string]int{}}
+	where := &whereCalled{calls: map[string][]string{}}
+	replica := func(name string) *server {
+		return startReplica(t, dsn, name, replicaModel{name: name, inner: calls, where: where})
+	}
+	a, b, c := replica("replica-a"), replica("replica-b"), replica("replica-c")
+	envID, key := b.selfHosted(t, "hands")
+	agent := b.newAgent(t, "scripted", toolset(false))
+	script := func(tag string) string {
+		return `@tool bash {"command":"echo ` + tag + ` >> runs.txt && cat runs.txt"}` + "\n@then done " + tag
+	}
+	check := func(ws, sessionID, tag string, evs []frame) {
+		t.Helper()
+		if last := evs[len(evs)-1]; last.StopReason == nil || last.StopReason.Type != "end_turn" {
+			t.Fatalf("%s: turn ended %v", tag, types(evs))
+		}
+		for _, f := range evs {
+			if f.Type == ma.EventAgentToolResult && (f.IsError != nil && *f.IsError || !strings.Contains(f.Content[0].Text, tag)) {
+				t.Fatalf("%s: tool result %+v", tag, f.Content)
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(ws, sessionID, "runs.txt"))
+		if err != nil || string(data) != tag+"\n" {
+			t.Fatalf("%s: runs.txt on A's executor = %q, %v: want one run", tag, data, err)
+		}
+		entries := logOf(t, a.app.Store, sessionID)
+		checkLog(t, sessionID, entries)
+		if got := calls.of(sessionID); !slices.Equal(got, []int{1, 1}) {
+			t.Fatalf("%s: model calls %v, want one per step", tag, got)
+		}
+		if n := countOf(entries, ma.EventAgentToolResult); n != 1 {
+			t.Fatalf("%s: %d tool results", tag, n)
+		}
+	}
+
+	// A session that waits for an executor on C moves when one connects
+	// to A.
+	waiting := b.newSession(t, agent.ID, envID).ID
+	st := b.openStream(t, waiting)
+	c.send(t, waiting, userMessage(script("waited")))
+	st.until(func(f frame) bool { return f.Type == ma.EventStatusRescheduled })
+	if l, err := a.app.Store.SessionLease(context.Background(), waiting); err != nil || !l.Live {
+		t.Fatalf("lease of the waiting session %+v, %v", l, err)
+	} else {
+		t.Logf("the waiting session is on %s", l.Owner)
+	}
+	ws := startExecutorClient(t, a.url, key, "hands-on-a")
+	check(ws, waiting, "waited", st.until(isIdle))
+
+	// Sessions whose turn starts on C (remote hands) or on A (local).
+	var remote, local []time.Duration
+	for i := range 6 {
+		for _, on := range []*server{c, a} {
+			tag := fmt.Sprintf("run%d%s", i, map[*server]string{a: "a", c: "c"}[on])
+			id := b.newSession(t, agent.ID, envID).ID
+			st := on.openStream(t, id)
+			on.send(t, id, userMessage(script(tag)))
+			evs := st.until(isIdle)
+			check(ws, id, tag, evs)
+			d := firstToolLatency(t, evs)
+			switch first := where.of(id)[0]; first {
+			case "replica-a":
+				local = append(local, d)
+			default:
+				remote = append(remote, d)
+				if got := where.of(id); got[1] != "replica-a" {
+					t.Fatalf("%s: model calls on %v: the step after the tool did not run on A", tag, got)
+				}
+			}
+			st.cancel()
+		}
+	}
+	if len(remote) == 0 {
+		t.Fatal("no turn started away from the executor's replica")
+	}
+	t.Logf("first tool call, tool_use to tool_result: executor on another replica %v (median %v), on the owner %v (median %v)",
+		remote, median(remote), local, median(local))
+}
+
+// median returns the median of ds (0 for none).
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
