@@ -381,8 +381,8 @@ func (t *hubTools) ensureLocal(envID string) error {
 	return nil
 }
 
-// RunTool implements harness.ToolRunner.
-func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
+// runTool runs a tool call on the session's executor (RunTool).
+func (t *hubTools) runTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
 	t.mu.Lock()
 	l := t.leases[sess.ID]
 	t.mu.Unlock()
@@ -445,6 +445,9 @@ func (t *hubTools) Release(sessionID string) {
 	delete(t.leases, sessionID)
 	delete(t.secrets, sessionID)
 	t.mu.Unlock()
+	if t.hands != nil {
+		t.hands.forget(sessionID)
+	}
 	if t.sandboxes != nil {
 		t.sandboxes.setCredentials(sessionID, nil) // the proxies keep what they were given
 	}
@@ -505,6 +508,9 @@ func (t *hubTools) removeWorkspace(envID, sessionID string) {
 	if err := os.RemoveAll(filepath.Join(t.workspace, envID, sessionID)); err != nil {
 		t.log.Warn("remove a deleted session's workspace", "session", sessionID, "err", err)
 	}
+	if err := os.Remove(filepath.Join(t.workspace, envID, sessionID+markerSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.log.Warn("remove a deleted session's workspace marker", "session", sessionID, "err", err)
+	}
 }
 
 // safeName reports whether an id can name a directory.
@@ -519,9 +525,10 @@ func (t *hubTools) sweepWorkspaces(ctx context.Context) {
 	for _, env := range envs {
 		sessions, _ := os.ReadDir(filepath.Join(t.workspace, env.Name()))
 		for _, s := range sessions {
-			_, err := t.st.GetSession(ctx, s.Name())
+			id := strings.TrimSuffix(s.Name(), markerSuffix)
+			_, err := t.st.GetSession(ctx, id)
 			if errors.Is(err, store.ErrNotFound) {
-				t.removeWorkspace(env.Name(), s.Name())
+				t.removeWorkspace(env.Name(), id)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/reinsdev/reins/executor"
@@ -35,6 +36,9 @@ type replicaHands struct {
 	replica string
 	ttl     time.Duration // of an announcement, and of a handed-over lease
 	log     *slog.Logger
+
+	mu      sync.Mutex
+	checked map[string]*executor.Lease // per cloud session: the placement whose workspace was checked
 }
 
 // announce keeps the replica's announcement current until ctx ends: at

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/pgtest"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -182,4 +183,90 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// TestReplicaCloudWorkspaceAfterTakeover runs a cloud session's first turn
+// on one replica, which writes a file in its workspace, then crashes that
+// replica: the replica that takes the session over runs the next turn in a
+// fresh workspace, and its first tool result tells the model the workspace
+// was reset. With the workspace root shared between the replicas the file
+// is still there and nothing is said.
+func TestReplicaCloudWorkspaceAfterTakeover(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own disks", true: "shared root"}[shared], func(t *testing.T) {
+			dsn := pgtest.FreshDB(t)
+			calls := &callCounter{calls: map[string]int{}}
+			root := t.TempDir()
+			replica := func(id string) *server {
+				dir := t.TempDir()
+				if shared {
+					if err := os.Symlink(root, filepath.Join(dir, "workspaces")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return startWith(t, options{models: model.Router{"scripted": calls}, dir: dir}, func(c *app.Config) {
+					c.DatabaseURL, c.ReplicaID, c.LeaseTTL = dsn, id, replicaTTL
+				})
+			}
+			replicas := map[string]*server{"replica-a": replica("replica-a"), "replica-b": replica("replica-b")}
+			a := replicas["replica-a"]
+			agent := a.newAgent(t, "scripted", toolset(false))
+			id := a.newSession(t, agent.ID, a.newEnv(t, "cloud").ID).ID
+			st := a.openStream(t, id)
+			a.send(t, id, userMessage(`@tool bash {"command":"echo kept > kept.txt && echo wrote"}`+"\n@then wrote"))
+			first := st.until(isIdle)
+			if r := toolResults(first); len(r) != 1 || r[0] != "wrote" {
+				t.Fatalf("first turn's tool results %q", r)
+			}
+			// The owner still holds the lease (its runner lingers): it
+			// crashes, cut off its database.
+			l, err := a.app.Store.SessionLease(context.Background(), id)
+			if err != nil || !l.Live {
+				t.Fatalf("lease after the first turn %+v, %v", l, err)
+			}
+			var survivor *server
+			for name, s := range replicas {
+				if name == l.Owner {
+					s.app.Store.Close()
+				} else {
+					survivor = s
+				}
+			}
+			sst := survivor.openStream(t, id)
+			survivor.send(t, id, userMessage(`@tool bash {"command":"cat kept.txt 2>/dev/null || echo missing"}`+"\n@tool bash {\"command\":\"echo second\"}\n@then done"))
+			var second []frame
+			for {
+				f := sst.next(30 * time.Second)
+				second = append(second, f)
+				if isIdle(f) && f.StopReason != nil && f.StopReason.Type == "end_turn" {
+					break
+				}
+			}
+			got := toolResults(second)
+			want := []string{"kept", "second"}
+			if !shared {
+				want = []string{app.WorkspaceResetNotice + "missing", "second"}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("tool results after the takeover:\n%q\nwant\n%q", got, want)
+			}
+		})
+	}
+}
+
+// toolResults returns the text of each agent.tool_result, its blocks
+// joined.
+func toolResults(evs []frame) []string {
+	var out []string
+	for _, f := range evs {
+		if f.Type != ma.EventAgentToolResult {
+			continue
+		}
+		var b strings.Builder
+		for _, c := range f.Content {
+			b.WriteString(strings.TrimSpace(c.Text))
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
