@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/lib/environments"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
@@ -269,4 +274,57 @@ func toolResults(evs []frame) []string {
 		out = append(out, b.String())
 	}
 	return out
+}
+
+// TestReplicaPullWorkerOnAnotherReplica runs the official environment
+// worker against one replica (A) while its session is created on B and
+// sent its turn on C: the work queue is in the database and its waiters
+// are woken across replicas, so the worker gets the session's work and
+// answers every tool use, once.
+func TestReplicaPullWorkerOnAnotherReplica(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	calls := &callCounter{calls: map[string]int{}}
+	a, b, c := startReplica(t, dsn, "replica-a", calls), startReplica(t, dsn, "replica-b", calls), startReplica(t, dsn, "replica-c", calls)
+	envID, key := b.selfHosted(t, "pull")
+	agent := b.newAgent(t, "scripted", toolset(false))
+	id := b.newSession(t, agent.ID, envID).ID
+	st := c.openStream(t, id)
+
+	workdir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	idle := 2 * time.Second
+	worker := environments.NewEnvironmentWorker(anthropic.NewClient(option.WithBaseURL(a.url), option.WithMaxRetries(0)),
+		environments.EnvironmentWorkerOptions{EnvironmentID: envID, EnvironmentKey: key, Workdir: workdir, MaxIdle: &idle,
+			Logger: slog.New(slog.DiscardHandler)})
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}()
+	c.send(t, id, userMessage(`@tool bash {"command":"echo ran >> runs.txt && cat runs.txt"}`+"\n@then done"))
+	got := st.until(func(f frame) bool { return isIdle(f) && f.StopReason != nil && f.StopReason.Type == "end_turn" })
+	results := 0
+	for _, f := range got {
+		switch f.Type {
+		case ma.EventUserToolResult:
+			if f.ProcessedAt != nil {
+				results++
+			}
+		case ma.EventAgentToolResult:
+			t.Fatalf("a server ran a tool of a pull worker's session: %+v", f)
+		}
+	}
+	if results != 1 {
+		t.Fatalf("%d user.tool_result, want 1: %v", results, types(got))
+	}
+	if data, err := os.ReadFile(filepath.Join(workdir, "runs.txt")); err != nil || string(data) != "ran\n" {
+		t.Fatalf("runs.txt in the worker's workdir = %q, %v: want one run", data, err)
+	}
+	if got := calls.of(id); !slices.Equal(got, []int{1, 1}) {
+		t.Fatalf("model calls %v, want one per step", got)
+	}
+	checkLog(t, id, logOf(t, a.app.Store, id))
 }
