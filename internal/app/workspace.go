@@ -20,8 +20,10 @@ import (
 const markerSuffix = ".marker"
 
 // WorkspaceResetNotice opens the first tool result of a cloud session
-// whose workspace was not found on the replica that now runs it.
-const WorkspaceResetNotice = "[reins] This session moved to another server, where its earlier workspace is not available: the workspace was reset. Files written, programs installed and processes started by earlier tool calls are gone; this tool ran in the new, empty workspace."
+// whose latest workspace is not on the replica that now runs it. The
+// workspace there is new (empty), or stale: left from an earlier time the
+// session ran on that replica.
+const WorkspaceResetNotice = "[reins] This session moved to another server, which does not have its latest workspace: the workspace was reset. Files written and programs installed by earlier tool calls may be missing or out of date, and processes they started are gone; this tool ran in the workspace this server has."
 
 // RunTool implements harness.ToolRunner. With replicas, the first result
 // of a cloud session's placement says so when its workspace is not the one
