@@ -176,6 +176,35 @@ func (h *Hub) changedFor(scope string) <-chan struct{} {
 	return ch
 }
 
+// anyScope is the key of [Hub.Environments]'s change channel: scopes are
+// "environment:…" or "machine:…".
+const anyScope = "*"
+
+// Environments returns, sorted, the environments that have a registered
+// executor which connected from outside the process (not [NewLocal]), and
+// a channel closed at the next registration or disconnection of any
+// executor. Servers that share a database announce them to each other,
+// so that a session moves to the one its executors are connected to.
+func (h *Hub) Environments() (ids []string, changed <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, conns := range h.byScope {
+		for c := range conns {
+			if !c.local && c.principal.EnvironmentID != "" {
+				ids = append(ids, c.principal.EnvironmentID)
+				break
+			}
+		}
+	}
+	slices.Sort(ids)
+	ch := h.changed[anyScope]
+	if ch == nil {
+		ch = make(chan struct{})
+		h.changed[anyScope] = ch
+	}
+	return ids, ch
+}
+
 func (h *Hub) broadcastLocked(scope string) {
 	if ch := h.changed[scope]; ch != nil {
 		close(ch)

@@ -206,6 +206,7 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 	}
 	res.ExecutorID = c.id
 	h.broadcastLocked(c.principal.scope())
+	h.broadcastLocked(anyScope)
 	h.mu.Unlock()
 	if old != nil {
 		h.goClose(old, CloseReplaced, "replaced")
@@ -236,6 +237,7 @@ func (h *Hub) unregisterLocked(c *hubConn) {
 	}
 	c.leases = make(map[string]*Lease)
 	c.registered = false
+	h.broadcastLocked(anyScope)
 }
 
 // detach handles the end of a connection.

@@ -216,6 +216,13 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		st.Close()
 		return nil, err
 	}
+	if cfg.DatabaseURL != "" {
+		ttl := cfg.LeaseTTL
+		if ttl <= 0 {
+			ttl = harness.DefaultLeaseTTL
+		}
+		ht.hands = &replicaHands{st: st, bus: b, hub: hub, replica: cfg.ReplicaID, ttl: ttl, log: cfg.Logger}
+	}
 	slots, how := cfg.Sandbox.slots()
 	ht.slots = newCapacity(slots, ht.yield)
 	cfg.Logger.Info("cloud sessions' tools run in at most this many sessions at once", "slots", slots, "from", how)
@@ -272,6 +279,7 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	if err := a.startRelay(ctx); err != nil {
 		return fmt.Errorf("wake-ups from other replicas: %w", err)
 	}
+	a.tools.startHands()
 	if err := a.Harness.Start(ctx); err != nil {
 		return fmt.Errorf("resume sessions: %w", err)
 	}

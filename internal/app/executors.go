@@ -100,6 +100,7 @@ type hubTools struct {
 	sandboxes *sandboxes     // nil: cloud sessions' tools run on the host (--sandbox=none)
 	work      workRetirer    // nil: no work queue
 	slots     *capacity      // cloud sessions placed at once
+	hands     *replicaHands  // nil: no replicas (SQLite)
 	log       *slog.Logger
 
 	ctx    context.Context // lifetime of the local executors
@@ -255,7 +256,7 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*harness.Wait, 
 	changed := t.hub.Changed(env.ID)
 	l, err = t.hub.Assign(ctx, req)
 	if errors.Is(err, executor.ErrNoExecutor) {
-		return &harness.Wait{C: changed, Reason: fmt.Sprintf("no executor of environment %s with room for this session is connected; the session's tools run when one is (reins executor)", env.ID)}, nil
+		return t.noExecutor(ctx, sess.ID, env.ID, changed)
 	}
 	if err != nil {
 		return nil, err
@@ -392,8 +393,8 @@ func (t *hubTools) ensureLocal(envID string) error {
 	return nil
 }
 
-// RunTool implements harness.ToolRunner.
-func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
+// runTool runs a tool call on the session's executor (RunTool).
+func (t *hubTools) runTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
 	t.mu.Lock()
 	l := t.leases[sess.ID]
 	t.mu.Unlock()
@@ -458,6 +459,9 @@ func (t *hubTools) Release(sessionID string) {
 	delete(t.leases, sessionID)
 	delete(t.secrets, sessionID)
 	t.mu.Unlock()
+	if t.hands != nil {
+		t.hands.forget(sessionID)
+	}
 	if t.sandboxes != nil {
 		t.sandboxes.setCredentials(sessionID, nil) // the proxies keep what they were given
 	}
@@ -518,6 +522,9 @@ func (t *hubTools) removeWorkspace(envID, sessionID string) {
 	if err := os.RemoveAll(filepath.Join(t.workspace, envID, sessionID)); err != nil {
 		t.log.Warn("remove a deleted session's workspace", "session", sessionID, "err", err)
 	}
+	if err := os.Remove(filepath.Join(t.workspace, envID, sessionID+markerSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.log.Warn("remove a deleted session's workspace marker", "session", sessionID, "err", err)
+	}
 }
 
 // safeName reports whether an id can name a directory.
@@ -532,9 +539,10 @@ func (t *hubTools) sweepWorkspaces(ctx context.Context) {
 	for _, env := range envs {
 		sessions, _ := os.ReadDir(filepath.Join(t.workspace, env.Name()))
 		for _, s := range sessions {
-			_, err := t.st.GetSession(ctx, s.Name())
+			id := strings.TrimSuffix(s.Name(), markerSuffix)
+			_, err := t.st.GetSession(ctx, id)
 			if errors.Is(err, store.ErrNotFound) {
-				t.removeWorkspace(env.Name(), s.Name())
+				t.removeWorkspace(env.Name(), id)
 			}
 		}
 	}

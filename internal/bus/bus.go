@@ -42,6 +42,9 @@ const (
 type Note struct {
 	Key  string
 	Kind Kind
+	// To, if set, names the one process the note is for (its relay
+	// origin); the others ignore it.
+	To string
 }
 
 // Relay carries wake-ups to the other processes that share the store. Send

@@ -42,6 +42,12 @@ type Leases interface {
 	// without waiting for the expiry); ErrFenced when token is no longer
 	// current.
 	ReleaseSession(ctx context.Context, sessionID, owner string, token int64) error
+	// HandOverSession passes the lease from owner to the owner to, for ttl
+	// from now: owner's token is fenced off at once, to's next
+	// AcquireSession succeeds (with a new token) and every other owner's
+	// fails until the lease expires. ErrFenced when token is no longer
+	// current.
+	HandOverSession(ctx context.Context, sessionID, owner string, token int64, to string, ttl time.Duration) error
 	// SessionLease returns the session's lease as it is now; a session
 	// never leased has the zero Lease.
 	SessionLease(ctx context.Context, sessionID string) (Lease, error)

@@ -37,6 +37,7 @@ type Store interface {
 	Environments
 	Sessions
 	Leases
+	Replicas
 	// Close releases the backend's resources.
 	Close() error
 }

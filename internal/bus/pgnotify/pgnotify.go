@@ -280,7 +280,7 @@ func (r *Relay) receive(conn *pgx.Conn, h Handler) {
 			}
 			continue
 		}
-		if note, origin, ok := decode(n.Payload); ok && origin != r.cfg.Origin && h.Receive != nil {
+		if note, origin, ok := decode(n.Payload); ok && origin != r.cfg.Origin && (note.To == "" || note.To == r.cfg.Origin) && h.Receive != nil {
 			h.Receive(note)
 		}
 	}
@@ -414,9 +414,14 @@ func decodeData(payload string) (key string, msgs [][]byte, origin string, ok bo
 // kindCodes are the kinds as they travel.
 var kindCodes = [...]string{bus.Changed: "c", bus.Wake: "w", bus.Interrupt: "i", bus.End: "e", bus.Watch: "v"}
 
-// encode writes a note as "kind origin key".
+// encode writes a note as "kind origin key", or "kind@to origin key" for
+// a note to one process.
 func encode(n bus.Note, origin string) string {
-	return kindCodes[n.Kind] + " " + origin + " " + n.Key
+	kind := kindCodes[n.Kind]
+	if n.To != "" {
+		kind += "@" + n.To
+	}
+	return kind + " " + origin + " " + n.Key
 }
 
 // decode reads what encode wrote; ok is false for anything else.
@@ -425,9 +430,13 @@ func decode(payload string) (n bus.Note, origin string, ok bool) {
 	if len(parts) != 3 || parts[2] == "" {
 		return n, "", false
 	}
+	kind, to, targeted := strings.Cut(parts[0], "@")
+	if targeted && to == "" {
+		return n, "", false
+	}
 	for k, code := range kindCodes {
-		if code == parts[0] {
-			return bus.Note{Key: parts[2], Kind: bus.Kind(k)}, parts[1], true
+		if code == kind {
+			return bus.Note{Key: parts[2], Kind: bus.Kind(k), To: to}, parts[1], true
 		}
 	}
 	return n, "", false

@@ -93,6 +93,19 @@ func TestRelay(t *testing.T) {
 	a.expect(t, bus.Note{Key: "queue:env_1"})
 }
 
+// TestRelayTargetedNote sends a note to one process: only that one gets
+// it.
+func TestRelayTargetedNote(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	a := start(t, dsn, "a")
+	b := start(t, dsn, "b")
+	c := start(t, dsn, "c")
+	n := bus.Note{Key: "sesn_1", Kind: bus.Wake, To: "c"}
+	a.r.Send(n)
+	c.expect(t, n)
+	b.expectNothing(t)
+}
+
 // TestRelayReconnects cuts the listening connection: the relay reconnects,
 // reports it (notes may have been lost), and receives again.
 func TestRelayReconnects(t *testing.T) {
@@ -120,7 +133,7 @@ func TestRelayReconnects(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
-	for _, p := range []string{"", "w", "w a", "w a ", "x a k"} {
+	for _, p := range []string{"", "w", "w a", "w a ", "x a k", "w@ a k", "x@b a k"} {
 		if _, _, ok := decode(p); ok {
 			t.Errorf("decode(%q) accepted", p)
 		}
@@ -128,6 +141,10 @@ func TestDecode(t *testing.T) {
 	n, origin, ok := decode(encode(bus.Note{Key: "k 1", Kind: bus.Interrupt}, "o"))
 	if !ok || origin != "o" || n != (bus.Note{Key: "k 1", Kind: bus.Interrupt}) {
 		t.Fatalf("round trip = %+v %q %v", n, origin, ok)
+	}
+	to := bus.Note{Key: "sesn_1", Kind: bus.Wake, To: "replica@host"}
+	if n, origin, ok := decode(encode(to, "o")); !ok || origin != "o" || n != to {
+		t.Fatalf("round trip of a targeted note = %+v %q %v", n, origin, ok)
 	}
 }
 

@@ -44,6 +44,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"FencedWrites", testFencedWrites},
 		{"UnownedSessions", testUnownedSessions},
 		{"ConcurrentAcquire", testConcurrentAcquire},
+		{"HandOver", testHandOver},
+		{"Hands", testHands},
+		{"WorkspaceMarkers", testWorkspaceMarkers},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

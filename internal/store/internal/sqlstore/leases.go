@@ -54,6 +54,15 @@ func (s *Store) ReleaseSession(ctx context.Context, sessionID, owner string, tok
 	return fenced(n, err, sessionID, token)
 }
 
+// HandOverSession implements store.Leases. The token grows, so owner's
+// writes are fenced off at once, and to (the new owner) acquires it with a
+// larger one still.
+func (s *Store) HandOverSession(ctx context.Context, sessionID, owner string, token int64, to string, ttl time.Duration) error {
+	n, err := s.exec(ctx, `UPDATE session_leases SET owner = ?, token = token + 1, expires_at = `+s.d.Now()+` + ? WHERE session_id = ? AND owner = ? AND token = ?`,
+		to, ttl.Nanoseconds(), sessionID, owner, token)
+	return fenced(n, err, sessionID, token)
+}
+
 // SessionLease implements store.Leases.
 func (s *Store) SessionLease(ctx context.Context, sessionID string) (store.Lease, error) {
 	l, _, err := s.readLease(ctx, s.r, sessionID, "")

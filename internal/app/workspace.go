@@ -1,0 +1,126 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/harness"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// markerSuffix ends the name of the file beside a cloud session's
+// workspace directory (outside it, so its tools cannot touch it) that
+// holds the marker of the workspace.
+const markerSuffix = ".marker"
+
+// WorkspaceResetNotice opens the first tool result of a cloud session
+// whose latest workspace is not on the replica that now runs it. The
+// workspace there is new (empty), or stale: left from an earlier time the
+// session ran on that replica.
+const WorkspaceResetNotice = "[reins] This session moved to another server, which does not have its latest workspace: the workspace was reset. Files written and programs installed by earlier tool calls may be missing or out of date, and processes they started are gone; this tool ran in the workspace this server has."
+
+// RunTool implements harness.ToolRunner. With replicas, the first result
+// of a cloud session's placement says so when its workspace is not the one
+// the session last used (see workspaceNotice).
+func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
+	notice := t.workspaceNotice(ctx, sess.ID)
+	res := t.runTool(ctx, sess, call)
+	if notice != "" {
+		res.Content = append([]ma.ContentBlock{{Type: "text", Text: notice}}, res.Content...)
+	}
+	return res
+}
+
+// workspaceNotice checks, at the first tool call of each placement of a
+// cloud session on this replica, that the session's workspace is the one
+// it last used, and returns the notice to give the model when it is not.
+//
+// A cloud session's workspace is a directory on the disk of the replica
+// that runs it, unless the operator shares the workspace root between the
+// replicas. Beside the directory lies a marker file, whose content is also
+// recorded in the database for the session. The same marker in both means
+// the workspace is the last one used (this replica's, or a shared root's);
+// a missing or other marker means the session last ran elsewhere (or here,
+// before it ran elsewhere): its workspace here is fresh or stale, so a new
+// marker is written and the model is told. A session that never had a
+// marker has lost nothing.
+func (t *hubTools) workspaceNotice(ctx context.Context, sessionID string) string {
+	if t.hands == nil {
+		return "" // one process: the workspace never moves
+	}
+	t.mu.Lock()
+	l := t.leases[sessionID]
+	cloud := l != nil && t.locals[l.EnvironmentID] != nil
+	t.mu.Unlock()
+	if !cloud || !t.hands.firstCall(sessionID, l) || !safeName(l.EnvironmentID) || !safeName(sessionID) {
+		return ""
+	}
+	path := filepath.Join(t.workspace, l.EnvironmentID, sessionID+markerSuffix)
+	want, err := t.st.WorkspaceMarker(ctx, sessionID)
+	if err != nil {
+		t.log.Warn("read a session's workspace marker", "session", sessionID, "err", err)
+		t.hands.forget(sessionID) // checked again at the next call
+		return ""
+	}
+	have, err := os.ReadFile(path)
+	if err == nil && want != "" && strings.TrimSpace(string(have)) == want {
+		return ""
+	}
+	if err := t.newMarker(ctx, sessionID, path); err != nil {
+		t.log.Warn("mark a session's workspace", "session", sessionID, "err", err)
+	}
+	if want == "" {
+		return "" // the session's first workspace
+	}
+	t.log.Info("a cloud session's workspace was not found on this replica; the model is told it was reset", "session", sessionID)
+	return WorkspaceResetNotice
+}
+
+// newMarker writes a new marker beside the session's workspace, then
+// records it for the session.
+func (t *hubTools) newMarker(ctx context.Context, sessionID, path string) error {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	m := hex.EncodeToString(b[:])
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(m+"\n"), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if err := t.st.SetWorkspaceMarker(ctx, sessionID, m); err != nil {
+		return fmt.Errorf("record the marker: %w", err)
+	}
+	return nil
+}
+
+// firstCall reports whether l is a placement of the session not seen
+// before by firstCall (until forget).
+func (r *replicaHands) firstCall(sessionID string, l *executor.Lease) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.checked[sessionID] == l {
+		return false
+	}
+	if r.checked == nil {
+		r.checked = map[string]*executor.Lease{}
+	}
+	r.checked[sessionID] = l
+	return true
+}
+
+// forget drops what firstCall remembers of the session.
+func (r *replicaHands) forget(sessionID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.checked, sessionID)
+}

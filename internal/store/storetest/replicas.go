@@ -1,0 +1,123 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/reinsdev/reins/internal/store"
+)
+
+// testHandOver checks that a handed-over lease fences its old owner at
+// once, goes to the new owner only, and is free for all once it expires
+// unclaimed.
+func testHandOver(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	sess := newSession(t, s, "agent_a")
+	ta, err := s.AcquireSession(ctx, sess.ID, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const short = 300 * time.Millisecond
+	if err := s.HandOverSession(ctx, sess.ID, "a", ta-1, "b", short); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("hand over with a stale token: %v", err)
+	}
+	if err := s.HandOverSession(ctx, sess.ID, "a", ta, "b", short); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendMessage(store.WithFence(ctx, store.Fence{SessionID: sess.ID, Owner: "a", Token: ta}), s, sess.ID); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("write of the owner that handed over: %v", err)
+	}
+	if err := s.RenewSession(ctx, sess.ID, "a", ta, time.Minute); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("renewal of the owner that handed over: %v", err)
+	}
+	if _, err := s.AcquireSession(ctx, sess.ID, "c", time.Minute); !errors.Is(err, store.ErrLeaseHeld) {
+		t.Fatalf("a third owner acquires a handed-over lease: %v", err)
+	}
+	tb, err := s.AcquireSession(ctx, sess.ID, "b", time.Minute)
+	if err != nil || tb <= ta {
+		t.Fatalf("the new owner acquires: token %d after %d, %v", tb, ta, err)
+	}
+	if err := appendMessage(store.WithFence(ctx, store.Fence{SessionID: sess.ID, Owner: "b", Token: tb}), s, sess.ID); err != nil {
+		t.Fatalf("write of the new owner: %v", err)
+	}
+	// Handed over and never claimed: free for all once expired.
+	if err := s.HandOverSession(ctx, sess.ID, "b", tb, "a", short); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(short + 100*time.Millisecond)
+	if tc, err := s.AcquireSession(ctx, sess.ID, "c", time.Minute); err != nil || tc <= tb {
+		t.Fatalf("acquire an unclaimed, expired hand-over: token %d after %d, %v", tc, tb, err)
+	}
+}
+
+// testHands checks the announcements of executors: replaced per replica,
+// withdrawn by an empty list, and ignored once expired.
+func testHands(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	check := func(env string, want ...string) {
+		t.Helper()
+		got, err := s.ReplicasWithHands(ctx, env)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("replicas with hands of %s = %v, %v; want %v", env, got, err, want)
+		}
+	}
+	check("env_1")
+	if err := s.AnnounceHands(ctx, "b", []string{"env_1", "env_2"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AnnounceHands(ctx, "a", []string{"env_1"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	check("env_1", "a", "b")
+	check("env_2", "b")
+	if err := s.AnnounceHands(ctx, "b", []string{"env_2"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	check("env_1", "a")
+	if err := s.AnnounceHands(ctx, "a", nil, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	check("env_1")
+	const short = 300 * time.Millisecond
+	if err := s.AnnounceHands(ctx, "c", []string{"env_3"}, short); err != nil {
+		t.Fatal(err)
+	}
+	check("env_3", "c")
+	time.Sleep(short + 100*time.Millisecond)
+	check("env_3")
+}
+
+// testWorkspaceMarkers checks a session's workspace marker: none at
+// first, replaced when set, deleted with the session.
+func testWorkspaceMarkers(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	sess := newSession(t, s, "agent_a")
+	get := func() string {
+		t.Helper()
+		m, err := s.WorkspaceMarker(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := get(); m != "" {
+		t.Fatalf("marker before any: %q", m)
+	}
+	for _, m := range []string{"one", "two"} {
+		if err := s.SetWorkspaceMarker(ctx, sess.ID, m); err != nil {
+			t.Fatal(err)
+		}
+		if got := get(); got != m {
+			t.Fatalf("marker %q, want %q", got, m)
+		}
+	}
+	if err := s.DeleteSession(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if m := get(); m != "" {
+		t.Fatalf("marker of a deleted session: %q", m)
+	}
+}
