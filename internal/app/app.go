@@ -281,9 +281,12 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Shutdown ends streams cleanly, stops session runners at a safe point,
-// drains executors (close code 4005: they reconnect to the next server),
-// stops accepting requests, closes the store and releases the data dir.
+// Shutdown ends streams cleanly, stops session runners at a safe point
+// (with replicas, each first finishes its step and hands its session over:
+// the wake-ups it sends are flushed when the relay closes, after the
+// harness), drains executors (close code 4005: they reconnect to the next
+// server), stops accepting requests, closes the store and releases the
+// data dir.
 func (a *App) Shutdown(ctx context.Context) error {
 	a.API.Shutdown()
 	a.Work.Shutdown()

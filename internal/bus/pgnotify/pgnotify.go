@@ -11,7 +11,6 @@ package pgnotify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -114,8 +113,9 @@ func (r *Relay) Start(ctx context.Context, h Handler) error {
 	return nil
 }
 
-// Close stops the relay (notes not yet sent are dropped) and closes its
-// connections.
+// Close stops the relay and closes its connections. The notes sent
+// before it are flushed first (for at most sendTimeout): a replica that
+// shuts down tells the others about the sessions it handed over.
 func (r *Relay) Close() {
 	r.cancel()
 	r.wg.Wait()
@@ -196,38 +196,52 @@ func (r *Relay) receive(conn *pgx.Conn, h Handler) {
 	}
 }
 
-// send flushes the pending notes, in one statement each time, until Close.
+// send flushes the pending notes, in one statement each time, until Close,
+// and then once more.
 func (r *Relay) send() {
 	failing := false
 	for {
+		closing := false
 		select {
 		case <-r.ctx.Done():
-			return
+			closing = true
 		case <-r.kick:
 		}
-		r.mu.Lock()
-		batch := make([]string, 0, len(r.pending))
-		for n := range r.pending {
-			batch = append(batch, encode(n, r.cfg.Origin))
-		}
-		clear(r.pending)
-		r.mu.Unlock()
-		if len(batch) == 0 {
-			continue
-		}
-		_, err := r.pool.Exec(r.ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, r.cfg.Channel, batch)
-		switch {
-		case err == nil:
+		if err := r.flush(); err == nil {
 			failing = false
-		case errors.Is(err, context.Canceled) && r.ctx.Err() != nil:
-			return
-		case !failing:
+		} else if !failing {
 			// Logged once a streak: the sweeps and the streams' polls
 			// make up for the lost notes.
 			failing = true
-			r.log.Warn("send wake-ups to other replicas", "notes", len(batch), "err", err)
+			r.log.Warn("send wake-ups to other replicas", "err", err)
+		}
+		if closing {
+			return
 		}
 	}
+}
+
+// sendTimeout bounds one flush of the pending notes.
+const sendTimeout = 2 * time.Second
+
+// flush sends the pending notes in one statement.
+func (r *Relay) flush() error {
+	r.mu.Lock()
+	batch := make([]string, 0, len(r.pending))
+	for n := range r.pending {
+		batch = append(batch, encode(n, r.cfg.Origin))
+	}
+	clear(r.pending)
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+	defer cancel()
+	if _, err := r.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, r.cfg.Channel, batch); err != nil {
+		return fmt.Errorf("%d notes: %w", len(batch), err)
+	}
+	return nil
 }
 
 // kindCodes are the kinds as they travel.

@@ -2,6 +2,7 @@ package pgnotify
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -74,6 +75,28 @@ func TestRelay(t *testing.T) {
 	a.expectNothing(t)
 	b.r.Send(bus.Note{Key: "queue:env_1"})
 	a.expect(t, bus.Note{Key: "queue:env_1"})
+}
+
+// TestRelayFlushesOnClose closes a relay right after a Send: the note
+// still reaches the other process (a replica that shuts down tells the
+// others about the sessions it handed over).
+func TestRelayFlushesOnClose(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	b := start(t, dsn, "b")
+	for i := range 20 {
+		r, err := Open(context.Background(), Config{DSN: dsn, Origin: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(context.Background(), Handler{}); err != nil {
+			r.Close()
+			t.Fatal(err)
+		}
+		n := bus.Note{Key: fmt.Sprintf("sesn_%d", i), Kind: bus.Wake}
+		r.Send(n)
+		r.Close()
+		b.expect(t, n)
+	}
 }
 
 // TestRelayReconnects cuts the listening connection: the relay reconnects,
