@@ -283,8 +283,8 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 
 // Shutdown ends streams cleanly, stops session runners at a safe point
 // (with replicas, each first finishes its step and hands its session over:
-// the wake-ups it sends are flushed when the relay closes, after the
-// harness), drains executors (close code 4005: they reconnect to the next
+// the wake-ups it sends are flushed when the relay closes, last), drains
+// executors (close code 4005: they reconnect to the next
 // server), stops accepting requests, closes the store and releases the
 // data dir.
 func (a *App) Shutdown(ctx context.Context) error {
@@ -293,10 +293,6 @@ func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
 	if err := a.Harness.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("harness: %w", err))
-	}
-	a.relayCancel()
-	if a.relay != nil {
-		a.relay.Close()
 	}
 	a.tools.stop()
 	if err := a.Hub.Shutdown(ctx); err != nil {
@@ -307,6 +303,12 @@ func (a *App) Shutdown(ctx context.Context) error {
 			a.srv.Close() // cut what is left rather than hang
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
+	}
+	// The relay closes after the last request: the wake-ups of the
+	// sessions handed over, and of input accepted meanwhile, go out.
+	a.relayCancel()
+	if a.relay != nil {
+		a.relay.Close()
 	}
 	a.idle()
 	errs = append(errs, a.Store.Close())

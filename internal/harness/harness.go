@@ -208,7 +208,13 @@ func (h *Harness) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); close(done) }()
 	if h.cfg.Leases != nil {
-		h.drainOnce.Do(func() { close(h.draining) })
+		h.drainOnce.Do(func() {
+			h.mu.Lock()
+			n := len(h.runners)
+			h.mu.Unlock()
+			h.log.Info("draining: runners finish their step and hand their sessions over", "runners", n)
+			close(h.draining)
+		})
 		dctx, cancel := drainContext(ctx)
 		defer cancel()
 		select {
