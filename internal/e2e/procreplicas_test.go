@@ -757,23 +757,11 @@ func TestReplicaProcessesDrainHandsOver(t *testing.T) {
 			t.Fatalf("session %s: lease %+v, %v", sid, l, err)
 		}
 		leaseB = append(leaseB, l.Until.Add(-c.ttl).Sub(terminated))
-	}
-	for _, sid := range mine {
-		entries := c.checkTurns(sid, 1, false)
-		if r := c.redone(sid, 1); len(r) > 0 {
-			t.Fatalf("model calls redone: %v", r)
-		}
-		if got := c.model.step(sid, 1).replicas; got[0] != a.id {
-			t.Fatalf("session %s: first model call by %v", sid, got)
-		}
-		if got := c.model.step(sid, 3).replicas; got[0] != b.id {
-			t.Fatalf("session %s: second model call by %v: not handed over", sid, got)
-		}
-		for _, e := range entries {
+		for _, e := range c.entries(sid) {
 			switch e.Event.Type {
-			case ma.EventAgentToolUse:
+			case ma.EventAgentToolUse: // the answer to the call in flight
 				lastA = append(lastA, processedAt(t, e.Event).Sub(terminated))
-			case ma.EventAgentToolResult:
+			case ma.EventAgentToolResult: // the next event
 				firstB = append(firstB, processedAt(t, e.Event).Sub(terminated))
 			}
 		}
@@ -784,8 +772,20 @@ func TestReplicaProcessesDrainHandsOver(t *testing.T) {
 		slices.Sort(ds)
 		return fmt.Sprintf("%v..%v", ds[0].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 	}
-	t.Logf("SIGTERM of %s with %d sessions in a model call, after it: its last write %s, the other replica's lease %s, its bash run %s, its first event %s; the exit %v",
+	t.Logf("SIGTERM of %s with %d sessions in a model call, after it: the call's answer logged %s, the other replica holds the lease %s, runs the bash %s, logs its result %s; the exit %v",
 		a.id, len(mine), span(lastA), span(leaseB), span(bashB), span(firstB), exited.Round(time.Millisecond))
+	for _, sid := range mine {
+		c.checkTurns(sid, 1, false)
+		if r := c.redone(sid, 1); len(r) > 0 {
+			t.Fatalf("model calls redone: %v", r)
+		}
+		if got := c.model.step(sid, 1).replicas; got[0] != a.id {
+			t.Fatalf("session %s: first model call by %v", sid, got)
+		}
+		if got := c.model.step(sid, 3).replicas; got[0] != b.id {
+			t.Fatalf("session %s: second model call by %v: not handed over", sid, got)
+		}
+	}
 	if worst := firstB[len(firstB)-1]; worst > 5*time.Second {
 		t.Fatalf("a session was handed over %v after SIGTERM (a sweep every %v)", worst, c.ttl/2)
 	}
