@@ -154,6 +154,43 @@ func TestDrainIdleSessionStays(t *testing.T) {
 	}
 }
 
+// TestDrainHandsOverQueuedInput queues input for a session whose runner
+// lingers, without the wake-up a closed harness ignores: the drain ends
+// the linger, finds the input in the log and hands the session over.
+func TestDrainHandsOverQueuedInput(t *testing.T) {
+	st, sid := leaseFixture(t)
+	woken := make(chan string, 4)
+	busA := bus.New()
+	busA.SetRelay(relayFunc(func(n bus.Note) {
+		if n.Kind == bus.Wake {
+			woken <- n.Key
+		}
+	}))
+	m := newGateModel()
+	close(m.gate)
+	a := New(Config{Store: st, Bus: busA, Model: m, Leases: st, Owner: "a", LeaseTTL: time.Minute})
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sendMessage(t, st, sid)
+	a.Wake(sid)
+	waitFor(t, "the turn's end", func() bool { return countType(t, st, sid, ma.EventStatusIdle) == 1 })
+	sendMessage(t, st, sid) // no Wake: its wake-up came while the harness was closed
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-woken:
+		if id != sid {
+			t.Fatalf("handed over %s, want %s", id, sid)
+		}
+	default:
+		t.Fatal("a session with queued input was not handed over")
+	}
+}
+
 // relayFunc is a bus.Relay calling a function: the wake-ups of replicas,
 // without the database.
 type relayFunc func(bus.Note)

@@ -83,7 +83,14 @@ func (r *runner) run() {
 		return
 	}
 	var handOver func() bool // set when the runner stops with work left
-	defer func() { leave(handOver) }()
+	defer func() {
+		if handOver == nil && r.h.isDraining() {
+			// A lingering runner ended by the drain: input may have
+			// come meanwhile, its wake-up ignored (Wake is closed).
+			handOver = r.hasWork
+		}
+		leave(handOver)
+	}()
 	failures := 0
 	for {
 		if r.h.isDraining() {
