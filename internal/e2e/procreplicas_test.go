@@ -44,22 +44,22 @@ import (
 // messages the model call carries (a bash run uses its tool use's).
 func callKey(sid string, pos int) string { return fmt.Sprintf("%s/%d", sid, pos) }
 
-// gate holds calls until it opens.
-type gate struct {
+// holdGate holds calls until it opens.
+type holdGate struct {
 	mu   sync.Mutex
 	hold func(replica, sid string, pos int) bool
 	open chan struct{}
 }
 
 // set holds from now on the calls hold picks (nil: none), until release.
-func (g *gate) set(hold func(replica, sid string, pos int) bool) {
+func (g *holdGate) set(hold func(replica, sid string, pos int) bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.hold, g.open = hold, make(chan struct{})
 }
 
 // release lets every held call go and holds no more.
-func (g *gate) release() {
+func (g *holdGate) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.open != nil {
@@ -70,7 +70,7 @@ func (g *gate) release() {
 
 // wait holds a call if it is picked, until the gate opens, the caller
 // goes or done closes; it reports whether the caller is still there.
-func (g *gate) wait(r *http.Request, done <-chan struct{}, replica, sid string, pos int, held func(delta int)) bool {
+func (g *holdGate) wait(r *http.Request, done <-chan struct{}, replica, sid string, pos int, held func(delta int)) bool {
 	g.mu.Lock()
 	open := g.open
 	hold := g.hold != nil && g.hold(replica, sid, pos)
@@ -106,7 +106,7 @@ type modelFake struct {
 	done  chan struct{}
 	bash  string // the bash endpoint's URL
 	delay time.Duration
-	gate  gate
+	gate  holdGate
 
 	mu    sync.Mutex
 	calls map[string]*modelCalls
@@ -242,7 +242,7 @@ type bashEndpoint struct {
 	srv   *httptest.Server
 	done  chan struct{}
 	delay time.Duration // before each answer
-	gate  gate
+	gate  holdGate
 
 	mu   sync.Mutex
 	runs map[string]int
@@ -322,9 +322,9 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// proc is one `reins serve` replica; its server holds the SDK client
+// replicaProc is one `reins serve` replica; its server holds the SDK client
 // (no app: the process is not this one).
-type proc struct {
+type replicaProc struct {
 	*server
 	id, addr, dataDir string
 	cmd               *exec.Cmd
@@ -333,8 +333,8 @@ type proc struct {
 	waitErr           error // cmd.Wait's, once exited is closed
 }
 
-// cluster is the replicas on one database and the fakes they call.
-type cluster struct {
+// procCluster is the replicas on one database and the fakes they call.
+type procCluster struct {
 	t     *testing.T
 	bin   string
 	dsn   string
@@ -343,15 +343,15 @@ type cluster struct {
 	model *modelFake
 	bash  *bashEndpoint
 	store store.Store // the database, for the tests' reads
-	procs []*proc
+	procs []*replicaProc
 	hc    *http.Client
 	agent string
 	envID string
 }
 
-// newCluster starts n replicas named replica-0… with lease ttl on a fresh
+// newProcCluster starts n replicas named replica-0… with lease ttl on a fresh
 // database, and creates an agent (bash enabled) and a cloud environment.
-func newCluster(t *testing.T, n int, ttl time.Duration) *cluster {
+func newProcCluster(t *testing.T, n int, ttl time.Duration) *procCluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds reins and runs replicas as processes")
@@ -360,7 +360,7 @@ func newCluster(t *testing.T, n int, ttl time.Duration) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, bin: bin, dsn: pgtest.FreshDB(t), key: "sk-reins-replica-test-key", ttl: ttl,
+	c := &procCluster{t: t, bin: bin, dsn: pgtest.FreshDB(t), key: "sk-reins-replica-test-key", ttl: ttl,
 		hc: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	c.bash = newBashEndpoint(t)
 	c.model = newModelFake(t, c.bash.srv.URL)
@@ -377,7 +377,7 @@ func newCluster(t *testing.T, n int, ttl time.Duration) *cluster {
 		c.hc.CloseIdleConnections()
 	})
 	for i := range n {
-		p := &proc{id: fmt.Sprintf("replica-%d", i), addr: freeAddr(t), dataDir: t.TempDir(), out: &syncBuffer{}}
+		p := &replicaProc{id: fmt.Sprintf("replica-%d", i), addr: freeAddr(t), dataDir: t.TempDir(), out: &syncBuffer{}}
 		p.server = &server{url: "http://" + p.addr, key: c.key}
 		p.client = anthropic.NewClient(option.WithBaseURL(p.url), option.WithAPIKey(c.key), option.WithMaxRetries(0), option.WithHTTPClient(c.hc))
 		c.procs = append(c.procs, p)
@@ -395,21 +395,21 @@ func newCluster(t *testing.T, n int, ttl time.Duration) *cluster {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, p := range c.procs {
-				t.Logf("--- %s:\n%s", p.id, tail(p.out.String(), 60))
+				t.Logf("--- %s:\n%s", p.id, lastLines(p.out.String(), 60))
 			}
 		}
 	})
 	return c
 }
 
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
 	lines := strings.Split(s, "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // start runs p's process and waits until it serves.
-func (c *cluster) start(p *proc) {
+func (c *procCluster) start(p *replicaProc) {
 	c.t.Helper()
 	var env []string
 	for _, kv := range os.Environ() {
@@ -451,7 +451,7 @@ func (c *cluster) start(p *proc) {
 }
 
 // signal sends sig to p's process.
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+func (p *replicaProc) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("signal %s: %v", p.id, err)
@@ -459,20 +459,20 @@ func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 }
 
 // waitExit waits for p's process to end and returns cmd.Wait's error.
-func (p *proc) waitExit(t *testing.T, within time.Duration) error {
+func (p *replicaProc) waitExit(t *testing.T, within time.Duration) error {
 	t.Helper()
 	select {
 	case <-p.exited:
 		p.cmd = nil
 		return p.waitErr
 	case <-time.After(within):
-		t.Fatalf("%s did not exit within %v:\n%s", p.id, within, tail(p.out.String(), 40))
+		t.Fatalf("%s did not exit within %v:\n%s", p.id, within, lastLines(p.out.String(), 40))
 		return nil
 	}
 }
 
-// poll waits until cond holds, failing after within.
-func poll(t *testing.T, within time.Duration, what string, cond func() bool) {
+// pollUntil waits until cond holds, failing after within.
+func pollUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
@@ -484,7 +484,7 @@ func poll(t *testing.T, within time.Duration, what string, cond func() bool) {
 }
 
 // entries reads a session's whole log.
-func (c *cluster) entries(sid string) []store.Entry {
+func (c *procCluster) entries(sid string) []store.Entry {
 	c.t.Helper()
 	return logOf(c.t, c.store, sid)
 }
@@ -501,7 +501,7 @@ func turnsEnded(entries []store.Entry) int {
 }
 
 // owners returns the live owner of each session's lease ("" for none).
-func (c *cluster) owners(sids []string) map[string]string {
+func (c *procCluster) owners(sids []string) map[string]string {
 	c.t.Helper()
 	out := map[string]string{}
 	for _, sid := range sids {
@@ -520,7 +520,7 @@ func (c *cluster) owners(sids []string) map[string]string {
 // twice, each turn a bash run and two model calls answered once each
 // (the tool result says "may or may not have run" where mayHaveRun), no
 // session.error, and the model and bash counters agree.
-func (c *cluster) checkTurns(sid string, turns int, mayHaveRun bool) []store.Entry {
+func (c *procCluster) checkTurns(sid string, turns int, mayHaveRun bool) []store.Entry {
 	c.t.Helper()
 	entries := c.entries(sid)
 	checkLog(c.t, sid, entries)
@@ -567,8 +567,8 @@ func (c *cluster) checkTurns(sid string, turns int, mayHaveRun bool) []store.Ent
 	return entries
 }
 
-// message is the user message of turn k of a session.
-func message(sid string, k int) anthropic.BetaManagedAgentsEventParamsUnion {
+// jobMessage is the user message of turn k of a session.
+func jobMessage(sid string, k int) anthropic.BetaManagedAgentsEventParamsUnion {
 	return userMessage(fmt.Sprintf("job %s turn %d", sid, k))
 }
 
@@ -576,14 +576,14 @@ func message(sid string, k int) anthropic.BetaManagedAgentsEventParamsUnion {
 // processes, each created on one, sent its message on another and
 // streamed from all three. With every session mid-turn (half in a model
 // call, half in a bash run, both held), the replica that runs the most of
-// them is SIGKILLed. Every session finishes within the lease TTL and a
+// both kinds is SIGKILLed. Every session finishes within the lease TTL and a
 // margin; each model call is answered once per step (calls cut off by the
 // kill are redone, never answered twice), each bash runs once (those cut
 // off by the kill are answered "may or may not have run"), the logs are
 // gap-free without duplicates, and every stream on a surviving replica
 // saw every event.
 func TestReplicaProcessesSurviveKill(t *testing.T) {
-	c := newCluster(t, 3, 2*time.Second)
+	c := newProcCluster(t, 3, 2*time.Second)
 	const n = 30
 	sids := make([]string, n)
 	inModel := map[string]bool{} // else in bash at the kill
@@ -603,9 +603,9 @@ func TestReplicaProcessesSurviveKill(t *testing.T) {
 	}
 	wg.Wait()
 	for i, sid := range sids {
-		c.procs[(i+1)%3].send(t, sid, message(sid, 0))
+		c.procs[(i+1)%3].send(t, sid, jobMessage(sid, 0))
 	}
-	poll(t, 30*time.Second, "every session mid-turn", func() bool {
+	pollUntil(t, 30*time.Second, "every session mid-turn", func() bool {
 		held := 0
 		for _, p := range c.procs {
 			held += c.model.heldBy(p.id)
@@ -642,7 +642,7 @@ func TestReplicaProcessesSurviveKill(t *testing.T) {
 	victim.signal(t, syscall.SIGKILL)
 	victim.waitExit(t, 10*time.Second)
 	// Its held model calls end with it; then every hold is released.
-	poll(t, 10*time.Second, "the killed replica's calls cut off", func() bool { return c.model.heldBy(victim.id) == 0 })
+	pollUntil(t, 10*time.Second, "the killed replica's calls cut off", func() bool { return c.model.heldBy(victim.id) == 0 })
 	c.model.gate.release()
 	c.bash.gate.release()
 	for i, sid := range sids {
@@ -681,7 +681,7 @@ func TestReplicaProcessesSurviveKill(t *testing.T) {
 
 // redone returns the steps of a session's turns whose model call was made
 // more than once, with the replicas that made them.
-func (c *cluster) redone(sid string, turns int) []string {
+func (c *procCluster) redone(sid string, turns int) []string {
 	var out []string
 	for k := range turns {
 		for _, pos := range []int{4*k + 1, 4*k + 3} {
@@ -712,16 +712,16 @@ func processedAt(t *testing.T, ev ma.Event) time.Time {
 // session at once, told by the draining one, long before its sweep would
 // (a lease of 30 s: a sweep every 15 s). It logs the hand-over times.
 func TestReplicaProcessesDrainHandsOver(t *testing.T) {
-	c := newCluster(t, 2, 30*time.Second)
+	c := newProcCluster(t, 2, 30*time.Second)
 	a, b := c.procs[0], c.procs[1]
 	const n = 6
 	sids := make([]string, n)
 	c.model.gate.set(func(_ string, _ string, pos int) bool { return pos == 1 })
 	for i := range sids {
 		sids[i] = a.newSession(t, c.agent, c.envID).ID
-		a.send(t, sids[i], message(sids[i], 0))
+		a.send(t, sids[i], jobMessage(sids[i], 0))
 	}
-	poll(t, 20*time.Second, "every session in a model call", func() bool { return c.model.heldBy(a.id)+c.model.heldBy(b.id) == n })
+	pollUntil(t, 20*time.Second, "every session in a model call", func() bool { return c.model.heldBy(a.id)+c.model.heldBy(b.id) == n })
 	owners := c.owners(sids)
 	var mine []string
 	for _, sid := range sids {
@@ -734,13 +734,13 @@ func TestReplicaProcessesDrainHandsOver(t *testing.T) {
 	}
 	terminated := time.Now()
 	a.signal(t, syscall.SIGTERM)
-	poll(t, 10*time.Second, "the drain", func() bool { return strings.Contains(a.out.String(), "draining") })
+	pollUntil(t, 10*time.Second, "the drain", func() bool { return strings.Contains(a.out.String(), "draining") })
 	c.model.gate.release()
 	if err := a.waitExit(t, 20*time.Second); err != nil {
-		t.Fatalf("%s exited with %v:\n%s", a.id, err, tail(a.out.String(), 30))
+		t.Fatalf("%s exited with %v:\n%s", a.id, err, lastLines(a.out.String(), 30))
 	}
 	exited := time.Since(terminated)
-	poll(t, 20*time.Second, "every turn's end", func() bool {
+	pollUntil(t, 20*time.Second, "every turn's end", func() bool {
 		for _, sid := range sids {
 			if turnsEnded(c.entries(sid)) != 1 {
 				return false
@@ -798,7 +798,7 @@ func TestReplicaProcessesDrainHandsOver(t *testing.T) {
 // made twice, no bash runs twice or is cut off, and the logs are
 // gap-free without duplicates.
 func TestReplicaProcessesRollingRestart(t *testing.T) {
-	c := newCluster(t, 3, 5*time.Second)
+	c := newProcCluster(t, 3, 5*time.Second)
 	c.model.delay = 5 * time.Millisecond
 	c.bash.delay = 100 * time.Millisecond
 	const n = 9
@@ -855,7 +855,7 @@ func TestReplicaProcessesRollingRestart(t *testing.T) {
 	}
 	progress := func(from []int, what string) {
 		t.Helper()
-		poll(t, 30*time.Second, what, func() bool {
+		pollUntil(t, 30*time.Second, what, func() bool {
 			for i := range sids {
 				if done(i) < from[i]+2 {
 					return false
@@ -874,7 +874,7 @@ func TestReplicaProcessesRollingRestart(t *testing.T) {
 		terminated := time.Now()
 		p.signal(t, syscall.SIGTERM)
 		if err := p.waitExit(t, 30*time.Second); err != nil {
-			t.Fatalf("%s exited with %v:\n%s", p.id, err, tail(p.out.String(), 30))
+			t.Fatalf("%s exited with %v:\n%s", p.id, err, lastLines(p.out.String(), 30))
 		}
 		exits = append(exits, time.Since(terminated))
 		c.start(p)
@@ -901,13 +901,13 @@ func TestReplicaProcessesRollingRestart(t *testing.T) {
 // sendTurn sends turn k's message of a session to replica first, or to
 // the next one that takes it. A send whose outcome is unknown (the
 // connection failed) is looked for in the log before it is sent again.
-func (c *cluster) sendTurn(sid string, k, first int) error {
+func (c *procCluster) sendTurn(sid string, k, first int) error {
 	text := fmt.Sprintf("job %s turn %d", sid, k)
 	var errs []error
 	for try := range 2 * len(c.procs) {
 		p := c.procs[(first+try)%len(c.procs)]
 		_, err := p.client.Beta.Sessions.Events.Send(context.Background(), sid, anthropic.BetaSessionEventSendParams{
-			Events: []anthropic.BetaManagedAgentsEventParamsUnion{message(sid, k)}})
+			Events: []anthropic.BetaManagedAgentsEventParamsUnion{jobMessage(sid, k)}})
 		if err == nil {
 			return nil
 		}
@@ -933,17 +933,17 @@ func (c *cluster) sendTurn(sid string, k, first int) error {
 // append: the log has one turn, gap-free, without duplicates, and the
 // resumed replica says it lost the session. It then serves as before.
 func TestReplicaProcessesPauseFenced(t *testing.T) {
-	c := newCluster(t, 2, 2*time.Second)
+	c := newProcCluster(t, 2, 2*time.Second)
 	sid := c.procs[0].newSession(t, c.agent, c.envID).ID
-	var victim *proc
+	var victim *replicaProc
 	var held atomic.Value // the victim's id, once known
 	held.Store("")
 	c.model.gate.set(func(replica, _ string, pos int) bool {
 		v := held.Load().(string)
 		return pos == 1 && (v == "" || replica == v)
 	})
-	c.procs[0].send(t, sid, message(sid, 0))
-	poll(t, 20*time.Second, "the model call", func() bool { return c.model.heldBy(c.procs[0].id)+c.model.heldBy(c.procs[1].id) == 1 })
+	c.procs[0].send(t, sid, jobMessage(sid, 0))
+	pollUntil(t, 20*time.Second, "the model call", func() bool { return c.model.heldBy(c.procs[0].id)+c.model.heldBy(c.procs[1].id) == 1 })
 	for _, p := range c.procs {
 		if c.model.heldBy(p.id) == 1 {
 			victim = p
@@ -955,15 +955,15 @@ func TestReplicaProcessesPauseFenced(t *testing.T) {
 	}
 	stopped := time.Now()
 	victim.signal(t, syscall.SIGSTOP)
-	poll(t, c.ttl+20*time.Second, "the turn's end on the other replica", func() bool { return turnsEnded(c.entries(sid)) == 1 })
+	pollUntil(t, c.ttl+20*time.Second, "the turn's end on the other replica", func() bool { return turnsEnded(c.entries(sid)) == 1 })
 	took := time.Since(stopped)
 	seq := c.entries(sid)
 	// The frozen replica's call gets its answer; then it wakes up.
 	c.model.gate.release()
-	poll(t, 10*time.Second, "the answer to the frozen replica", func() bool { return c.model.step(sid, 1).answered == 2 })
+	pollUntil(t, 10*time.Second, "the answer to the frozen replica", func() bool { return c.model.step(sid, 1).answered == 2 })
 	victim.signal(t, syscall.SIGCONT)
 	fenced := regexp.MustCompile(`session lease taken over|refused by the fence`)
-	poll(t, 10*time.Second, "the resumed replica's refusal", func() bool { return fenced.MatchString(victim.out.String()) })
+	pollUntil(t, 10*time.Second, "the resumed replica's refusal", func() bool { return fenced.MatchString(victim.out.String()) })
 	after := c.entries(sid)
 	if len(after) != len(seq) {
 		t.Fatalf("%d events appended after the takeover, by the resumed replica", len(after)-len(seq))
@@ -983,7 +983,7 @@ func TestReplicaProcessesPauseFenced(t *testing.T) {
 	t.Logf("%s frozen: the turn finished elsewhere %v later (lease ttl %v); resumed, it logged %q", victim.id, took, c.ttl,
 		fenced.FindString(victim.out.String()))
 	// Resumed, it serves again.
-	victim.send(t, sid, message(sid, 1))
-	poll(t, 20*time.Second, "a second turn", func() bool { return turnsEnded(c.entries(sid)) == 2 })
+	victim.send(t, sid, jobMessage(sid, 1))
+	pollUntil(t, 20*time.Second, "a second turn", func() bool { return turnsEnded(c.entries(sid)) == 2 })
 	checkLog(t, sid, c.entries(sid))
 }
