@@ -95,8 +95,7 @@ func (r *runner) run() {
 	for {
 		if r.h.isDraining() {
 			// Shutting down under leases, between two steps: another
-			// replica continues the session (Wake no longer signals,
-			// nothing can be pending).
+			// replica continues the session if it has work.
 			handOver = r.hasWork
 			r.release()
 			r.h.remove(r)
