@@ -95,7 +95,7 @@ refused at start.`,
 	f.DurationVar(&o.retryMax, "model-retry-max", 30*time.Second, "longest retry delay (REINS_MODEL_RETRY_MAX)")
 	f.IntVar(&o.modelConcurrency, "model-concurrency", 64, "model calls in flight at once across all providers, 0 for no bound; turns over it wait, still running (REINS_MODEL_CONCURRENCY)")
 	f.StringToIntVar(&o.providerConc, "model-provider-concurrency", map[string]int{}, "model calls in flight at once per provider, as anthropic=N,openai=N (REINS_MODEL_PROVIDER_CONCURRENCY)")
-	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown waits for requests and runners (REINS_SHUTDOWN_GRACE)")
+	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown waits for requests and runners; with --database-url, its first half lets each runner finish its step and hand its session to another process (REINS_SHUTDOWN_GRACE)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error; debug logs every request and turn step (REINS_LOG_LEVEL)")
 	f.StringSliceVar(&o.outboundAllow, "outbound-allow", nil,
 		"internal addresses (CIDR or IP: loopback, private, link-local) that the server's own requests to URLs users give (agents' MCP servers, OAuth token endpoints, mcp_oauth_validate) may reach anyway; refused by default (REINS_OUTBOUND_ALLOW)")

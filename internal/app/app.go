@@ -297,9 +297,12 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Shutdown ends streams cleanly, stops session runners at a safe point,
-// drains executors (close code 4005: they reconnect to the next server),
-// stops accepting requests, closes the store and releases the data dir.
+// Shutdown ends streams cleanly, stops session runners at a safe point
+// (with replicas, each first finishes its step and hands its session over:
+// the wake-ups it sends are flushed when the relay closes, last), drains
+// executors (close code 4005: they reconnect to the next
+// server), stops accepting requests, closes the store and releases the
+// data dir.
 func (a *App) Shutdown(ctx context.Context) error {
 	a.API.Shutdown()
 	a.Work.Shutdown()
@@ -307,7 +310,6 @@ func (a *App) Shutdown(ctx context.Context) error {
 	if err := a.Harness.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("harness: %w", err))
 	}
-	a.stopRelay()
 	a.tools.stop()
 	if err := a.Hub.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("executor hub: %w", err))
@@ -318,6 +320,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
 	}
+	// The relay closes after the last request: the wake-ups of the
+	// sessions handed over, and of input accepted meanwhile, go out.
+	a.stopRelay()
 	a.idle()
 	errs = append(errs, a.Store.Close())
 	errs = append(errs, a.lock.release())

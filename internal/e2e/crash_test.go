@@ -22,10 +22,16 @@ import (
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-// buildReins builds cmd/reins once per test binary.
+// buildReins builds cmd/reins once per test binary, into the user's cache
+// dir: go build leaves a binary that is up to date as it is, so a run
+// after the first skips the link (half a minute on a loaded machine).
 var buildReins = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "reins-bin")
+	cache, err := os.UserCacheDir()
 	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "reins-e2e")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
 	bin := filepath.Join(dir, "reins")

@@ -6,6 +6,14 @@ import (
 	"github.com/reinsdev/reins/internal/fakeserver"
 )
 
+// Write answers one call with resp, in the wire format, from a handler of
+// the caller's own: a fake that decides its answers by what it receives
+// rather than from a script. body is the call's decoded JSON (its model is
+// echoed); closing done gives up a delay or a hang.
+func Write(w http.ResponseWriter, r *http.Request, body map[string]any, resp Response, done <-chan struct{}) {
+	serve(w, r, body, resp, done)
+}
+
 // serve answers one call with resp.
 func serve(w http.ResponseWriter, r *http.Request, body map[string]any, resp Response, done <-chan struct{}) {
 	switch {

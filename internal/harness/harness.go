@@ -81,6 +81,10 @@ type Harness struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// draining is closed when Shutdown starts draining (under leases):
+	// runners finish the step in flight and hand their sessions over.
+	draining  chan struct{}
+	drainOnce sync.Once
 
 	mu      sync.Mutex
 	runners map[string]*runner
@@ -104,7 +108,8 @@ func New(cfg Config) *Harness {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Harness{cfg: cfg, log: cfg.Logger, previews: newPreviews(), ctx: ctx, cancel: cancel, runners: make(map[string]*runner)}
+	return &Harness{cfg: cfg, log: cfg.Logger, previews: newPreviews(), ctx: ctx, cancel: cancel, draining: make(chan struct{}),
+		runners: make(map[string]*runner)}
 }
 
 // Previews returns the preview fan-out that streams subscribe to.
@@ -184,21 +189,69 @@ func (h *Harness) End(sessionID string) {
 	}
 }
 
-// Shutdown stops every runner at a safe point (between transactions; an
-// in-flight model call is abandoned and redone after restart) and waits for
-// them until ctx is done.
+// Shutdown stops every runner and waits for them until ctx is done.
+//
+// Under leases it drains first: no runner starts another step; each
+// finishes the step in flight (a model call, a tool call), records it,
+// releases its session's lease and, when the session still has work,
+// tells the other replicas (a bus.Wake note), one of which continues the
+// session at once instead of at its next sweep. Waits (a retry backoff, a
+// placement, an idle linger) end at once. The drain lasts at most half the
+// time left to ctx's deadline (maxDrain without one); then, and without
+// leases at once, the steps still in flight are abandoned at a safe point
+// (between transactions): a model call is redone by the session's next
+// runner, a tool call is answered "may or may not have run".
 func (h *Harness) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
-	h.cancel()
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); close(done) }()
+	if h.cfg.Leases != nil {
+		h.drainOnce.Do(func() {
+			h.mu.Lock()
+			n := len(h.runners)
+			h.mu.Unlock()
+			h.log.Info("draining: runners finish their step and hand their sessions over", "runners", n)
+			close(h.draining)
+		})
+		dctx, cancel := drainContext(ctx)
+		defer cancel()
+		select {
+		case <-done:
+		case <-dctx.Done():
+		}
+	}
+	h.cancel()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// maxDrain bounds the drain of a Shutdown whose context has no deadline.
+const maxDrain = 5 * time.Second
+
+// drainContext returns the context of a drain: it ends halfway to ctx's
+// deadline, leaving the other half to the abandoned steps and to what
+// shuts down after the harness.
+func drainContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := maxDrain
+	if deadline, ok := ctx.Deadline(); ok {
+		d = time.Until(deadline) / 2
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// isDraining reports whether Shutdown is draining the runners.
+func (h *Harness) isDraining() bool {
+	select {
+	case <-h.draining:
+		return true
+	default:
+		return false
 	}
 }
 

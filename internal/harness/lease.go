@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/store"
 )
 
@@ -20,11 +21,13 @@ const releaseTimeout = 5 * time.Second
 // leases. It returns the runner's context, which carries the fence of
 // every write and is cancelled as soon as the lease is lost, and the
 // function that stops renewing and releases the lease when the runner
-// leaves. ok is false when the lease cannot be had (another replica holds
-// it: that replica gets the wake-ups).
-func (h *Harness) own(r *runner) (ctx context.Context, leave func(), ok bool) {
+// leaves. When leave released the lease and handOver (nil: false) reports
+// that the session still has work, the other replicas are told to take
+// it at once. ok is false when the lease cannot be had (another replica
+// holds it: that replica gets the wake-ups).
+func (h *Harness) own(r *runner) (ctx context.Context, leave func(handOver func() bool), ok bool) {
 	if h.cfg.Leases == nil {
-		return h.ctx, func() {}, true
+		return h.ctx, func(func() bool) {}, true
 	}
 	token, err := h.cfg.Leases.AcquireSession(h.ctx, r.id, h.cfg.Owner, h.cfg.LeaseTTL)
 	switch {
@@ -45,12 +48,15 @@ func (h *Harness) own(r *runner) (ctx context.Context, leave func(), ok bool) {
 	stop := make(chan struct{})
 	go k.renew(ctx, stop)
 	var once sync.Once
-	return ctx, func() {
+	return ctx, func(handOver func() bool) {
 		once.Do(func() {
 			close(stop)
 			<-k.done
 			cancel(nil)
-			k.release()
+			if k.release() && handOver != nil && handOver() {
+				h.log.Debug("session handed over to the other replicas", "session", r.id)
+				h.cfg.Bus.Tell(bus.Note{Key: r.id, Kind: bus.Wake})
+			}
 		})
 	}, true
 }
@@ -102,10 +108,11 @@ func (k *keeper) renew(ctx context.Context, stop <-chan struct{}) {
 }
 
 // release frees a lease still held, so that another replica may take the
-// session at once. A lease that was lost is not released: it is not ours.
-func (k *keeper) release() {
+// session at once, and reports whether it did. A lease that was lost is
+// not released: it is not ours.
+func (k *keeper) release() bool {
 	if k.lost {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(k.h.ctx), releaseTimeout)
 	defer cancel()
@@ -113,6 +120,7 @@ func (k *keeper) release() {
 	if err != nil && !errors.Is(err, store.ErrFenced) {
 		k.h.log.Warn("release session lease", "session", k.fence.SessionID, "err", err)
 	}
+	return err == nil
 }
 
 // sweep wakes, every TTL/2, the sessions with work whose lease is free or
@@ -124,6 +132,8 @@ func (h *Harness) sweep() {
 	for {
 		select {
 		case <-h.ctx.Done():
+			return
+		case <-h.draining:
 			return
 		case <-t.C:
 		}

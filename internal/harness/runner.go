@@ -82,15 +82,37 @@ func (r *runner) run() {
 		r.h.remove(r)
 		return
 	}
-	defer leave()
+	var handOver func() bool // set when the runner stops with work left
+	defer func() {
+		if handOver == nil && r.h.isDraining() {
+			// A lingering runner ended by the drain: input may have
+			// come meanwhile, its wake-up ignored (Wake is closed).
+			handOver = r.hasWork
+		}
+		leave(handOver)
+	}()
 	failures := 0
 	for {
+		if r.h.isDraining() {
+			// Shutting down under leases, between two steps: another
+			// replica continues the session if it has work.
+			handOver = r.hasWork
+			r.release()
+			r.h.remove(r)
+			return
+		}
 		more, err := r.safeStep(ctx)
 		switch {
+		case errors.Is(err, store.ErrFenced) && ctx.Err() == nil:
+			r.h.log.Warn("session write refused by the fence: another replica took the session over; its runner stops", "session", r.id)
+			r.release()
+			r.h.remove(r)
+			return
 		case ctx.Err() != nil, errors.Is(err, store.ErrFenced):
-			// Shutting down (Wake no longer signals, nothing can be
-			// pending), or the lease is lost: its new owner gets the
+			// Shutting down (a step cut off: the session still has
+			// work), or the lease is lost: its new owner gets the
 			// wake-ups.
+			handOver = func() bool { return true }
 			r.release()
 			r.h.remove(r)
 			return
@@ -120,6 +142,30 @@ func (r *runner) run() {
 	}
 }
 
+// hasWork reports whether the session still has work (a turn under way,
+// queued input) as its runner leaves after its lease was released. It
+// reads the log once more: input queued before this read is seen, input
+// queued after it finds the lease free and wakes the other replicas
+// itself. When in doubt it reports true.
+func (r *runner) hasWork() bool {
+	if r.sess == nil || r.log == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.h.ctx), releaseTimeout)
+	defer cancel()
+	if _, err := r.log.refresh(ctx, r.h.cfg.Store, r.id); err != nil {
+		return true
+	}
+	switch r.sess.Status {
+	case ma.StatusRunning, ma.StatusRescheduling:
+		return true
+	case ma.StatusTerminated:
+		return false
+	}
+	interrupt, input := r.log.queued()
+	return interrupt || input
+}
+
 // fail handles the nth consecutive failed step: it records it per the
 // unknown_error policy and waits out a backoff. It reports whether the
 // runner should try again; false means it should leave.
@@ -131,6 +177,7 @@ func (r *runner) fail(ctx context.Context, n int, err error) bool {
 	}
 	select {
 	case <-ctx.Done():
+	case <-r.h.draining:
 	case <-time.After(time.Duration(n) * time.Second):
 	}
 	return true
@@ -178,6 +225,7 @@ func (r *runner) linger(ctx context.Context) bool {
 	case <-t.C:
 	case <-r.ended:
 	case <-ctx.Done():
+	case <-r.h.draining:
 	}
 	return false
 }
@@ -595,6 +643,9 @@ func (r *runner) failAttempt(ctx context.Context, gen uint64, f failure, attempt
 	select {
 	case <-t.C:
 	case <-tctx.Done():
+	case <-r.h.draining:
+		// The next runner, on another replica, retries at once.
+		return false, nil
 	}
 	if ctx.Err() != nil {
 		return false, ctx.Err()
@@ -697,6 +748,7 @@ func (r *runner) reschedule(ctx context.Context, gen uint64, wait *Wait) error {
 	case <-wait.C:
 	case <-r.wake: // something changed (for example a pull worker arrived)
 	case <-tctx.Done():
+	case <-r.h.draining: // the next runner, on another replica, places it
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -18,7 +18,6 @@ package pgnotify
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -166,8 +165,9 @@ func (r *Relay) Start(ctx context.Context, h Handler) error {
 	return nil
 }
 
-// Close stops the relay (notes not yet sent are dropped) and closes its
-// connections.
+// Close stops the relay and closes its connections. The notes sent
+// before it are flushed first (for at most sendTimeout): a replica that
+// shuts down tells the others about the sessions it handed over.
 func (r *Relay) Close() {
 	r.cancel()
 	r.wg.Wait()
@@ -287,39 +287,34 @@ func (r *Relay) receive(conn *pgx.Conn, h Handler) {
 }
 
 // send flushes the pending notes and data, in one statement each time,
-// until Close.
+// until Close, and then once more.
 func (r *Relay) send() {
 	failing := false
 	var lastData time.Time // the last flush that carried data
 	for {
+		closing := false
 		select {
 		case <-r.ctx.Done():
-			return
+			closing = true
 		case <-r.kick:
 		}
-		if !r.waitForData(lastData) {
-			return
+		if !closing && !r.waitForData(lastData) {
+			closing = true
 		}
-		channels, batch := r.take()
-		if slices.Contains(channels, r.cfg.Channel+dataSuffix) {
+		carriedData, err := r.flush()
+		if carriedData {
 			lastData = time.Now()
 		}
-		if len(batch) == 0 {
-			continue
-		}
-		// The notifications of one transaction arrive in order, and those
-		// of successive transactions in commit order.
-		_, err := r.pool.Exec(r.ctx, `SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(c, p, i) ORDER BY i`, channels, batch)
-		switch {
-		case err == nil:
+		if err == nil {
 			failing = false
-		case errors.Is(err, context.Canceled) && r.ctx.Err() != nil:
-			return
-		case !failing:
+		} else if !failing {
 			// Logged once a streak: the sweeps and the streams' polls
 			// make up for the lost notes.
 			failing = true
-			r.log.Warn("send wake-ups to other replicas", "notes", len(batch), "err", err)
+			r.log.Warn("send wake-ups to other replicas", "err", err)
+		}
+		if closing {
+			return
 		}
 	}
 }
@@ -345,6 +340,28 @@ func (r *Relay) waitForData(last time.Time) bool {
 		}
 		t.Stop()
 	}
+}
+
+// sendTimeout bounds one flush of the pending notes.
+const sendTimeout = 2 * time.Second
+
+// flush sends the pending notes and data in one statement; it reports
+// whether they carried data.
+func (r *Relay) flush() (carriedData bool, err error) {
+	channels, batch := r.take()
+	if len(batch) == 0 {
+		return false, nil
+	}
+	carriedData = slices.Contains(channels, r.cfg.Channel+dataSuffix)
+	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+	defer cancel()
+	// The notifications of one transaction arrive in order, and those of
+	// successive transactions in commit order.
+	_, err = r.pool.Exec(ctx, `SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(c, p, i) ORDER BY i`, channels, batch)
+	if err != nil {
+		return carriedData, fmt.Errorf("%d notifications: %w", len(batch), err)
+	}
+	return carriedData, nil
 }
 
 // take empties the pending notes and data into notifications: their

@@ -106,6 +106,28 @@ func TestRelayTargetedNote(t *testing.T) {
 	b.expectNothing(t)
 }
 
+// TestRelayFlushesOnClose closes a relay right after a Send: the note
+// still reaches the other process (a replica that shuts down tells the
+// others about the sessions it handed over).
+func TestRelayFlushesOnClose(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	b := start(t, dsn, "b")
+	for i := range 20 {
+		r, err := Open(context.Background(), Config{DSN: dsn, Origin: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(context.Background(), Handler{}); err != nil {
+			r.Close()
+			t.Fatal(err)
+		}
+		n := bus.Note{Key: fmt.Sprintf("sesn_%d", i), Kind: bus.Wake}
+		r.Send(n)
+		r.Close()
+		b.expect(t, n)
+	}
+}
+
 // TestRelayReconnects cuts the listening connection: the relay reconnects,
 // reports it (notes may have been lost), and receives again.
 func TestRelayReconnects(t *testing.T) {
