@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,9 @@ type Handler struct {
 	// Reconnected is called after the listener reconnected: notes sent
 	// while it was away are lost.
 	Reconnected func()
+	// Lag, if set, gets the delay of each note of another process: from
+	// its Send there to its arrival here, by the two processes' clocks.
+	Lag func(time.Duration)
 }
 
 // Relay is a bus.Relay over PostgreSQL's LISTEN/NOTIFY.
@@ -63,7 +67,7 @@ type Relay struct {
 	pool *pgxpool.Pool // for sending
 
 	mu      sync.Mutex
-	pending map[bus.Note]struct{}
+	pending map[bus.Note]int64 // note → its first Send (Unix µs)
 	kick    chan struct{}
 
 	ctx    context.Context
@@ -98,7 +102,7 @@ func Open(ctx context.Context, cfg Config) (*Relay, error) {
 		return nil, fmt.Errorf("pgnotify: %w", err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	return &Relay{cfg: cfg, log: cfg.Logger, pool: pool, pending: make(map[bus.Note]struct{}), kick: make(chan struct{}, 1), ctx: rctx, cancel: cancel}, nil
+	return &Relay{cfg: cfg, log: cfg.Logger, pool: pool, pending: make(map[bus.Note]int64), kick: make(chan struct{}, 1), ctx: rctx, cancel: cancel}, nil
 }
 
 // Start listens (the first LISTEN happens before Start returns, so no note
@@ -124,8 +128,11 @@ func (r *Relay) Close() {
 
 // Send implements bus.Relay: n is sent soon, after the notes before it.
 func (r *Relay) Send(n bus.Note) {
+	now := time.Now().UnixMicro()
 	r.mu.Lock()
-	r.pending[n] = struct{}{}
+	if _, ok := r.pending[n]; !ok {
+		r.pending[n] = now
+	}
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
@@ -190,7 +197,14 @@ func (r *Relay) receive(conn *pgx.Conn, h Handler) {
 			conn = nil
 			continue
 		}
-		if note, origin, ok := decode(n.Payload); ok && origin != r.cfg.Origin && h.Receive != nil {
+		note, origin, sent, ok := decode(n.Payload)
+		if !ok || origin == r.cfg.Origin {
+			continue
+		}
+		if h.Lag != nil {
+			h.Lag(time.Since(time.UnixMicro(sent)))
+		}
+		if h.Receive != nil {
 			h.Receive(note)
 		}
 	}
@@ -207,8 +221,8 @@ func (r *Relay) send() {
 		}
 		r.mu.Lock()
 		batch := make([]string, 0, len(r.pending))
-		for n := range r.pending {
-			batch = append(batch, encode(n, r.cfg.Origin))
+		for n, sent := range r.pending {
+			batch = append(batch, encode(n, r.cfg.Origin, sent))
 		}
 		clear(r.pending)
 		r.mu.Unlock()
@@ -233,21 +247,28 @@ func (r *Relay) send() {
 // kindCodes are the kinds as they travel.
 var kindCodes = [...]string{bus.Changed: "c", bus.Wake: "w", bus.Interrupt: "i"}
 
-// encode writes a note as "kind origin key".
-func encode(n bus.Note, origin string) string {
-	return kindCodes[n.Kind] + " " + origin + " " + n.Key
+// encode writes a note as "kind sent origin key", sent being the time of
+// its first Send in Unix microseconds (for the receiver's lag figure).
+func encode(n bus.Note, origin string, sent int64) string {
+	return kindCodes[n.Kind] + " " + strconv.FormatInt(sent, 10) + " " + origin + " " + n.Key
 }
 
-// decode reads what encode wrote; ok is false for anything else.
-func decode(payload string) (n bus.Note, origin string, ok bool) {
-	parts := strings.SplitN(payload, " ", 3)
-	if len(parts) != 3 || parts[2] == "" {
-		return n, "", false
+// decode reads what encode wrote; ok is false for anything else
+// (including the notes of a version without the send time: replicas of
+// one database run one version).
+func decode(payload string) (n bus.Note, origin string, sent int64, ok bool) {
+	parts := strings.SplitN(payload, " ", 4)
+	if len(parts) != 4 || parts[3] == "" {
+		return n, "", 0, false
+	}
+	sent, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return n, "", 0, false
 	}
 	for k, code := range kindCodes {
 		if code == parts[0] {
-			return bus.Note{Key: parts[2], Kind: bus.Kind(k)}, parts[1], true
+			return bus.Note{Key: parts[3], Kind: bus.Kind(k)}, parts[2], sent, true
 		}
 	}
-	return n, "", false
+	return n, "", 0, false
 }
