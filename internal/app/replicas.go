@@ -60,6 +60,7 @@ func (a *App) startRelay(ctx context.Context) error {
 				a.log.Warn("catch up after the wake-up listener reconnected", "err", err)
 			}
 		},
+		Lag: a.notifyLag(),
 	})
 }
 
