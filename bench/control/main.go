@@ -21,6 +21,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,6 +38,7 @@ import (
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	"github.com/reinsdev/reins/internal/telemetry"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -49,6 +51,7 @@ func main() {
 	idle := flag.Int("idle", 10000, "idle sessions for the memory measurement")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the first throughput round with the default store setting to this file")
 	overheadProfile := flag.String("overheadprofile", "", "write a CPU profile of the turn-overhead run to this file")
+	withTelemetry := flag.Bool("telemetry", false, "run the servers with metrics and traces on (traces to a loopback collector that discards them), to measure their cost")
 	synchronous := flag.String("synchronous", "FULL", "SQLite synchronous setting of the turn-overhead, first-token, fan-out and memory servers and of the raw store (the throughput and commit-latency figures measure FULL and NORMAL each)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -64,7 +67,7 @@ func main() {
 	raw := openRawStore(filepath.Join(dir, "raw"), syncOpt)
 	defer raw.st.Close()
 	fake := newFakeMessages()
-	b := newBench(dir, model.Router{"anthropic": fake.provider()}, syncOpt)
+	b := newBench(dir, model.Router{"anthropic": fake.provider()}, *withTelemetry, syncOpt)
 	defer func() { b.close() }()
 	if *overheadProfile != "" {
 		f, err := os.Create(*overheadProfile)
@@ -94,7 +97,7 @@ func main() {
 	}
 	fmt.Println()
 
-	settings := throughputSettings(dir, *concurrent, *duration, *rounds, *cpuprofile)
+	settings := throughputSettings(dir, *concurrent, *duration, *rounds, *cpuprofile, *withTelemetry)
 	fmt.Printf("throughput with %d concurrent sessions, best of %d interleaved rounds of %s per SQLite setting:\n", *concurrent, *rounds, *duration)
 	for _, st := range settings {
 		fmt.Printf("  %-44s %5.0f turns/s  %.2fx  (turn latency p50 %s, p99 %s)\n", st.name, st.tps, st.tps/settings[0].tps, st.lat.p(50), st.lat.p(99))
@@ -107,7 +110,7 @@ func main() {
 
 	// A fresh server for the memory figure.
 	b.close()
-	b = newBench(filepath.Join(dir, "memory"), nil, syncOpt)
+	b = newBench(filepath.Join(dir, "memory"), nil, *withTelemetry, syncOpt)
 	before, after, rssBefore, rssAfter := b.idleMemory(*idle)
 	fmt.Printf("memory with %d idle sessions (each after one finished turn):\n", *idle)
 	fmt.Printf("  Go heap in use: %.1f MiB on a fresh server, %.1f MiB after (%+.0f bytes per idle session)\n", mib(before), mib(after), float64(int64(after)-int64(before))/float64(*idle))
@@ -188,6 +191,7 @@ func must(_ ma.Session, err error) {
 
 type bench struct {
 	app    *app.App
+	sink   *httptest.Server // the traces' collector, with -telemetry
 	url    string
 	key    string
 	client *http.Client
@@ -195,9 +199,16 @@ type bench struct {
 	env    string
 }
 
-func newBench(dir string, models model.Router, opts ...sqlite.Option) *bench {
+func newBench(dir string, models model.Router, withTelemetry bool, opts ...sqlite.Option) *bench {
 	ctx := context.Background()
-	a, err := app.New(ctx, app.Config{DataDir: filepath.Join(dir, "server"), IdleLinger: linger, Models: models, SQLite: opts})
+	cfg := app.Config{DataDir: filepath.Join(dir, "server"), IdleLinger: linger, Models: models, SQLite: opts}
+	var sink *httptest.Server
+	if withTelemetry {
+		// A collector that takes the spans and discards them.
+		sink = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+		cfg.Metrics, cfg.Tracing = telemetry.NewMetrics(), &telemetry.TracingConfig{Endpoint: sink.URL}
+	}
+	a, err := app.New(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -213,7 +224,7 @@ func newBench(dir string, models model.Router, opts ...sqlite.Option) *bench {
 		log.Fatal(err)
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 4096, MaxConnsPerHost: 0}
-	b := &bench{app: a, url: "http://" + ln.Addr().String(), key: key, client: &http.Client{Transport: tr}}
+	b := &bench{app: a, sink: sink, url: "http://" + ln.Addr().String(), key: key, client: &http.Client{Transport: tr}}
 	var ag ma.Agent
 	b.do("POST", "/v1/agents", map[string]any{"name": "bench", "model": "scripted"}, &ag)
 	var env ma.Environment
@@ -226,6 +237,9 @@ func (b *bench) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b.app.Shutdown(ctx)
+	if b.sink != nil {
+		b.sink.Close()
+	}
 }
 
 func (b *bench) do(method, path string, body, out any) {
@@ -404,7 +418,7 @@ type setting struct {
 // throughputSettings measures the throughput of a server with the default
 // store setting (synchronous=FULL with group commit) and of servers with
 // synchronous=NORMAL and without group commit, in interleaved rounds.
-func throughputSettings(dir string, concurrent int, d time.Duration, rounds int, cpuprofile string) []*setting {
+func throughputSettings(dir string, concurrent int, d time.Duration, rounds int, cpuprofile string, withTelemetry bool) []*setting {
 	settings := []*setting{
 		{name: "synchronous=FULL,   group commit (default)"},
 		{name: "synchronous=NORMAL, group commit", opts: []sqlite.Option{sqlite.Synchronous("NORMAL")}},
@@ -412,7 +426,7 @@ func throughputSettings(dir string, concurrent int, d time.Duration, rounds int,
 		{name: "synchronous=NORMAL, one commit per write", opts: []sqlite.Option{sqlite.Synchronous("NORMAL"), sqlite.MaxBatch(1)}},
 	}
 	for i, st := range settings {
-		st.b = newBench(filepath.Join(dir, fmt.Sprint("throughput-", i)), nil, st.opts...)
+		st.b = newBench(filepath.Join(dir, fmt.Sprint("throughput-", i)), nil, withTelemetry, st.opts...)
 		defer st.b.close()
 	}
 	for r := range max(rounds, 1) {

@@ -54,6 +54,8 @@ type serveOptions struct {
 	limits           httpapi.KeyLimits
 	maxRequests      int
 	debugAddr        string
+	metricsAddr      string
+	otlpEndpoint     string
 	// flags are the command's flags, for errors that name them.
 	flags *pflag.FlagSet
 }
@@ -119,6 +121,10 @@ refused at start.`,
 	f.IntVar(&o.limits.Streams, "streams-per-key", 256, "event streams a key may have open at once, 0 for no limit (REINS_STREAMS_PER_KEY)")
 	f.StringVar(&o.debugAddr, "debug-addr", "",
 		"address of a separate listener serving the Go runtime's profiles (/debug/pprof/: goroutines, heap, CPU), without authentication; keep it on loopback, e.g. 127.0.0.1:6060. Off by default (REINS_DEBUG_ADDR)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "",
+		"address of a separate listener serving /metrics in the Prometheus text format, without authentication, e.g. 127.0.0.1:9090. Off by default (REINS_METRICS_ADDR)")
+	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "",
+		"OTLP/HTTP collector that traces are sent to (a turn, its model calls and tool calls), e.g. http://127.0.0.1:4318; OTEL_EXPORTER_OTLP_ENDPOINT also turns them on. Off by default (REINS_OTLP_ENDPOINT)")
 	o.flags = f
 	bindEnv(f, []envFallback{
 		{"addr", "REINS_ADDR"}, {"data-dir", "REINS_DATA_DIR"}, {"database-url", "REINS_DATABASE_URL"},
@@ -132,7 +138,7 @@ refused at start.`,
 		{"sandbox-memory-budget", "REINS_SANDBOX_MEMORY_BUDGET"}, {"sandbox-process-budget", "REINS_SANDBOX_PROCESS_BUDGET"},
 		{"body-timeout", "REINS_BODY_TIMEOUT"}, {"creates-per-minute", "REINS_CREATES_PER_MINUTE"},
 		{"requests-per-minute", "REINS_REQUESTS_PER_MINUTE"}, {"streams-per-key", "REINS_STREAMS_PER_KEY"}, {"max-requests", "REINS_MAX_REQUESTS"},
-		{"debug-addr", "REINS_DEBUG_ADDR"},
+		{"debug-addr", "REINS_DEBUG_ADDR"}, {"metrics-addr", "REINS_METRICS_ADDR"}, {"otlp-endpoint", "REINS_OTLP_ENDPOINT"},
 	}...)
 	return cmd
 }
@@ -239,11 +245,17 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		}
 		defer debug.close()
 	}
+	tel, err := o.startTelemetry(logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer tel.close()
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
-		HTTP: o.httpConfig()})
+		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing})
 	if err != nil {
 		ln.Close()
 		return err
@@ -263,6 +275,9 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	logger.Info("reins serving", "url", url, "data_dir", o.dataDir)
 	if debug != nil {
 		logger.Info("debug listener serving", "url", debug.url)
+	}
+	if tel.srv != nil {
+		logger.Info("metrics listener serving", "url", tel.url)
 	}
 
 	<-ctx.Done()

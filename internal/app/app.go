@@ -28,6 +28,7 @@ import (
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/postgres"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	"github.com/reinsdev/reins/internal/telemetry"
 	"github.com/reinsdev/reins/internal/vault"
 	"github.com/reinsdev/reins/internal/workqueue"
 )
@@ -85,6 +86,11 @@ type Config struct {
 	// reach anyway, e.g. an MCP server on 127.0.0.1. Public addresses need
 	// no entry.
 	OutboundAllow []netip.Prefix
+	// Metrics, if set, get the server's metrics (the caller serves their
+	// Handler); Tracing, if set, sends traces over OTLP/HTTP. Both are off
+	// by default.
+	Metrics *telemetry.Metrics
+	Tracing *telemetry.TracingConfig
 }
 
 // outboundAllowHint follows a refusal of an internal address by the
@@ -124,6 +130,8 @@ type App struct {
 	relayCtx    context.Context
 	relayCancel context.CancelFunc
 	relayWG     sync.WaitGroup
+	metrics     *telemetry.Metrics
+	tracing     *telemetry.Tracing
 }
 
 // DBFile is the database file name inside the data dir.
@@ -203,6 +211,21 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		}()
 		hcfg.Leases, hcfg.Owner, hcfg.LeaseTTL, hcfg.Logger = st, cfg.ReplicaID, cfg.LeaseTTL, cfg.Logger
 	}
+	instance := cfg.ReplicaID
+	if instance == "" {
+		instance = replicaName()
+	}
+	tracing, observer, err := openTelemetry(ctx, cfg, instance)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	defer func() {
+		if err != nil && tracing != nil {
+			tracing.Shutdown(context.Background())
+		}
+	}()
+	hcfg.Observer = observer
 	hubOpts := cfg.Hub
 	hubOpts.Credentials = credentials{st}
 	hubOpts.AllowRegistration = chainRegistration(credentials{st}.allowRegistration, cfg.Hub.AllowRegistration)
@@ -261,8 +284,10 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		requests.CloseIdleConnections()
 	}
 	rctx, rcancel := context.WithCancel(context.Background())
-	return &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
-		relay: relay, previews: previews, relayCtx: rctx, relayCancel: rcancel}, nil
+	a := &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
+		relay: relay, previews: previews, relayCtx: rctx, relayCancel: rcancel, metrics: cfg.Metrics, tracing: tracing}
+	a.watch(cfg.Metrics)
+	return a, nil
 }
 
 // Start resumes interrupted sessions and serves the API on ln until
@@ -324,6 +349,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	// sessions handed over, and of input accepted meanwhile, go out.
 	a.stopRelay()
 	a.idle()
+	errs = append(errs, a.stopTracing(ctx))
 	errs = append(errs, a.Store.Close())
 	errs = append(errs, a.lock.release())
 	return errors.Join(errs...)

@@ -31,6 +31,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/fakeanthropic"
 	provider "github.com/reinsdev/reins/internal/model/anthropic"
 	"github.com/reinsdev/reins/internal/pgtest"
@@ -544,6 +545,9 @@ func (c *procCluster) checkTurns(sid string, turns int, mayHaveRun bool) []store
 			text += b.Text
 		}
 		isErr := e.Event.IsError != nil && *e.Event.IsError
+		// A session that moved to another process (each has its own
+		// workspaces) is told its workspace was reset, before the output.
+		text = strings.TrimPrefix(text, app.WorkspaceResetNotice)
 		switch {
 		case mayHaveRun && (!isErr || !strings.Contains(text, toolsetpkg.MayHaveRunText)):
 			c.t.Fatalf("session %s: a bash cut off by the crash was answered %q", sid, text)

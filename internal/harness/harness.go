@@ -66,6 +66,9 @@ type Config struct {
 	Owner    string
 	LeaseTTL time.Duration
 	Logger   *slog.Logger
+	// Observer, if set, is told of the turns, model calls, tool calls,
+	// session errors and lease takeovers (metrics and traces).
+	Observer Observer
 }
 
 // DefaultLeaseTTL is the lease of a session's runner when Config.LeaseTTL
@@ -76,6 +79,7 @@ const DefaultLeaseTTL = 15 * time.Second
 type Harness struct {
 	cfg      Config
 	log      *slog.Logger
+	obs      Observer
 	previews *Previews
 
 	ctx    context.Context
@@ -107,8 +111,12 @@ func New(cfg Config) *Harness {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
+	obs := cfg.Observer
+	if obs == nil {
+		obs = nopObserver{}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Harness{cfg: cfg, log: cfg.Logger, previews: newPreviews(), ctx: ctx, cancel: cancel, draining: make(chan struct{}),
+	return &Harness{cfg: cfg, log: cfg.Logger, obs: obs, previews: newPreviews(), ctx: ctx, cancel: cancel, draining: make(chan struct{}),
 		runners: make(map[string]*runner)}
 }
 

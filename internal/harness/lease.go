@@ -29,7 +29,7 @@ func (h *Harness) own(r *runner) (ctx context.Context, leave func(handOver func(
 	if h.cfg.Leases == nil {
 		return h.ctx, func(func() bool) {}, true
 	}
-	token, err := h.cfg.Leases.AcquireSession(h.ctx, r.id, h.cfg.Owner, h.cfg.LeaseTTL)
+	token, err := h.acquire(r.id)
 	switch {
 	case errors.Is(err, store.ErrLeaseHeld):
 		h.log.Debug("session runs elsewhere", "session", r.id, "err", err)
@@ -59,6 +59,28 @@ func (h *Harness) own(r *runner) (ctx context.Context, leave func(handOver func(
 			}
 		})
 	}, true
+}
+
+// leaseTaker is a store.Leases whose acquisition also returns the lease it
+// replaced (the SQL stores are).
+type leaseTaker interface {
+	TakeSession(ctx context.Context, sessionID, owner string, ttl time.Duration) (token int64, prev store.Lease, err error)
+}
+
+// acquire acquires the session's lease and reports a takeover to the
+// observer: the lease was not released by its last owner, another one or
+// this one, and had expired.
+func (h *Harness) acquire(sessionID string) (int64, error) {
+	lt, ok := h.cfg.Leases.(leaseTaker)
+	if !ok {
+		return h.cfg.Leases.AcquireSession(h.ctx, sessionID, h.cfg.Owner, h.cfg.LeaseTTL)
+	}
+	token, prev, err := lt.TakeSession(h.ctx, sessionID, h.cfg.Owner, h.cfg.LeaseTTL)
+	if err == nil && prev.Owner != "" && (prev.Owner != h.cfg.Owner || !prev.Live) {
+		h.log.Info("took over a session's lease", "session", sessionID, "from", prev.Owner, "expired_at", prev.Until)
+		h.obs.LeaseTakeover(sessionID, prev.Owner)
+	}
+	return token, err
 }
 
 // keeper renews one lease.

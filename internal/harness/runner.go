@@ -31,6 +31,9 @@ type runner struct {
 
 	settled bool // tool uses left running by an earlier runner were answered
 
+	turn *turnObs // the observation of the turn in progress, if any
+	obs  txObs    // what the current transaction leaves to report
+
 	mu         sync.Mutex
 	gen        uint64             // incremented by each interrupt
 	cancelTurn context.CancelFunc // cancels the current model/tool call or wait
@@ -186,6 +189,7 @@ func (r *runner) fail(ctx context.Context, n int, err error) bool {
 // release frees the session's placement before the runner leaves (a new
 // runner places the session again when it needs its tools).
 func (r *runner) release() {
+	r.endTurn(OutcomeSuspended)
 	if p, ok := r.h.cfg.Tools.(Placer); ok {
 		p.Release(r.id)
 	}
@@ -236,7 +240,7 @@ func (r *runner) linger(ctx context.Context) bool {
 // reports whether the runner should keep going.
 func (r *runner) internalFailure(ctx context.Context, n int, cause error) bool {
 	f := failure{errType: ma.ErrorUnknown, message: "internal error: " + cause.Error()}
-	_, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(func(tx store.Tx) error {
+	s, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(r.observed(func(tx store.Tx) error {
 		now := r.h.now()
 		switch {
 		case n == 1:
@@ -259,21 +263,23 @@ func (r *runner) internalFailure(ctx context.Context, n int, cause error) bool {
 			}
 			return r.setStatus(tx, ma.StatusTerminated, &ma.Event{Type: ma.EventStatusTerminated})
 		}
-	}))
+	})))
 	if err != nil {
 		// The store itself fails: nothing can be recorded. Stop; the
 		// session resumes from its log at the next wake-up or start.
 		r.h.log.Error("cannot record session failure; runner stops", "session", r.id, "err", err)
 		return false
 	}
+	r.observe(&s)
 	r.h.cfg.Bus.Publish(r.id)
 	return n < 3
 }
 
 func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {
-	s, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(fn))
+	s, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(r.observed(fn)))
 	if err == nil {
 		r.sess = &s
+		r.observe(&s)
 		r.h.cfg.Bus.Publish(r.id)
 	}
 	return err
@@ -301,6 +307,7 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 		r.sess = &s
 	}
 	sess := *r.sess
+	r.observeStatus(sess.Status, "") // a turn an earlier runner left
 	if sess.Status == ma.StatusTerminated {
 		return false, nil
 	}
@@ -390,6 +397,12 @@ func (r *runner) setStatusAt(tx store.Tx, status string, ev *ma.Event, now strin
 	s.Status = status
 	s.UpdatedAt = now
 	ev.ProcessedAt = &now
+	switch {
+	case status == ma.StatusIdle && ev.StopReason != nil:
+		r.obs.outcome = ev.StopReason.Type
+	case status == ma.StatusTerminated:
+		r.obs.outcome = OutcomeTerminated
+	}
 	if ev.StopReason != nil {
 		r.h.log.Debug("session status", "session", r.id, "status", status, "stop_reason", ev.StopReason.Type)
 	} else {
@@ -462,7 +475,11 @@ func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
 			return err
 		}
 	}
-	return r.idle(tx, ma.StopEndTurn, nil)
+	if err := r.idle(tx, ma.StopEndTurn, nil); err != nil {
+		return err
+	}
+	r.obs.outcome = OutcomeInterrupted
+	return nil
 }
 
 func spanEnd(startID string, isError bool, usage *ma.ModelUsage, now string) *ma.Event {
@@ -581,10 +598,15 @@ func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v 
 		}
 		v.openSpan = startID
 		sink := &previewSink{p: r.h.previews, sessionID: sess.ID, messageID: ids.New(ids.Event), thinkingID: ids.New(ids.Event)}
+		mctx, end := r.h.obs.ModelCall(r.turnParent(), sess.ID, req.Model)
 		tctx, done := r.turnContext(ctx, gen)
 		resp, err := r.h.cfg.Model.Stream(tctx, req, sink)
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
 		done()
+		end(callOutcome(ctx, interrupted, err != nil))
+		if r.turn != nil {
+			r.turn.model = mctx
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -818,10 +840,12 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 			r.h.log.Warn("tools were running when the server stopped; told the model they may or may not have run", "session", r.id)
 			return nil // the next step runs the others
 		}
+		_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.ev.Name, "")
 		tctx, done := r.turnContext(ctx, gen)
 		res := r.h.cfg.Tools.RunTool(tctx, sess, ToolCall{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
 		done()
+		end(callOutcome(ctx, interrupted, res.IsError))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -853,11 +877,13 @@ func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u *t
 			res = ErrorResult("MCP servers are not available on this server.")
 			break
 		}
+		_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.ev.Name, u.ev.MCPServerName)
 		tctx, release := r.turnContext(ctx, gen)
 		var cerr error
 		res, cerr = r.h.cfg.MCP.Call(tctx, sess, u.ev.MCPServerName, u.ev.Name, u.ev.Input)
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
 		release()
+		end(callOutcome(ctx, interrupted, cerr != nil || res.IsError))
 		switch {
 		case ctx.Err() != nil:
 			return false, ctx.Err()

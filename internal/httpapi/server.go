@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reinsdev/reins/internal/bus"
@@ -135,6 +136,8 @@ type Server struct {
 	limits *limiter
 	shed   *shedder
 	mem    *memory
+	// streams counts the event streams open.
+	streams atomic.Int64
 
 	// done is closed by Shutdown: streams end cleanly.
 	done     chan struct{}
@@ -253,7 +256,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/sessions/{id}", smallBody, noBody(s.deleteSession))
 	s.handle("POST /v1/sessions/{id}/events", big, s.bodyBudget(s.sendEvents))
 	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
-	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, s.streamEvents)
+	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, counted(&s.streams, s.streamEvents))
 
 	if s.cfg.Vaults.Keyring != nil {
 		s.vaultRoutes(s.cfg.Vaults)

@@ -91,6 +91,9 @@ type Handler struct {
 	// they were sent (several at once when they were packed together), on
 	// the listener's goroutine.
 	Data func(key string, msgs [][]byte)
+	// Lag, if set, gets the delay of each note of another process: from
+	// its Send there to its arrival here, by the two processes' clocks.
+	Lag func(time.Duration)
 }
 
 // Relay is a bus.Relay over PostgreSQL's LISTEN/NOTIFY.
@@ -100,12 +103,12 @@ type Relay struct {
 	pool *pgxpool.Pool // for sending
 
 	mu        sync.Mutex
-	pending   map[bus.Note]struct{}
-	data      map[string]*queue // data waiting, by key
-	dataBytes int               // the bytes in data
-	dropped   int               // messages dropped since the last warning
-	droppedAt time.Time         // the last warning about them
-	seq       uint64            // numbers the data payloads
+	pending   map[bus.Note]int64 // note → its first Send (Unix µs)
+	data      map[string]*queue  // data waiting, by key
+	dataBytes int                // the bytes in data
+	dropped   int                // messages dropped since the last warning
+	droppedAt time.Time          // the last warning about them
+	seq       uint64             // numbers the data payloads
 	kick      chan struct{}
 
 	ctx    context.Context
@@ -149,7 +152,7 @@ func Open(ctx context.Context, cfg Config) (*Relay, error) {
 		return nil, fmt.Errorf("pgnotify: %w", err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	return &Relay{cfg: cfg, log: cfg.Logger, pool: pool, pending: make(map[bus.Note]struct{}), data: make(map[string]*queue), kick: make(chan struct{}, 1), ctx: rctx, cancel: cancel}, nil
+	return &Relay{cfg: cfg, log: cfg.Logger, pool: pool, pending: make(map[bus.Note]int64), data: make(map[string]*queue), kick: make(chan struct{}, 1), ctx: rctx, cancel: cancel}, nil
 }
 
 // Start listens (the first LISTEN happens before Start returns, so no note
@@ -176,8 +179,11 @@ func (r *Relay) Close() {
 
 // Send implements bus.Relay: n is sent soon, after the notes before it.
 func (r *Relay) Send(n bus.Note) {
+	now := time.Now().UnixMicro()
 	r.mu.Lock()
-	r.pending[n] = struct{}{}
+	if _, ok := r.pending[n]; !ok {
+		r.pending[n] = now
+	}
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
@@ -280,7 +286,14 @@ func (r *Relay) receive(conn *pgx.Conn, h Handler) {
 			}
 			continue
 		}
-		if note, origin, ok := decode(n.Payload); ok && origin != r.cfg.Origin && (note.To == "" || note.To == r.cfg.Origin) && h.Receive != nil {
+		note, origin, sent, ok := decode(n.Payload)
+		if !ok || origin == r.cfg.Origin || (note.To != "" && note.To != r.cfg.Origin) {
+			continue
+		}
+		if h.Lag != nil {
+			h.Lag(time.Since(time.UnixMicro(sent)))
+		}
+		if h.Receive != nil {
 			h.Receive(note)
 		}
 	}
@@ -369,9 +382,9 @@ func (r *Relay) flush() (carriedData bool, err error) {
 func (r *Relay) take() (channels, payloads []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for n := range r.pending {
+	for n, sent := range r.pending {
 		channels = append(channels, r.cfg.Channel)
-		payloads = append(payloads, encode(n, r.cfg.Origin))
+		payloads = append(payloads, encode(n, r.cfg.Origin, sent))
 	}
 	clear(r.pending)
 	for key, q := range r.data {
@@ -431,30 +444,35 @@ func decodeData(payload string) (key string, msgs [][]byte, origin string, ok bo
 // kindCodes are the kinds as they travel.
 var kindCodes = [...]string{bus.Changed: "c", bus.Wake: "w", bus.Interrupt: "i", bus.End: "e", bus.Watch: "v"}
 
-// encode writes a note as "kind origin key", or "kind@to origin key" for
-// a note to one process.
-func encode(n bus.Note, origin string) string {
+// encode writes a note as "kind sent origin key", or "kind@to sent origin
+// key" for a note to one process; sent is the time of its first Send in
+// Unix microseconds (for the receiver's lag figure).
+func encode(n bus.Note, origin string, sent int64) string {
 	kind := kindCodes[n.Kind]
 	if n.To != "" {
 		kind += "@" + n.To
 	}
-	return kind + " " + origin + " " + n.Key
+	return kind + " " + strconv.FormatInt(sent, 10) + " " + origin + " " + n.Key
 }
 
 // decode reads what encode wrote; ok is false for anything else.
-func decode(payload string) (n bus.Note, origin string, ok bool) {
-	parts := strings.SplitN(payload, " ", 3)
-	if len(parts) != 3 || parts[2] == "" {
-		return n, "", false
+func decode(payload string) (n bus.Note, origin string, sent int64, ok bool) {
+	parts := strings.SplitN(payload, " ", 4)
+	if len(parts) != 4 || parts[3] == "" {
+		return n, "", 0, false
 	}
 	kind, to, targeted := strings.Cut(parts[0], "@")
 	if targeted && to == "" {
-		return n, "", false
+		return n, "", 0, false
+	}
+	sent, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return n, "", 0, false
 	}
 	for k, code := range kindCodes {
 		if code == kind {
-			return bus.Note{Key: parts[2], Kind: bus.Kind(k), To: to}, parts[1], true
+			return bus.Note{Key: parts[3], Kind: bus.Kind(k), To: to}, parts[2], sent, true
 		}
 	}
-	return n, "", false
+	return n, "", 0, false
 }

@@ -20,6 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type node struct {
 	r           *Relay
 	got         chan bus.Note
+	lags        chan time.Duration
 	reconnected chan struct{}
 	data        chan dataBatch
 }
@@ -37,10 +38,11 @@ func start(t *testing.T, dsn, origin string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{r: r, got: make(chan bus.Note, 100), reconnected: make(chan struct{}, 10), data: make(chan dataBatch, 10000)}
+	n := &node{r: r, got: make(chan bus.Note, 100), lags: make(chan time.Duration, 100), reconnected: make(chan struct{}, 10), data: make(chan dataBatch, 10000)}
 	if err := r.Start(ctx, Handler{
 		Receive:     func(note bus.Note) { n.got <- note },
 		Reconnected: func() { n.reconnected <- struct{}{} },
+		Lag:         func(d time.Duration) { n.lags <- d },
 		Data: func(key string, msgs [][]byte) {
 			b := dataBatch{key: key}
 			for _, m := range msgs {
@@ -155,17 +157,17 @@ func TestRelayReconnects(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
-	for _, p := range []string{"", "w", "w a", "w a ", "x a k", "w@ a k", "x@b a k"} {
-		if _, _, ok := decode(p); ok {
+	for _, p := range []string{"", "w", "w a", "w a ", "x a k", "w 1 a", "w 1 a ", "x 1 a k", "w a k", "w x a k", "w@ 1 a k", "x@b 1 a k"} {
+		if _, _, _, ok := decode(p); ok {
 			t.Errorf("decode(%q) accepted", p)
 		}
 	}
-	n, origin, ok := decode(encode(bus.Note{Key: "k 1", Kind: bus.Interrupt}, "o"))
-	if !ok || origin != "o" || n != (bus.Note{Key: "k 1", Kind: bus.Interrupt}) {
-		t.Fatalf("round trip = %+v %q %v", n, origin, ok)
+	n, origin, sent, ok := decode(encode(bus.Note{Key: "k 1", Kind: bus.Interrupt}, "o", 1234567))
+	if !ok || origin != "o" || sent != 1234567 || n != (bus.Note{Key: "k 1", Kind: bus.Interrupt}) {
+		t.Fatalf("round trip = %+v %q %d %v", n, origin, sent, ok)
 	}
 	to := bus.Note{Key: "sesn_1", Kind: bus.Wake, To: "replica@host"}
-	if n, origin, ok := decode(encode(to, "o")); !ok || origin != "o" || n != to {
+	if n, origin, _, ok := decode(encode(to, "o", 1)); !ok || origin != "o" || n != to {
 		t.Fatalf("round trip of a targeted note = %+v %q %v", n, origin, ok)
 	}
 }
@@ -315,5 +317,33 @@ func TestDecodeData(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "m1,yy,m3" {
 		t.Fatalf("round trip %v", got)
+	}
+}
+
+// TestRelayLag: each note received reports its delay since its Send on
+// the other process, and a note sent twice before its flush counts from
+// the first Send.
+func TestRelayLag(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	a := start(t, dsn, "a")
+	b := start(t, dsn, "b")
+	n := bus.Note{Key: "sesn_1", Kind: bus.Wake}
+	a.r.Send(n)
+	b.expect(t, n)
+	if lag := <-b.lags; lag < 0 || lag > 5*time.Second {
+		t.Fatalf("lag %s, want within [0, 5s]", lag)
+	}
+	// A note queued 300 ms ago (as if the sender had been slow to
+	// flush) and queued again now keeps its first time.
+	a.r.mu.Lock()
+	a.r.pending[n] = time.Now().Add(-300 * time.Millisecond).UnixMicro()
+	a.r.mu.Unlock()
+	a.r.Send(n)
+	b.expect(t, n)
+	if lag := <-b.lags; lag < 300*time.Millisecond || lag > 5*time.Second {
+		t.Fatalf("lag %s, want at least the 300 ms the note waited", lag)
+	}
+	if len(a.lags) != 0 {
+		t.Fatalf("the sender reported lags of its own notes")
 	}
 }

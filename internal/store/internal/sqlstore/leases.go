@@ -19,7 +19,17 @@ import (
 // token, even by the owner of a live lease: a runner that left in the same
 // process and releases late is then fenced off like any other.
 func (s *Store) AcquireSession(ctx context.Context, sessionID, owner string, ttl time.Duration) (int64, error) {
+	token, _, err := s.TakeSession(ctx, sessionID, owner, ttl)
+	return token, err
+}
+
+// TakeSession is AcquireSession that also returns the lease it replaced
+// (the zero Lease for a session never leased): an Owner other than "" is a
+// lease its owner did not release, so one that had expired, unless owner
+// is its own. What a takeover is, is the caller's to say.
+func (s *Store) TakeSession(ctx context.Context, sessionID, owner string, ttl time.Duration) (int64, store.Lease, error) {
 	var token int64
+	var prev store.Lease
 	err := s.d.WithTx(ctx, func(tx Querier) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO session_leases (session_id, owner, token, expires_at) SELECT id, ?, 0, 0 FROM sessions WHERE id = ? ON CONFLICT (session_id) DO NOTHING`,
 			"", sessionID); err != nil {
@@ -32,12 +42,12 @@ func (s *Store) AcquireSession(ctx context.Context, sessionID, owner string, ttl
 		if l.Owner != "" && l.Owner != owner && l.Live {
 			return &store.LeaseHeldError{SessionID: sessionID, Owner: l.Owner, Until: l.Until}
 		}
-		token = l.Token + 1
+		prev, token = l, l.Token+1
 		_, err = tx.Exec(ctx, `UPDATE session_leases SET owner = ?, token = ?, expires_at = ? WHERE session_id = ?`,
 			owner, token, now+ttl.Nanoseconds(), sessionID)
 		return err
 	})
-	return token, err
+	return token, prev, err
 }
 
 // RenewSession implements store.Leases.
