@@ -18,8 +18,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"log"
@@ -61,7 +59,7 @@ func main() {
 }
 
 func run(ctx context.Context, cfg config) error {
-	dsn, drop, err := freshDB(ctx, cfg.dsn)
+	dsn, drop, err := pgtest.NewDB(ctx, cfg.dsn, "reins_scale_")
 	if err != nil {
 		return err
 	}
@@ -101,38 +99,6 @@ func run(ctx context.Context, cfg config) error {
 	}
 	fmt.Printf("event log on disk (table, indexes, TOAST): %.0f bytes per event, %.0f bytes per 6-event turn\n", perEvent, perTurn)
 	return nil
-}
-
-// freshDB creates a database on the server and returns its DSN and a
-// function that drops it.
-func freshDB(ctx context.Context, admin string) (string, func(), error) {
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		return "", nil, fmt.Errorf("PostgreSQL at %s: %w", redact(admin), err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	rand.Read(b[:])
-	name := "reins_scale_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", nil, err
-	}
-	u, err := url.Parse(admin)
-	if err != nil {
-		return "", nil, err
-	}
-	u.Path = "/" + name
-	return u.String(), func() {
-		c, err := pgx.Connect(context.Background(), admin)
-		if err != nil {
-			log.Printf("drop %s: %v", name, err)
-			return
-		}
-		defer c.Close(context.Background())
-		if _, err := c.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			log.Printf("drop %s: %v", name, err)
-		}
-	}, nil
 }
 
 func redact(dsn string) string {

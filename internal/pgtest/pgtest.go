@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
@@ -30,35 +31,50 @@ func FreshDB(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	admin := ServerDSN()
+	dsn, drop, err := NewDB(ctx, ServerDSN(), "reins_test_")
+	if err != nil {
+		t.Fatalf("%v (set REINS_TEST_POSTGRES or start the server)", err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return dsn
+}
+
+// NewDB creates an empty database named prefix and a random suffix on the
+// server at admin, and returns its DSN and a function that drops it (for
+// the benchmarks, and FreshDB).
+func NewDB(ctx context.Context, admin, prefix string) (dsn string, drop func() error, err error) {
 	u, err := url.Parse(admin)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatalf("REINS_TEST_POSTGRES must be a postgres:// URL, got %q", admin)
+		return "", nil, fmt.Errorf("the PostgreSQL server must be a postgres:// URL, got %q", admin)
 	}
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		t.Fatalf("PostgreSQL unreachable at %s (set REINS_TEST_POSTGRES or start the server): %v", admin, err)
+		return "", nil, fmt.Errorf("PostgreSQL unreachable at %s: %w", u.Redacted(), err)
 	}
 	defer conn.Close(ctx)
 	var b [6]byte
 	rand.Read(b[:])
-	name := "reins_test_" + hex.EncodeToString(b[:])
+	name := prefix + hex.EncodeToString(b[:])
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
 	}
-	t.Cleanup(func() {
+	drop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		conn, err := pgx.Connect(ctx, admin)
 		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
+			return fmt.Errorf("drop database %s: %w", name, err)
 		}
 		defer conn.Close(ctx)
 		if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
+			return fmt.Errorf("drop database %s: %w", name, err)
 		}
-	})
+		return nil
+	}
 	u.Path = "/" + name
-	return u.String()
+	return u.String(), drop, nil
 }
