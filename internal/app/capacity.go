@@ -64,19 +64,6 @@ func (c *capacity) take(sessionID string) (<-chan struct{}, string) {
 	return c.queue[i].ready, fmt.Sprintf("all %d tool slots of this server are in use by running sessions; this session is number %d in line for the next one", c.size, i+1)
 }
 
-// tryTake gives the session a slot if one is free and nobody waits for
-// one. It never queues the session nor takes an idle session's slot; it
-// reports false when the session holds a slot already.
-func (c *capacity) tryTake(sessionID string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.holders[sessionID]; ok || len(c.queue) > 0 || len(c.holders) >= c.size {
-		return false
-	}
-	c.holders[sessionID] = 0
-	return true
-}
-
 // idle marks the session's slot as one it may lose to a waiting session;
 // a session that was waiting stops waiting.
 func (c *capacity) idle(sessionID string) {

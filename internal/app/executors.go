@@ -107,11 +107,10 @@ type hubTools struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu        sync.Mutex
-	leases    map[string]*executor.Lease
-	preparing map[string]chan struct{} // sessions being placed ahead of a tool (Prepare)
-	locals    map[string]*executor.Client
-	secrets   map[string][]secret // per session: injected values to redact from results
+	mu      sync.Mutex
+	leases  map[string]*executor.Lease
+	locals  map[string]*executor.Client
+	secrets map[string][]secret // per session: injected values to redact from results
 }
 
 // secret is an environment_variable credential opened for a session.
@@ -125,7 +124,7 @@ type secret struct {
 func newHubTools(hub *executor.Hub, st store.Store, keys *vault.Keyring, workspace string, log *slog.Logger) *hubTools {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &hubTools{hub: hub, st: st, keys: keys, workspace: workspace, log: log, ctx: ctx, cancel: cancel,
-		leases: map[string]*executor.Lease{}, preparing: map[string]chan struct{}{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}}
+		leases: map[string]*executor.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}}
 }
 
 // credentials opens the session's environment_variable credentials.
@@ -230,9 +229,6 @@ const localRegistrationWait = 10 * time.Second
 
 // Place implements harness.Placer.
 func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*harness.Wait, error) {
-	if err := t.awaitPrepare(ctx, sess.ID); err != nil {
-		return nil, err
-	}
 	t.mu.Lock()
 	l := t.leases[sess.ID]
 	t.mu.Unlock()
@@ -429,7 +425,6 @@ func (t *hubTools) runTool(ctx context.Context, sess *ma.Session, call harness.T
 // Idle implements harness.Placer: the session's executor slot may go to
 // another session until the next Place.
 func (t *hubTools) Idle(sessionID string) {
-	t.awaitPrepare(t.ctx, sessionID)
 	t.mu.Lock()
 	l := t.leases[sessionID]
 	t.mu.Unlock()
@@ -453,7 +448,6 @@ func (t *hubTools) yield(sessionID string) {
 
 // Release implements harness.Placer.
 func (t *hubTools) Release(sessionID string) {
-	t.awaitPrepare(t.ctx, sessionID)
 	t.mu.Lock()
 	l := t.leases[sessionID]
 	delete(t.leases, sessionID)

@@ -76,7 +76,7 @@ func (a *App) startRelay(ctx context.Context) error {
 			}
 		},
 		Data: a.previews.receive,
-		Lag: a.notifyLag(),
+		Lag:  a.notifyLag(),
 	})
 	if err != nil {
 		return err

@@ -102,8 +102,6 @@ type sandboxes struct {
 
 	cas *caStore // per-environment CAs of the proxies that substitute credentials
 
-	warming sync.WaitGroup // sandboxes started ahead of their first tool
-
 	mu          sync.Mutex
 	launchers   map[string]tools.Launcher      // by session id
 	credentials map[string][]egress.Credential // by session id
@@ -194,7 +192,6 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 	}
 	s.launchers[a.SessionID] = l
 	s.mu.Unlock()
-	s.warming.Go(func() { s.warm(a.SessionID, l) })
 	return l, nil
 }
 
@@ -336,27 +333,7 @@ func (s *sandboxes) end(sessionID string) {
 }
 
 // close tears down every sandbox.
-func (s *sandboxes) close() {
-	s.warming.Wait()
-	s.m.Close()
-}
-
-// warm starts a newly placed session's sandbox (after its packages are
-// installed) without waiting for the session's first tool: the model's
-// first call usually comes before that tool, and the sandbox starts
-// meanwhile, so the tool finds it ready. A session placed on a server
-// acts soon, as a session of the hosted API gets its container when it
-// starts. A start that fails is only logged: the first launch tries again
-// and reports why.
-func (s *sandboxes) warm(sessionID string, p *preparing) {
-	l, err := p.launcher()
-	if err == nil {
-		err = l.Start()
-	}
-	if err != nil && !errors.Is(err, sandbox.ErrClosed) {
-		s.log.Debug("sandbox not started ahead of its first tool", "session", sessionID, "err", err)
-	}
-}
+func (s *sandboxes) close() { s.m.Close() }
 
 // owner is who must own the files the file tools write, so that the
 // sandboxed processes can change them.

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -154,47 +151,4 @@ func TestSlotsChurn(t *testing.T) {
 		})
 	}
 	wg.Wait()
-}
-
-// sandboxRunning reports whether a sandbox of the session runs on this
-// host: a sandbox's starter has the session's workspace in its arguments.
-func sandboxRunning(sessionID string) bool {
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err == nil && bytes.HasPrefix(b, []byte("reins-sandbox-start\x00")) && bytes.Contains(b, []byte(sessionID)) {
-			return true
-		}
-	}
-	return false
-}
-
-// TestFirstToolFindsItsSandboxStarted: a cloud session whose agent has
-// built-in tools is placed while its model runs, so its sandbox starts
-// before the model asks for a tool: after a text-only first turn it is
-// running. A session whose agent has no built-in tools gets none.
-func TestFirstToolFindsItsSandboxStarted(t *testing.T) {
-	s := start(t, options{})
-	env := s.newEnv(t, "cloud")
-	withTools := s.newSession(t, s.newAgent(t, "scripted", toolset(false)).ID, env.ID)
-	without := s.newSession(t, s.newAgent(t, "scripted").ID, env.ID)
-	for _, id := range []string{withTools.ID, without.ID} {
-		st := s.openStream(t, id)
-		s.send(t, id, userMessage("hello"))
-		st.until(isIdle)
-		st.cancel()
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !sandboxRunning(withTools.ID) {
-		if time.Now().After(deadline) {
-			t.Fatal("no sandbox was started for the session while its model ran")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if sandboxRunning(without.ID) {
-		t.Fatal("a session without built-in tools got a sandbox")
-	}
-	if took := s.bashTurn(t, withTools.ID, "first"); took > turnBudget {
-		t.Fatalf("the first tool took %v", took)
-	}
 }

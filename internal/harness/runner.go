@@ -518,9 +518,6 @@ func (r *runner) exhaust(tx store.Tx, f failure) error {
 // records its outcome.
 func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v *view) error {
 	plan := planTools(&sess.Agent)
-	if p, ok := r.h.cfg.Tools.(Preparer); ok && len(BuiltinTools(&sess.Agent)) > 0 {
-		p.Prepare(sess)
-	}
 	req := &model.Request{
 		Model:     sess.Agent.Model.ID,
 		Speed:     sess.Agent.Model.Speed,

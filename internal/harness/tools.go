@@ -47,16 +47,6 @@ type Placer interface {
 	Idle(sessionID string)
 }
 
-// Preparer is implemented by a Placer that can place a session ahead of
-// its first tool. The runner calls Prepare before each model call of a
-// session whose agent has built-in tools; the Placer places the session
-// meanwhile when it can do so at once, so that its machine (a sandbox to
-// start) is ready when the model asks for a tool. Prepare must not block,
-// and Place, Idle and Release must wait for what it started.
-type Preparer interface {
-	Prepare(sess *ma.Session)
-}
-
 // Wait says that a session's tools cannot be placed yet.
 type Wait struct {
 	// C is closed when placement may have become possible.

@@ -65,13 +65,6 @@ func (l *Launcher) sandbox() (*Sandbox, error) {
 	return sb, nil
 }
 
-// Start starts the launcher's sandbox now, if it is not running, rather
-// than on the first launch.
-func (l *Launcher) Start() error {
-	_, err := l.sandbox()
-	return err
-}
-
 // Started reports whether the launcher's sandbox is running.
 func (l *Launcher) Started() bool {
 	l.mu.Lock()
