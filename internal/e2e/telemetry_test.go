@@ -106,12 +106,15 @@ func TestMetrics(t *testing.T) {
 	st.until(isIdle)
 	s.bashTurn(t, sess.ID, "hi")
 	// A turn is observed once its idle status committed, a moment before
-	// the stream sees it: wait for the second one.
+	// the stream sees it, and bashTurn's own stream is counted out once
+	// the server sees its request end: wait for both.
 	var fams map[string]*metricFamily
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		fams = scrape(t, url)
-		if n, _ := sample(fams, telemetry.MetricTurnDuration, map[string]string{"outcome": ma.StopEndTurn}); n == 2 || time.Now().After(deadline) {
+		turns, _ := sample(fams, telemetry.MetricTurnDuration, map[string]string{"outcome": ma.StopEndTurn})
+		subs, _ := sample(fams, telemetry.MetricSSESubscribers, nil)
+		if turns == 2 && subs == 1 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
