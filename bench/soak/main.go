@@ -15,10 +15,14 @@
 // Every -interval it prints one line: the turns and failures of the
 // interval, the turn latency (send to session.status_idle) p50, p99 and
 // max, and the server's RSS, goroutines (from /debug/pprof/goroutine),
-// threads and open files, and the executor's RSS. At the end it prints
-// the totals and, from the samples after -warmup, each resource's max/min
-// ratio: a flat server has ratios near 1. Go never gives threads back, so
-// their count climbs to a plateau; read its trend in the lines.
+// threads and open files, and the executor's RSS: each the mean of 12
+// probes taken during the interval. At the end it prints
+// the totals and, from the samples after -warmup, each resource's range
+// and its growth from the first half of those samples to the second (the
+// mean of each): a flat server has growths near 1, and at rest after the
+// traffic its goroutines come back to where they were before it. Go never
+// gives threads back, so their count climbs to a plateau; read its trend
+// in the lines.
 //
 // A failure is any error: an SDK error, a session.error event, a tool
 // result with is_error, an answer other than the scripted one, a turn that
@@ -70,7 +74,7 @@ func main() {
 	flag.DurationVar(&cfg.turnTimeout, "turn-timeout", 30*time.Second, "a turn not idle this long after its message was sent is a failure")
 	flag.DurationVar(&cfg.think, "think", 0, "each client's pause after a turn before its next message, as a person or a driver reading the answer would (0: none, every client sends as fast as the server answers)")
 	flag.StringVar(&cfg.serveArgs, "serve-args", "", "more flags for reins serve, space-separated (e.g. \"--sandbox-memory 512M\")")
-	flag.Float64Var(&cfg.flat, "flat", 1.25, "the max/min ratio up to which a resource counts as flat")
+	flag.Float64Var(&cfg.flat, "flat", 1.1, "the growth (second half's mean over the first half's, after -warmup) up to which a resource counts as flat")
 	flag.StringVar(&cfg.reins, "reins", "", "reins binary to run (default: go build ./cmd/reins into the work dir)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work dir (data dir, server and executor logs)")
 	flag.Parse()

@@ -127,6 +127,39 @@ func take(srv *server, exe *child, at time.Duration) sample {
 	return s
 }
 
+// meanSample returns a sample at the time of the last of ss with the mean
+// of each resource over ss (goroutines over the probes that read them).
+func meanSample(ss []sample) sample {
+	m := sample{at: ss[len(ss)-1].at}
+	avg := func(get func(sample) (float64, bool)) float64 {
+		var sum float64
+		var n int
+		for _, s := range ss {
+			if v, ok := get(s); ok {
+				sum += v
+				n++
+			}
+		}
+		if n == 0 {
+			return -1
+		}
+		return sum/float64(n) + 0.5
+	}
+	srv := func(f func(usage) float64) func(sample) (float64, bool) {
+		return func(s sample) (float64, bool) { return f(s.srv), true }
+	}
+	exe := func(f func(usage) float64) func(sample) (float64, bool) {
+		return func(s sample) (float64, bool) { return f(s.exe), true }
+	}
+	rss := func(u usage) float64 { return float64(u.rss) }
+	threads := func(u usage) float64 { return float64(u.threads) }
+	fds := func(u usage) float64 { return float64(u.fds) }
+	m.srv = usage{rss: uint64(avg(srv(rss))), threads: int(avg(srv(threads))), fds: int(avg(srv(fds))),
+		goroutines: int(avg(func(s sample) (float64, bool) { return float64(s.srv.goroutines), s.srv.goroutines >= 0 }))}
+	m.exe = usage{rss: uint64(avg(exe(rss))), threads: int(avg(exe(threads))), fds: int(avg(exe(fds))), goroutines: -1}
+	return m
+}
+
 // watcher prints a line every interval.
 type watcher struct {
 	srv   *server
@@ -134,8 +167,10 @@ type watcher struct {
 	rec   *recorder
 	start time.Time
 	last  time.Time
-	// samples has one sample per full interval.
+	// samples has one sample per full interval: the mean of the probes
+	// taken in it.
 	samples  []sample
+	probes   []sample // of the current interval
 	interval time.Duration
 	stopc    chan struct{}
 	done     chan struct{}
@@ -155,21 +190,31 @@ func (w *watcher) loop() {
 	defer close(w.done)
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
+	probe := time.NewTicker(max(w.interval/probesPerInterval, 100*time.Millisecond))
+	defer probe.Stop()
 	for {
 		select {
 		case now := <-t.C:
 			w.samples = append(w.samples, w.line(now))
+		case now := <-probe.C:
+			w.probes = append(w.probes, take(w.srv, w.exe, now.Sub(w.start)))
 		case <-w.stopc:
 			return
 		}
 	}
 }
 
+// probesPerInterval is how many times an interval samples the resources:
+// under traffic, goroutines and open files swing with the sessions live at
+// the instant, so a line shows the mean of its interval's probes.
+const probesPerInterval = 12
+
 // line prints the interval that ends now and returns its sample.
 func (w *watcher) line(now time.Time) sample {
 	lat, fails := w.rec.cut()
 	l := latencyOf(lat)
-	s := take(w.srv, w.exe, now.Sub(w.start))
+	s := meanSample(append(w.probes, take(w.srv, w.exe, now.Sub(w.start))))
+	w.probes = w.probes[:0]
 	el := s.at.Round(time.Second)
 	fmt.Printf("%3d:%02d %7d %7.1f %5d %9s %9s %9s %8.1f %7d %7d %6d %8.1f\n",
 		int(el.Minutes()), int(el.Seconds())%60, len(lat), float64(len(lat))/now.Sub(w.last).Seconds(), fails,
@@ -268,9 +313,12 @@ func printTotals(all []time.Duration, kinds map[string][]time.Duration, elapsed 
 }
 
 // printFlatness prints, for each resource, its range over the samples
-// after the warm-up, the max/min ratio that says whether it was flat, and
-// the mean of the first half of those samples beside the second half's,
-// which tells growth from noise.
+// after the warm-up and its max/min ratio, and the mean of the first half
+// of those samples beside the second half's. Their ratio, the growth,
+// gives the verdict: the goroutines and open files of a server under
+// steady traffic swing with the sessions live at the instant of a sample
+// (each has its sandbox, streams and connections), which the range shows,
+// while a leak grows from the first half to the second.
 func printFlatness(cfg config, res result) {
 	var late []sample
 	for _, s := range res.samples {
@@ -283,21 +331,22 @@ func printFlatness(cfg config, res result) {
 		fmt.Printf("resources: fewer than 2 samples after the %s warm-up; run longer or with a shorter -interval\n", cfg.warmup)
 		return
 	}
-	fmt.Printf("resources after the %s warm-up (%d samples): range, max/min (flat: at most %.2f), mean of the first half → second half\n", cfg.warmup, len(late), cfg.flat)
+	fmt.Printf("resources after the %s warm-up (%d samples): range, max/min, mean of the first half → second half, growth (flat: at most %.2f)\n", cfg.warmup, len(late), cfg.flat)
 	row := func(name, format string, get func(sample) float64) {
 		vs := make([]float64, len(late))
 		for i, s := range late {
 			vs[i] = get(s)
 		}
 		lo, hi := slices.Min(vs), slices.Max(vs)
-		ratio := hi / max(lo, 1e-9)
-		verdict := "flat"
-		if ratio > cfg.flat {
-			verdict = "NOT FLAT"
-		}
 		half := len(vs) / 2
+		first, second := mean(vs[:half]), mean(vs[len(vs)-half:])
+		growth := second / max(first, 1e-9)
+		verdict := "flat"
+		if growth > cfg.flat {
+			verdict = "GROWING"
+		}
 		f := func(v float64) string { return fmt.Sprintf(format, v) }
-		fmt.Printf("  %-20s %9s – %-9s %5.2f %-8s  %s → %s\n", name, f(lo), f(hi), ratio, verdict, f(mean(vs[:half])), f(mean(vs[len(vs)-half:])))
+		fmt.Printf("  %-20s %9s – %-9s %5.2f   %9s → %-9s %5.2f %s\n", name, f(lo), f(hi), hi/max(lo, 1e-9), f(first), f(second), growth, verdict)
 	}
 	row("server RSS MiB", "%.1f", func(s sample) float64 { return mib(s.srv.rss) })
 	row("server goroutines", "%.0f", func(s sample) float64 { return float64(s.srv.goroutines) })

@@ -331,6 +331,7 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 func (a *App) Shutdown(ctx context.Context) error {
 	a.API.Shutdown()
 	a.Work.Shutdown()
+	a.tools.leave(ctx)
 	var errs []error
 	if err := a.Harness.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("harness: %w", err))

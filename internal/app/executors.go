@@ -285,6 +285,11 @@ func (t *hubTools) assignRequest(sess *ma.Session, envID string) executor.Assign
 // in-process executor, once the session holds one of the server's slots.
 // l is the session's lease from an earlier placement, if any.
 func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executor.AssignRequest, l *executor.Lease) (*harness.Wait, error) {
+	if l == nil {
+		if err := t.toWorkspace(ctx, sess); err != nil {
+			return nil, err
+		}
+	}
 	// The slot first, then the lease: a slot taken back from an idle
 	// session ends its lease only while that lease is idle (yield).
 	if wait, why := t.slots.take(sess.ID); wait != nil {

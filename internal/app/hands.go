@@ -20,6 +20,11 @@ import (
 // it stops.
 const withdrawTimeout = 5 * time.Second
 
+// liveKey is the environment id every replica announces, executors or
+// not, for as long as it runs: ReplicasWithHands(liveKey) lists the live
+// replicas. No environment id has this form.
+const liveKey = "*"
+
 // handsKey is the bus key of a change of the executors of an environment
 // at another replica.
 func handsKey(envID string) string { return "hands:" + envID }
@@ -37,8 +42,37 @@ type replicaHands struct {
 	ttl     time.Duration // of an announcement, and of a handed-over lease
 	log     *slog.Logger
 
+	writing sync.Mutex // held while the announcement is written
 	mu      sync.Mutex
 	checked map[string]*executor.Lease // per cloud session: the placement whose workspace was checked
+	leaving bool                       // the replica stops: it no longer announces liveKey
+}
+
+// write records the replica's announcement: the environments it has
+// executors of, and liveKey until it starts leaving. Writes are one at a
+// time, so a renewal never brings liveKey back after leave.
+func (r *replicaHands) write(ctx context.Context, envIDs []string) error {
+	r.writing.Lock()
+	defer r.writing.Unlock()
+	r.mu.Lock()
+	if !r.leaving {
+		envIDs = append(slices.Clip(envIDs), liveKey)
+	}
+	r.mu.Unlock()
+	return r.st.AnnounceHands(ctx, r.replica, envIDs, r.ttl)
+}
+
+// leave withdraws liveKey from the replica's announcement, before its
+// sessions are handed over as it stops: no replica sends a cloud session
+// back to the workspace it holds, which it is about to stop serving.
+func (r *replicaHands) leave(ctx context.Context) {
+	r.mu.Lock()
+	r.leaving = true
+	r.mu.Unlock()
+	ids, _ := r.hub.Environments()
+	if err := r.write(ctx, ids); err != nil {
+		r.log.Warn("withdraw this replica from the live ones", "err", err)
+	}
 }
 
 // announce keeps the replica's announcement current until ctx ends: at
@@ -52,7 +86,7 @@ func (r *replicaHands) announce(ctx context.Context) {
 	var told []string
 	for {
 		ids, changed := r.hub.Environments()
-		if err := r.st.AnnounceHands(ctx, r.replica, ids, r.ttl); err != nil {
+		if err := r.write(ctx, ids); err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn("announce this replica's executors", "err", err)
 			}
@@ -89,8 +123,7 @@ func (r *replicaHands) route(ctx context.Context, sessionID, envID string) (stri
 	if here, _ := r.hub.Environments(); slices.Contains(here, envID) {
 		return "", nil
 	}
-	fence, ok := store.FenceFrom(ctx, sessionID)
-	if !ok {
+	if _, ok := store.FenceFrom(ctx, sessionID); !ok {
 		return "", nil
 	}
 	there, err := r.st.ReplicasWithHands(ctx, envID)
@@ -103,16 +136,32 @@ func (r *replicaHands) route(ctx context.Context, sessionID, envID string) (stri
 		return "", nil
 	}
 	to := there[rand.IntN(len(there))]
-	switch err := r.st.HandOverSession(ctx, sessionID, fence.Owner, fence.Token, to, r.ttl); {
-	case errors.Is(err, store.ErrFenced):
+	if moved, err := r.handOver(ctx, sessionID, to); !moved {
 		return "", err
-	case err != nil:
-		r.log.Warn("hand a session over to the replica of its executors", "session", sessionID, "to", to, "err", err)
-		return "", nil
 	}
-	r.bus.Tell(bus.Note{Key: sessionID, Kind: bus.Wake, To: to})
 	r.log.Debug("session handed over to the replica of its executors", "session", sessionID, "environment", envID, "to", to)
 	return to, nil
+}
+
+// handOver passes the session's lease, which the caller holds (its fence
+// is in ctx), to the replica to, and wakes the session there. It reports
+// whether the session moved; an error wrapping store.ErrFenced means the
+// lease is no longer the caller's. Other failures are logged: the session
+// stays.
+func (r *replicaHands) handOver(ctx context.Context, sessionID, to string) (bool, error) {
+	fence, ok := store.FenceFrom(ctx, sessionID)
+	if !ok {
+		return false, nil
+	}
+	switch err := r.st.HandOverSession(ctx, sessionID, fence.Owner, fence.Token, to, r.ttl); {
+	case errors.Is(err, store.ErrFenced):
+		return false, err
+	case err != nil:
+		r.log.Warn("hand a session over to another replica", "session", sessionID, "to", to, "err", err)
+		return false, nil
+	}
+	r.bus.Tell(bus.Note{Key: sessionID, Kind: bus.Wake, To: to})
+	return true, nil
 }
 
 // noExecutor is Place's answer when no executor here can take a
@@ -154,6 +203,13 @@ func (t *hubTools) either(local <-chan struct{}, sub *bus.Sub) <-chan struct{} {
 		}
 	})
 	return out
+}
+
+// leave tells the other replicas this one is stopping (replicas only).
+func (t *hubTools) leave(ctx context.Context) {
+	if t.hands != nil {
+		t.hands.leave(ctx)
+	}
 }
 
 // startHands starts announcing this replica's executors (replicas only).

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -82,14 +84,63 @@ func (t *hubTools) workspaceNotice(ctx context.Context, sessionID string) string
 	return WorkspaceResetNotice
 }
 
+// toWorkspace moves a cloud session about to be placed on this replica to
+// the replica that holds its latest workspace, when that is another one
+// and it is alive: a session that went idle, and was woken here by a
+// message sent to this replica, keeps its files and processes instead of
+// starting over in a fresh workspace. It returns an error wrapping
+// store.ErrFenced when the session moved (its runner here leaves), and nil
+// when it is to be placed here: its workspace is here (or in a workspace
+// root this replica shares), it never had one, or its replica is gone
+// (then the first tool result says the workspace was reset).
+func (t *hubTools) toWorkspace(ctx context.Context, sess *ma.Session) error {
+	if t.hands == nil || !safeName(sess.EnvironmentID) || !safeName(sess.ID) {
+		return nil
+	}
+	want, err := t.st.WorkspaceMarker(ctx, sess.ID)
+	if err != nil {
+		t.log.Warn("read a session's workspace marker", "session", sess.ID, "err", err)
+		return nil
+	}
+	holder := markerReplica(want)
+	if holder == "" || holder == t.hands.replica {
+		return nil
+	}
+	have, err := os.ReadFile(filepath.Join(t.workspace, sess.EnvironmentID, sess.ID+markerSuffix))
+	if err == nil && strings.TrimSpace(string(have)) == want {
+		return nil // a shared workspace root
+	}
+	live, err := t.st.ReplicasWithHands(ctx, liveKey)
+	if err != nil || !slices.Contains(live, holder) {
+		return nil
+	}
+	moved, err := t.hands.handOver(ctx, sess.ID, holder)
+	if err != nil || !moved {
+		return err
+	}
+	t.log.Debug("cloud session handed over to the replica of its workspace", "session", sess.ID, "to", holder)
+	return fmt.Errorf("the session moved to replica %s, which holds its workspace: %w", holder, store.ErrFenced)
+}
+
+// markerReplica returns the replica that wrote a workspace marker
+// ("replica/random"; "" for a marker of an older version, random only).
+func markerReplica(marker string) string {
+	i := strings.LastIndexByte(marker, '/')
+	if i < 0 {
+		return ""
+	}
+	return marker[:i]
+}
+
 // newMarker writes a new marker beside the session's workspace, then
-// records it for the session.
+// records it for the session. The marker names this replica, so that a
+// session woken elsewhere can be moved back to its workspace.
 func (t *hubTools) newMarker(ctx context.Context, sessionID, path string) error {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return err
 	}
-	m := hex.EncodeToString(b[:])
+	m := t.hands.replica + "/" + hex.EncodeToString(b[:])
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(m+"\n"), 0o600); err != nil {
 		return err

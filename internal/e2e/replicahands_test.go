@@ -328,3 +328,56 @@ func TestReplicaPullWorkerOnAnotherReplica(t *testing.T) {
 	}
 	checkLog(t, id, logOf(t, a.app.Store, id))
 }
+
+// TestReplicaCloudSessionReturnsToItsWorkspace runs a cloud session's
+// first turn on one replica, which writes a file in its workspace; the
+// session goes idle and its runner leaves (a short linger). Its next turns
+// are sent to the other replica; one that wakes the session there moves
+// back to the replica holding the workspace before its first tool call,
+// finds the file, and the model is told nothing was reset.
+func TestReplicaCloudSessionReturnsToItsWorkspace(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	calls := &callCounter{calls: map[string]int{}}
+	where := &whereCalled{calls: map[string][]string{}}
+	replica := func(id string) *server {
+		return startWith(t, options{models: model.Router{"scripted": replicaModel{name: id, inner: calls, where: where}}}, func(c *app.Config) {
+			c.DatabaseURL, c.ReplicaID, c.LeaseTTL, c.IdleLinger = dsn, id, replicaTTL, 50*time.Millisecond
+		})
+	}
+	a, b := replica("replica-a"), replica("replica-b")
+	agent := a.newAgent(t, "scripted", toolset(false))
+	id := a.newSession(t, agent.ID, a.newEnv(t, "cloud").ID).ID
+	st := a.openStream(t, id)
+	a.send(t, id, userMessage(`@tool bash {"command":"echo kept > kept.txt && echo wrote"}`+"\n@then wrote"))
+	if r := toolResults(st.until(isIdle)); len(r) != 1 || r[0] != "wrote" {
+		t.Fatalf("first turn's tool results %q", r)
+	}
+	owner := where.of(id)[0]
+	other := map[string]*server{"replica-a": b, "replica-b": a}[owner]
+	ost := other.openStream(t, id)
+	// Which replica wakes the session is a race between them: send until
+	// a turn starts on the other one.
+	for turn := 0; ; turn++ {
+		if turn == 20 {
+			t.Fatalf("20 turns sent to the other replica all started on the owner: %v", where.of(id))
+		}
+		waitUntil(t, "the runner to leave", func() bool {
+			l, err := a.app.Store.SessionLease(context.Background(), id)
+			return err == nil && !l.Live
+		})
+		before := len(where.of(id))
+		other.send(t, id, userMessage(`@tool bash {"command":"cat kept.txt 2>/dev/null || echo missing"}`+"\n@then done"))
+		if got := toolResults(ost.until(isIdle)); !slices.Equal(got, []string{"kept"}) {
+			t.Fatalf("turn %d: tool results %q (model calls on %v)", turn, got, where.of(id))
+		}
+		calls := where.of(id)[before:]
+		if calls[0] == owner {
+			continue
+		}
+		if calls[len(calls)-1] != owner {
+			t.Fatalf("turn %d: model calls on %v: the turn did not end on %s, which holds the workspace", turn, calls, owner)
+		}
+		t.Logf("turn %d started on the other replica and ended on the owner: %v", turn, calls)
+		return
+	}
+}
