@@ -132,8 +132,11 @@ func newCluster(dir, admin string, replicas int, pg bool) (*cluster, error) {
 	return c, nil
 }
 
+// masterKey is the replicas' shared master key.
+const masterKey = "bench-replicas-master-key-32-by!"
+
 func startNode(ctx context.Context, dir, dsn, id string) (*node, error) {
-	a, err := app.New(ctx, app.Config{DataDir: dir, DatabaseURL: dsn, ReplicaID: id,
+	a, err := app.New(ctx, app.Config{DataDir: dir, DatabaseURL: dsn, ReplicaID: id, MasterKey: []byte(masterKey),
 		Models: model.Router{"scripted": &scripted.Provider{}}})
 	if err != nil {
 		return nil, err

@@ -51,6 +51,11 @@ type Config struct {
 	LeaseTTL  time.Duration
 	// BootstrapKey is accepted as an API key (REINS_API_KEY).
 	BootstrapKey string
+	// MasterKey, if set, is the 32-byte master key vault secrets are
+	// sealed under; else REINS_MASTER_KEY, else <DataDir>/master-key
+	// (generated at the first start). Every process on one database must
+	// have the same: New refuses to start otherwise.
+	MasterKey []byte
 	// Models are the model providers by name ("anthropic", "openai",
 	// "scripted"). "scripted" is added when missing.
 	Models model.Router
@@ -180,12 +185,18 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		models["scripted"] = &scripted.Provider{Dir: filepath.Join(cfg.DataDir, "scripts")}
 	}
 	limitModels(models, cfg.ModelConcurrency, cfg.ProviderConcurrency)
-	rawKey, err := vault.LoadKey(os.Getenv(vault.EnvKey), cfg.DataDir)
+	rawKey := cfg.MasterKey
+	if rawKey == nil {
+		rawKey, err = vault.LoadKey(os.Getenv(vault.EnvKey), cfg.DataDir)
+	}
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
 	keys, err := vault.NewKeyring(rawKey)
+	if err == nil {
+		err = sameMasterKey(ctx, st, keys)
+	}
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -366,4 +377,20 @@ func limitModels(models model.Router, global int, perProvider map[string]int) {
 			models[name] = model.Limit(p, own, all)
 		}
 	}
+}
+
+// sameMasterKey checks that keys seals under the master key the database's
+// vault secrets are sealed under, recording its id (not the key) at the
+// first start. A replica started with another REINS_MASTER_KEY, or a data
+// dir whose master-key file was lost and regenerated, would seal secrets
+// the others cannot open and fail to open theirs: it does not start.
+func sameMasterKey(ctx context.Context, st store.Store, keys *vault.Keyring) error {
+	id, err := st.ClaimSetting(ctx, "vault_key_id", keys.KeyID())
+	if err != nil {
+		return fmt.Errorf("record the master key's id: %w", err)
+	}
+	if id != keys.KeyID() {
+		return fmt.Errorf("this process's master key (id %s, from %s or <data-dir>/%s) is not the one this database's vault secrets are sealed under (id %s): start every process on this database with the same %s", keys.KeyID(), vault.EnvKey, vault.KeyFile, id, vault.EnvKey)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -423,7 +424,7 @@ func (c *procCluster) start(p *replicaProc) {
 		"--replica-id", p.id, "--lease-ttl", c.ttl.String(), "--sandbox", "none",
 		"--anthropic-api-key", "test-key", "--anthropic-base-url", c.model.baseURL(p.id),
 		"--requests-per-minute", "0", "--creates-per-minute", "0", "--streams-per-key", "0", "--shutdown-grace", "20s")
-	cmd.Env = append(env, "REINS_API_KEY="+c.key)
+	cmd.Env = append(env, "REINS_API_KEY="+c.key, "REINS_MASTER_KEY="+base64.StdEncoding.EncodeToString([]byte(replicasMasterKey)))
 	cmd.Stderr = p.out
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)

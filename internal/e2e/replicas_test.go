@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -278,4 +279,18 @@ func TestReplicaInterruptReachesOwner(t *testing.T) {
 	if n := countOf(logOf(t, b.app.Store, sess.ID), ma.EventAgentMessage); n != 0 {
 		t.Fatalf("%d agent messages after the interrupt", n)
 	}
+}
+
+// TestReplicaWithAnotherMasterKeyRefused: a replica whose master key is
+// not the one the database's vault secrets are sealed under does not
+// start, and says which setting to fix; one with the same key does.
+func TestReplicaWithAnotherMasterKeyRefused(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	startWith(t, options{}, func(c *app.Config) { c.DatabaseURL, c.ReplicaID = dsn, "a" })
+	_, err := app.New(context.Background(), app.Config{DataDir: t.TempDir(), DatabaseURL: dsn, ReplicaID: "b",
+		MasterKey: []byte("another-master-key-of-32-bytes!!")})
+	if err == nil || !strings.Contains(err.Error(), "REINS_MASTER_KEY") {
+		t.Fatalf("a replica with another master key: %v", err)
+	}
+	startWith(t, options{}, func(c *app.Config) { c.DatabaseURL, c.ReplicaID = dsn, "c" })
 }

@@ -48,6 +48,10 @@ func start(t *testing.T, o options) *server {
 }
 
 // startWith is start with a hook to adjust the app configuration.
+// replicasMasterKey is the master key of the tests' servers on
+// PostgreSQL, which must all have the same.
+const replicasMasterKey = "replicas-master-key-32-bytes-ok!"
+
 func startWith(t *testing.T, o options, adjust func(*app.Config)) *server {
 	t.Helper()
 	ctx := context.Background()
@@ -64,6 +68,9 @@ func startWith(t *testing.T, o options, adjust func(*app.Config)) *server {
 		OutboundAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	if adjust != nil {
 		adjust(&cfg)
+	}
+	if cfg.DatabaseURL != "" && cfg.MasterKey == nil {
+		cfg.MasterKey = []byte(replicasMasterKey) // replicas share theirs
 	}
 	a, err := app.New(ctx, cfg)
 	if err != nil {

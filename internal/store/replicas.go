@@ -8,9 +8,9 @@ import (
 // Replicas is what the replicas of one database tell each other beyond
 // session leases: which of them has executors of which self-hosted
 // environments connected (so that a session moves to the replica its
-// hands are on), and which workspace a cloud session last used (so that a
-// session that moved to a replica without that workspace is told it was
-// reset).
+// hands are on), which workspace a cloud session last used (so that a
+// session goes back to it, or is told it was reset), and the settings they
+// must agree on.
 type Replicas interface {
 	// AnnounceHands replaces what replica announced: it has executors of
 	// the environments envIDs connected, until ttl from now by the
@@ -25,4 +25,8 @@ type Replicas interface {
 	// SetWorkspaceMarker records the marker of the session's workspace.
 	// The marker is deleted with the session.
 	SetWorkspaceMarker(ctx context.Context, sessionID, marker string) error
+	// ClaimSetting records value under name unless a value is recorded
+	// already, and returns the recorded value: the first claim wins, and
+	// every process sharing the database reads the same value.
+	ClaimSetting(ctx context.Context, name, value string) (string, error)
 }

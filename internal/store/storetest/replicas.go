@@ -121,3 +121,19 @@ func testWorkspaceMarkers(t *testing.T, s store.Store) {
 		t.Fatalf("marker of a deleted session: %q", m)
 	}
 }
+
+// testClaimSetting checks that the first claim of a setting wins and that
+// a claim returns the recorded value.
+func testClaimSetting(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	for _, c := range []struct{ name, value, want string }{
+		{"vault_key_id", "k1", "k1"},
+		{"vault_key_id", "k2", "k1"},
+		{"other", "x", "x"},
+		{"vault_key_id", "k1", "k1"},
+	} {
+		if got, err := s.ClaimSetting(ctx, c.name, c.value); err != nil || got != c.want {
+			t.Fatalf("ClaimSetting(%s, %s) = %q, %v; want %q", c.name, c.value, got, err, c.want)
+		}
+	}
+}

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentAcquire", testConcurrentAcquire},
 		{"HandOver", testHandOver},
 		{"Hands", testHands},
+		{"ClaimSetting", testClaimSetting},
 		{"WorkspaceMarkers", testWorkspaceMarkers},
 	}
 	for _, tt := range tests {

@@ -46,3 +46,13 @@ func (s *Store) SetWorkspaceMarker(ctx context.Context, sessionID, marker string
 		sessionID, marker)
 	return err
 }
+
+// ClaimSetting implements store.Replicas.
+func (s *Store) ClaimSetting(ctx context.Context, name, value string) (string, error) {
+	if _, err := s.exec(ctx, `INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, value); err != nil {
+		return "", err
+	}
+	var v string
+	err := s.r.QueryRow(ctx, `SELECT value FROM settings WHERE name = ?`, name).Scan(&v)
+	return v, err
+}
