@@ -38,7 +38,21 @@ func (a *App) watch(m *telemetry.Metrics) {
 		ToolSlots:           a.tools.slots.inUse,
 		SSESubscribers:      a.API.Streams,
 		ExecutorConnections: a.Hub.Connections,
+		WorkQueue:           a.workQueue,
 	})
+}
+
+// workQueue reads the work queue's depth and the age of its oldest item.
+func (a *App) workQueue(ctx context.Context) (int, time.Duration, error) {
+	st, err := a.Store.AllWorkStats(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	var oldest time.Duration
+	if st.OldestQueuedAt != nil {
+		oldest = max(time.Since(*st.OldestQueuedAt), 0)
+	}
+	return int(st.Depth), oldest, nil
 }
 
 // notifyLag is the relay's report of a wake-up's delay (nil without

@@ -141,10 +141,22 @@ func TestMetrics(t *testing.T) {
 	if _, ok := sample(fams, telemetry.MetricExecutorConns, nil); !ok {
 		t.Errorf("no %s", telemetry.MetricExecutorConns)
 	}
+	if n, ok := sample(fams, telemetry.MetricWorkQueueDepth, nil); !ok || n != 0 {
+		t.Errorf("%s = %v (present %v) before any self-hosted session", telemetry.MetricWorkQueueDepth, n, ok)
+	}
 	st.cancel()
 	waitUntil(t, "the stream's end counted", func() bool {
 		n, _ := sample(scrape(t, url), telemetry.MetricSSESubscribers, nil)
 		return n == 0
+	})
+	// A self-hosted session without a worker queues a work item.
+	envID, _ := s.selfHosted(t, "queue")
+	s.newSession(t, a.ID, envID)
+	waitUntil(t, "the work item counted", func() bool {
+		fams := scrape(t, url)
+		n, _ := sample(fams, telemetry.MetricWorkQueueDepth, nil)
+		_, aged := sample(fams, telemetry.MetricWorkQueueOldest, nil)
+		return n == 1 && aged
 	})
 }
 

@@ -30,6 +30,8 @@ type Work interface {
 	ExpiredWork(ctx context.Context, now time.Time) ([]WorkItem, error)
 	// WorkStats counts an environment's queue.
 	WorkStats(ctx context.Context, environmentID string) (WorkStats, error)
+	// AllWorkStats counts the queues of every environment together.
+	AllWorkStats(ctx context.Context) (WorkStats, error)
 }
 
 // Work item states.

@@ -7,6 +7,7 @@
 package telemetry
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -28,6 +29,8 @@ const (
 	MetricToolSlotsHeld     = "reins_tool_slots_held"
 	MetricSSESubscribers    = "reins_sse_subscribers"
 	MetricExecutorConns     = "reins_executor_connections"
+	MetricWorkQueueDepth    = "reins_work_queue_depth"
+	MetricWorkQueueOldest   = "reins_work_queue_oldest_seconds"
 )
 
 // scrapeTimeout bounds one scrape; scrapesAtOnce bounds the scrapes served
@@ -96,6 +99,10 @@ type Sources struct {
 	SSESubscribers func() int
 	// ExecutorConnections returns the open executor connections.
 	ExecutorConnections func() int
+	// WorkQueue returns the self-hosted work queue's depth (items waiting
+	// for a pull worker, in every environment: the database's figure, the
+	// same on every replica) and the age of the oldest of them (0: none).
+	WorkQueue func(ctx context.Context) (depth int, oldest time.Duration, err error)
 }
 
 // Watch registers the gauges of s. Call it once per Metrics: a second
@@ -119,7 +126,39 @@ func (m *Metrics) Watch(s Sources) {
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: MetricExecutorConns,
 			Help: "Executor connections open on this replica."}, func() float64 { return float64(f()) }))
 	}
+	if s.WorkQueue != nil {
+		cs = append(cs, &workCollector{read: s.WorkQueue,
+			depth:  prometheus.NewDesc(MetricWorkQueueDepth, "Work items of self-hosted environments waiting for a pull worker, in the whole database.", nil, nil),
+			oldest: prometheus.NewDesc(MetricWorkQueueOldest, "Age of the oldest work item waiting for a pull worker (0 when none is).", nil, nil)})
+	}
 	m.reg.MustRegister(cs...)
+}
+
+// workReadTimeout bounds the database read of the work queue's gauges.
+const workReadTimeout = 2 * time.Second
+
+// workCollector reads the work queue's gauges from the database, once per
+// scrape; a failed read leaves them out of that scrape.
+type workCollector struct {
+	read          func(ctx context.Context) (int, time.Duration, error)
+	depth, oldest *prometheus.Desc
+}
+
+func (c *workCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.depth
+	ch <- c.oldest
+}
+
+func (c *workCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), workReadTimeout)
+	defer cancel()
+	depth, oldest, err := c.read(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.depth, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.depth, prometheus.GaugeValue, float64(depth))
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest.Seconds())
 }
 
 // NotifyLag observes the delay of a wake-up from another replica.

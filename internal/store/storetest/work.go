@@ -16,7 +16,8 @@ func testWork(t *testing.T, s store.Store) {
 	now := time.Now().UTC()
 	a := store.WorkItem{ID: "work_a", EnvironmentID: "env_1", SessionID: "sesn_a", State: store.WorkQueued, CreatedAt: now}
 	b := store.WorkItem{ID: "work_b", EnvironmentID: "env_1", SessionID: "sesn_b", State: store.WorkQueued, CreatedAt: now.Add(time.Millisecond)}
-	for _, w := range []store.WorkItem{a, b} {
+	other := store.WorkItem{ID: "work_o", EnvironmentID: "env_9", SessionID: "sesn_o", State: store.WorkQueued, CreatedAt: now.Add(-time.Second)}
+	for _, w := range []store.WorkItem{a, b, other} {
 		if err := s.CreateWork(ctx, w); err != nil {
 			t.Fatal(err)
 		}
@@ -24,6 +25,10 @@ func testWork(t *testing.T, s store.Store) {
 	st, err := s.WorkStats(ctx, "env_1")
 	if err != nil || st.Depth != 2 || st.Pending != 0 || st.OldestQueuedAt == nil {
 		t.Fatalf("stats %+v %v", st, err)
+	}
+	all, err := s.AllWorkStats(ctx)
+	if err != nil || all.Depth != 3 || all.OldestQueuedAt == nil || !all.OldestQueuedAt.Before(a.CreatedAt.Add(-time.Second/2)) {
+		t.Fatalf("stats of every queue %+v %v (oldest created %v)", all, err, other.CreatedAt)
 	}
 	// Claims hand out the oldest unclaimed item; a claim is reclaimable
 	// after the reclaim window.

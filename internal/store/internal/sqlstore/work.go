@@ -110,3 +110,13 @@ func (s *Store) WorkStats(ctx context.Context, environmentID string) (store.Work
 	st.OldestQueuedAt = timePtr(oldest)
 	return st, err
 }
+
+// AllWorkStats implements store.Work.
+func (s *Store) AllWorkStats(ctx context.Context) (store.WorkStats, error) {
+	var st store.WorkStats
+	var oldest *int64
+	err := s.r.QueryRow(ctx, `SELECT COUNT(*), COUNT(claimed_at), MIN(created_at) FROM work_items WHERE state = ?`,
+		store.WorkQueued).Scan(&st.Depth, &st.Pending, &oldest)
+	st.OldestQueuedAt = timePtr(oldest)
+	return st, err
+}
