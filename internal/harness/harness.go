@@ -90,6 +90,8 @@ type Harness struct {
 	draining  chan struct{}
 	drainOnce sync.Once
 
+	renewer *renewer // of the leases (nil without)
+
 	mu      sync.Mutex
 	runners map[string]*runner
 	closed  bool
@@ -116,8 +118,15 @@ func New(cfg Config) *Harness {
 		obs = nopObserver{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Harness{cfg: cfg, log: cfg.Logger, obs: obs, previews: newPreviews(), ctx: ctx, cancel: cancel, draining: make(chan struct{}),
+	h := &Harness{cfg: cfg, log: cfg.Logger, obs: obs, previews: newPreviews(), ctx: ctx, cancel: cancel, draining: make(chan struct{}),
 		runners: make(map[string]*runner)}
+	if cfg.Leases != nil {
+		// Not in wg: the renewer keeps the runners' leases while Shutdown
+		// waits for them to drain.
+		h.renewer = newRenewer(h)
+		go h.renewer.run()
+	}
+	return h
 }
 
 // Previews returns the preview fan-out that streams subscribe to.
@@ -231,6 +240,9 @@ func (h *Harness) Shutdown(ctx context.Context) error {
 		}
 	}
 	h.cancel()
+	if h.renewer != nil {
+		<-h.renewer.stopped // it stops at once: its calls use h.ctx
+	}
 	select {
 	case <-done:
 		return nil

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,16 +45,14 @@ func (h *Harness) own(r *runner) (ctx context.Context, leave func(handOver func(
 	}
 	f := store.Fence{SessionID: r.id, Owner: h.cfg.Owner, Token: token}
 	ctx, cancel := context.WithCancelCause(store.WithFence(h.ctx, f))
-	k := &keeper{h: h, fence: f, cancel: cancel, done: make(chan struct{})}
-	stop := make(chan struct{})
-	go k.renew(ctx, stop)
+	k := &keeper{h: h, fence: f, cancel: cancel, deadline: time.Now().Add(h.cfg.LeaseTTL)}
+	h.renewer.add(k)
 	var once sync.Once
 	return ctx, func(handOver func() bool) {
 		once.Do(func() {
-			close(stop)
-			<-k.done
+			lost := h.renewer.remove(k)
 			cancel(nil)
-			if k.release() && handOver != nil && handOver() {
+			if !lost && k.release() && handOver != nil && handOver() {
 				h.log.Debug("session handed over to the other replicas", "session", r.id)
 				h.cfg.Bus.Tell(bus.Note{Key: r.id, Kind: bus.Wake})
 			}
@@ -83,59 +82,118 @@ func (h *Harness) acquire(sessionID string) (int64, error) {
 	return token, err
 }
 
-// keeper renews one lease.
+// keeper is a lease the renewer keeps.
 type keeper struct {
 	h      *Harness
 	fence  store.Fence
 	cancel context.CancelCauseFunc // the runner's context
-	done   chan struct{}
-	lost   bool
+	// deadline is when the lease expires unless renewed: a whole TTL
+	// after the start of its last renewal (or its acquisition).
+	deadline time.Time
 }
 
-// renew renews the lease every TTL/3 until stop is closed. When the lease
-// is fenced off, or could not be renewed for a whole TTL (another replica
-// may have taken it over), it cancels the runner's context at once.
-func (k *keeper) renew(ctx context.Context, stop <-chan struct{}) {
-	defer close(k.done)
-	ttl := k.h.cfg.LeaseTTL
-	t := time.NewTicker(ttl / 3)
+// renewer renews the leases of all the harness's runners every TTL/3, in
+// one batch (store.Leases.RenewSessions: a few statements for thousands
+// of sessions, where a statement per session was most of a database's
+// capacity at scale; see docs/scale.md). A lease fenced off, or not
+// renewed for a whole TTL (another replica may have taken it over), is
+// lost: its runner's context is cancelled at once.
+type renewer struct {
+	h       *Harness
+	mu      sync.Mutex
+	keepers map[string]*keeper // by session
+	lost    map[*keeper]bool
+	stopped chan struct{} // closed when run returns
+}
+
+func newRenewer(h *Harness) *renewer {
+	return &renewer{h: h, keepers: map[string]*keeper{}, lost: map[*keeper]bool{}, stopped: make(chan struct{})}
+}
+
+// add starts renewing k's lease.
+func (rn *renewer) add(k *keeper) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.keepers[k.fence.SessionID] = k
+}
+
+// remove stops renewing k's lease and reports whether it was lost. A
+// renewal in flight may still extend it; the release that follows, or the
+// next acquisition, fences it off all the same.
+func (rn *renewer) remove(k *keeper) (lost bool) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.keepers[k.fence.SessionID] == k {
+		delete(rn.keepers, k.fence.SessionID)
+	}
+	lost = rn.lost[k]
+	delete(rn.lost, k)
+	return lost
+}
+
+// run renews the leases every TTL/3 until the harness stops.
+func (rn *renewer) run() {
+	defer close(rn.stopped)
+	t := time.NewTicker(rn.h.cfg.LeaseTTL / 3)
 	defer t.Stop()
-	deadline := time.Now().Add(ttl)
 	for {
 		select {
-		case <-stop:
-			return
-		case <-ctx.Done():
+		case <-rn.h.ctx.Done():
 			return
 		case <-t.C:
 		}
-		start := time.Now()
-		err := k.h.cfg.Leases.RenewSession(ctx, k.fence.SessionID, k.fence.Owner, k.fence.Token, ttl)
-		switch {
-		case err == nil:
-			deadline = start.Add(ttl)
-			continue
-		case errors.Is(err, store.ErrFenced):
-			k.h.log.Warn("session lease taken over; its runner stops", "session", k.fence.SessionID, "token", k.fence.Token)
-		case time.Now().Before(deadline):
-			k.h.log.Warn("renew session lease", "session", k.fence.SessionID, "err", err)
-			continue
-		default:
-			k.h.log.Warn("session lease expired unrenewed; its runner stops", "session", k.fence.SessionID, "err", err)
-		}
-		k.lost = true
-		k.cancel(errLeaseLost)
-		return
+		rn.renew()
 	}
 }
 
-// release frees a lease still held, so that another replica may take the
-// session at once, and reports whether it did. A lease that was lost is
-// not released: it is not ours.
-func (k *keeper) release() bool {
-	if k.lost {
-		return false
+// renew renews every lease kept now, in one batch.
+func (rn *renewer) renew() {
+	rn.mu.Lock()
+	ks := make([]*keeper, 0, len(rn.keepers))
+	fences := make([]store.Fence, 0, len(rn.keepers))
+	for _, k := range rn.keepers {
+		ks = append(ks, k)
+		fences = append(fences, k.fence)
 	}
+	rn.mu.Unlock()
+	if len(ks) == 0 {
+		return
+	}
+	start := time.Now()
+	fenced, err := rn.h.cfg.Leases.RenewSessions(rn.h.ctx, rn.h.cfg.Owner, fences, rn.h.cfg.LeaseTTL)
+	if err != nil && rn.h.ctx.Err() != nil {
+		return
+	}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	for _, k := range ks {
+		switch {
+		case rn.keepers[k.fence.SessionID] != k:
+			// Its runner left meanwhile.
+		case err == nil && !slices.Contains(fenced, k.fence.SessionID):
+			k.deadline = start.Add(rn.h.cfg.LeaseTTL)
+		case err == nil:
+			rn.h.log.Warn("session lease taken over; its runner stops", "session", k.fence.SessionID, "token", k.fence.Token)
+			rn.loseLocked(k)
+		case time.Now().Before(k.deadline):
+			rn.h.log.Warn("renew session lease", "session", k.fence.SessionID, "err", err)
+		default:
+			rn.h.log.Warn("session lease expired unrenewed; its runner stops", "session", k.fence.SessionID, "err", err)
+			rn.loseLocked(k)
+		}
+	}
+}
+
+// loseLocked stops renewing k's lease and cancels its runner's context.
+func (rn *renewer) loseLocked(k *keeper) {
+	delete(rn.keepers, k.fence.SessionID)
+	rn.lost[k] = true
+	k.cancel(errLeaseLost)
+}
+
+// release frees a lease still held, so that another replica may take the
+// session at once, and reports whether it did.
+func (k *keeper) release() bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(k.h.ctx), releaseTimeout)
 	defer cancel()
 	err := k.h.cfg.Leases.ReleaseSession(ctx, k.fence.SessionID, k.fence.Owner, k.fence.Token)

@@ -220,6 +220,10 @@ func (blindLeases) RenewSession(context.Context, string, string, int64, time.Dur
 	return nil
 }
 
+func (blindLeases) RenewSessions(context.Context, string, []store.Fence, time.Duration) ([]string, error) {
+	return nil, nil
+}
+
 // TestLeaseFenceStopsStaleOwner lets a runner that does not know it lost
 // its lease finish its model call after another owner took the session
 // over: the fence refuses its write, so the model's answer is never

@@ -38,6 +38,11 @@ type Leases interface {
 	// lease that expired but was not taken over is renewed: its token
 	// still fences every other owner out.
 	RenewSession(ctx context.Context, sessionID, owner string, token int64, ttl time.Duration) error
+	// RenewSessions is RenewSession for many leases of one owner at once,
+	// in a few statements (the leases' SessionID and Token; their Owner is
+	// ignored). It returns the sessions whose token is no longer current:
+	// their leases were not renewed. An error renewed none, or some.
+	RenewSessions(ctx context.Context, owner string, leases []Fence, ttl time.Duration) (fenced []string, err error)
 	// ReleaseSession frees the lease at once (another owner may acquire it
 	// without waiting for the expiry); ErrFenced when token is no longer
 	// current.

@@ -137,3 +137,57 @@ func testClaimSetting(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+// testRenewSessions renews many leases of one owner at once: each current
+// one is extended, and those fenced off (a stale token, another owner's)
+// are returned and left as they were.
+func testRenewSessions(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const short = 300 * time.Millisecond
+	var mine []store.Fence
+	for range 3 {
+		sess := newSession(t, s, "agent_a")
+		token, err := s.AcquireSession(ctx, sess.ID, "a", short)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine = append(mine, store.Fence{SessionID: sess.ID, Token: token})
+	}
+	stale := newSession(t, s, "agent_a")
+	old, err := s.AcquireSession(ctx, stale.ID, "a", short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireSession(ctx, stale.ID, "a", short); err != nil { // a newer token
+		t.Fatal(err)
+	}
+	theirs := newSession(t, s, "agent_a")
+	if _, err := s.AcquireSession(ctx, theirs.ID, "b", short); err != nil {
+		t.Fatal(err)
+	}
+	all := append(slices.Clone(mine), store.Fence{SessionID: stale.ID, Token: old}, store.Fence{SessionID: theirs.ID, Token: 1})
+	fenced, err := s.RenewSessions(ctx, "a", all, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(fenced)
+	want := []string{stale.ID, theirs.ID}
+	slices.Sort(want)
+	if !slices.Equal(fenced, want) {
+		t.Fatalf("fenced %v, want %v", fenced, want)
+	}
+	time.Sleep(short + 100*time.Millisecond)
+	for _, f := range mine {
+		if l, err := s.SessionLease(ctx, f.SessionID); err != nil || !l.Live || l.Owner != "a" || l.Token != f.Token {
+			t.Fatalf("a renewed lease after its first ttl: %+v, %v", l, err)
+		}
+	}
+	for _, id := range want {
+		if l, err := s.SessionLease(ctx, id); err != nil || l.Live {
+			t.Fatalf("a fenced lease was renewed: %+v, %v", l, err)
+		}
+	}
+	if fenced, err := s.RenewSessions(ctx, "a", nil, time.Minute); err != nil || len(fenced) != 0 {
+		t.Fatalf("renew no lease: %v, %v", fenced, err)
+	}
+}

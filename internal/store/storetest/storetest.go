@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"UnownedSessions", testUnownedSessions},
 		{"ConcurrentAcquire", testConcurrentAcquire},
 		{"HandOver", testHandOver},
+		{"RenewSessions", testRenewSessions},
 		{"Hands", testHands},
 		{"ClaimSetting", testClaimSetting},
 		{"WorkspaceMarkers", testWorkspaceMarkers},

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/reinsdev/reins/internal/store"
@@ -55,6 +57,50 @@ func (s *Store) RenewSession(ctx context.Context, sessionID, owner string, token
 	n, err := s.exec(ctx, `UPDATE session_leases SET expires_at = `+s.d.Now()+` + ? WHERE session_id = ? AND owner = ? AND token = ?`,
 		ttl.Nanoseconds(), sessionID, owner, token)
 	return fenced(n, err, sessionID, token)
+}
+
+// renewBatch is the most leases RenewSessions renews in one statement
+// (two parameters each, within SQLite's and PostgreSQL's limits).
+const renewBatch = 2000
+
+// RenewSessions implements store.Leases: in one transaction, one UPDATE
+// per renewBatch leases, matching each row on its session and token.
+func (s *Store) RenewSessions(ctx context.Context, owner string, leases []store.Fence, ttl time.Duration) ([]string, error) {
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	var renewed map[string]bool
+	err := s.d.WithTx(ctx, func(tx Querier) error {
+		renewed = make(map[string]bool, len(leases))
+		for chunk := range slices.Chunk(leases, renewBatch) {
+			args := make([]any, 0, 2+2*len(chunk))
+			args = append(args, ttl.Nanoseconds(), owner)
+			rows := make([]string, len(chunk))
+			for i, f := range chunk {
+				rows[i] = "(CAST(? AS TEXT), CAST(? AS BIGINT))"
+				args = append(args, f.SessionID, f.Token)
+			}
+			ids, err := collect(ctx, tx, scanString, `UPDATE session_leases SET expires_at = `+s.d.Now()+` + ? WHERE owner = ? AND (session_id, token) IN (VALUES `+
+				strings.Join(rows, ", ")+`) RETURNING session_id`, args...)
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				renewed[id] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var fenced []string
+	for _, f := range leases {
+		if !renewed[f.SessionID] {
+			fenced = append(fenced, f.SessionID)
+		}
+	}
+	return fenced, nil
 }
 
 // ReleaseSession implements store.Leases.
