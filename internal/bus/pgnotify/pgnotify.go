@@ -84,8 +84,11 @@ type Handler struct {
 	// Receive gets each note of another process, on the listener's
 	// goroutine.
 	Receive func(bus.Note)
-	// Reconnected is called after the listener reconnected: notes sent
-	// while it was away are lost.
+	// Reconnected is called after the listener reconnected (notes sent
+	// while it was away are lost), and after a note it could not read (a
+	// process of another version sent it, during a rolling upgrade), at
+	// most once per unreadableCatchUp: the receiver catches up on what
+	// the notes it missed were about.
 	Reconnected func()
 	// Data gets the messages another process sent for key, in the order
 	// they were sent (several at once when they were packed together), on
@@ -251,6 +254,7 @@ func (r *Relay) receive(conn *pgx.Conn, h Handler) {
 		}
 	}()
 	attempt := 0
+	var lastUnreadable time.Time // the last catch-up for a note not read
 	for {
 		if conn == nil {
 			attempt++
@@ -287,7 +291,11 @@ func (r *Relay) receive(conn *pgx.Conn, h Handler) {
 			continue
 		}
 		note, origin, sent, ok := decode(n.Payload)
-		if !ok || origin == r.cfg.Origin || (note.To != "" && note.To != r.cfg.Origin) {
+		if !ok {
+			lastUnreadable = r.unreadable(n.Payload, lastUnreadable, h.Reconnected)
+			continue
+		}
+		if origin == r.cfg.Origin || (note.To != "" && note.To != r.cfg.Origin) {
 			continue
 		}
 		if h.Lag != nil {
@@ -297,6 +305,32 @@ func (r *Relay) receive(conn *pgx.Conn, h Handler) {
 			h.Receive(note)
 		}
 	}
+}
+
+// unreadableCatchUp is the least time between two catch-ups for notes the
+// listener could not read.
+const unreadableCatchUp = time.Second
+
+// unreadable handles a note the listener could not read: unless it caught
+// up for one less than unreadableCatchUp ago (last), it logs the note and
+// calls catchUp. It returns the time of the last catch-up.
+func (r *Relay) unreadable(payload string, last time.Time, catchUp func()) time.Time {
+	if time.Since(last) < unreadableCatchUp {
+		return last
+	}
+	r.log.Warn("wake-up listener: a note this version cannot read (from a replica of another version?); catching up", "note", truncate(payload, 80))
+	if catchUp != nil {
+		catchUp()
+	}
+	return time.Now()
+}
+
+// truncate returns s cut to n bytes at most.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // send flushes the pending notes and data, in one statement each time,

@@ -156,6 +156,39 @@ func TestRelayReconnects(t *testing.T) {
 	b.expect(t, bus.Note{Key: "sesn_1", Kind: bus.Wake})
 }
 
+// TestRelayUnreadableNoteCatchesUp sends a note this version cannot read,
+// as a replica of a newer one would during a rolling upgrade: the
+// receiver catches up (what the note was about is not lost), once for a
+// burst of them, and still receives the notes it can read.
+func TestRelayUnreadableNoteCatchesUp(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	b := start(t, dsn, "b")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for i := range 3 {
+		if _, err := conn.Exec(ctx, `SELECT pg_notify($1, $2)`, DefaultChannel, fmt.Sprintf("z9 %d newer sesn_1", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-b.reconnected:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no catch-up after an unreadable note")
+	}
+	select {
+	case <-b.reconnected:
+		t.Fatal("a catch-up per unreadable note of a burst")
+	case <-time.After(200 * time.Millisecond):
+	}
+	a := start(t, dsn, "a")
+	a.r.Send(bus.Note{Key: "sesn_1", Kind: bus.Wake})
+	b.expect(t, bus.Note{Key: "sesn_1", Kind: bus.Wake})
+}
+
 func TestDecode(t *testing.T) {
 	for _, p := range []string{"", "w", "w a", "w a ", "x a k", "w 1 a", "w 1 a ", "x 1 a k", "w a k", "w x a k", "w@ 1 a k", "x@b 1 a k"} {
 		if _, _, _, ok := decode(p); ok {
