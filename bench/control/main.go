@@ -11,12 +11,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/reinsdev/reins/bench/internal/benchclient"
 	"io"
 	"log"
 	"net"
@@ -193,8 +192,7 @@ type bench struct {
 	app    *app.App
 	sink   *httptest.Server // the traces' collector, with -telemetry
 	url    string
-	key    string
-	client *http.Client
+	client *benchclient.Client
 	agent  string
 	env    string
 }
@@ -224,7 +222,7 @@ func newBench(dir string, models model.Router, withTelemetry bool, opts ...sqlit
 		log.Fatal(err)
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 4096, MaxConnsPerHost: 0}
-	b := &bench{app: a, sink: sink, url: "http://" + ln.Addr().String(), key: key, client: &http.Client{Transport: tr}}
+	b := &bench{app: a, sink: sink, url: "http://" + ln.Addr().String(), client: &benchclient.Client{HTTP: &http.Client{Transport: tr}, Key: key}}
 	var ag ma.Agent
 	b.do("POST", "/v1/agents", map[string]any{"name": "bench", "model": "scripted"}, &ag)
 	var env ma.Environment
@@ -242,30 +240,8 @@ func (b *bench) close() {
 	}
 }
 
-func (b *bench) do(method, path string, body, out any) {
-	var rd io.Reader
-	if body != nil {
-		data, _ := json.Marshal(body)
-		rd = bytes.NewReader(data)
-	}
-	req, _ := http.NewRequest(method, b.url+path, rd)
-	req.Header.Set("x-api-key", b.key)
-	req.Header.Set("content-type", "application/json")
-	resp, err := b.client.Do(req)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		log.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			log.Fatal(err)
-		}
-	}
-}
+// do sends a request to the server (see benchclient.Client.Do).
+func (b *bench) do(method, path string, body, out any) { b.client.Do(b.url, method, path, body, out) }
 
 func (b *bench) newSession() string {
 	var s ma.Session
@@ -273,59 +249,17 @@ func (b *bench) newSession() string {
 	return s.ID
 }
 
-var message = map[string]any{"events": []any{map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": "hello"}}}}}
+var message = benchclient.Message("hello")
 
-// sse is an open event stream.
-type sse struct {
-	resp *http.Response
-	r    *bufio.Reader
+// open opens the session's event stream.
+func (b *bench) open(sessionID string) *benchclient.Stream {
+	return b.client.Open(b.url, sessionID, "")
 }
 
-func (b *bench) open(sessionID string) *sse { return b.openQuery(sessionID, "") }
-
-func (b *bench) openQuery(sessionID, query string) *sse {
-	req, _ := http.NewRequest("GET", b.url+"/v1/sessions/"+sessionID+"/events/stream"+query, nil)
-	req.Header.Set("x-api-key", b.key)
-	resp, err := b.client.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		log.Fatalf("open stream: %v", err)
-	}
-	return &sse{resp: resp, r: bufio.NewReaderSize(resp.Body, 64<<10)}
-}
-
-// next returns the next event's type and data.
-func (s *sse) next() (string, []byte) {
-	var typ string
-	for {
-		line, err := s.r.ReadSlice('\n')
-		if err != nil {
-			log.Fatalf("stream: %v", err)
-		}
-		switch {
-		case bytes.HasPrefix(line, []byte("event: ")):
-			typ = strings.TrimSpace(string(line[7:]))
-		case bytes.HasPrefix(line, []byte("data: ")):
-			data := bytes.Clone(bytes.TrimSpace(line[6:]))
-			if typ != "ping" {
-				return typ, data
-			}
-		}
-	}
-}
-
-func (s *sse) waitFor(typ string) []byte {
-	for {
-		t, data := s.next()
-		if t == typ {
-			return data
-		}
-	}
-}
-
-func (b *bench) turn(sessionID string, s *sse) time.Duration {
+func (b *bench) turn(sessionID string, s *benchclient.Stream) time.Duration {
 	t0 := time.Now()
 	b.do("POST", "/v1/sessions/"+sessionID+"/events", message, nil)
-	s.waitFor(ma.EventStatusIdle)
+	s.WaitFor(ma.EventStatusIdle)
 	return time.Since(t0)
 }
 
@@ -334,7 +268,7 @@ func (b *bench) turn(sessionID string, s *sse) time.Duration {
 func (b *bench) turnOverhead(raw *rawStore, turns int) (server, baseline durations) {
 	id := b.newSession()
 	s := b.open(id)
-	defer s.resp.Body.Close()
+	defer s.Close()
 	for range 20 { // warm up
 		b.turn(id, s)
 		raw.turn()
@@ -351,7 +285,7 @@ func (b *bench) throughput(n int, d time.Duration) (float64, durations) {
 	var mu sync.Mutex
 	var lat durations
 	ids := make([]string, n)
-	streams := make([]*sse, n)
+	streams := make([]*benchclient.Stream, n)
 	for i := range n {
 		ids[i] = b.newSession()
 		streams[i] = b.open(ids[i])
@@ -362,7 +296,7 @@ func (b *bench) throughput(n int, d time.Duration) (float64, durations) {
 	for i := range n {
 		id, s := ids[i], streams[i]
 		wg.Go(func() {
-			defer s.resp.Body.Close()
+			defer s.Close()
 			var local durations
 			for time.Now().Before(deadline) {
 				local = append(local, b.turn(id, s))
@@ -458,7 +392,7 @@ func throughputSettings(dir string, concurrent int, d time.Duration, rounds int,
 
 func (b *bench) fanout(n, turns int) durations {
 	id := b.newSession()
-	subs := make([]*sse, n)
+	subs := make([]*benchclient.Stream, n)
 	for i := range subs {
 		subs[i] = b.open(id)
 	}
@@ -469,7 +403,7 @@ func (b *bench) fanout(n, turns int) durations {
 		var wg sync.WaitGroup
 		for _, s := range subs {
 			wg.Go(func() {
-				data := s.waitFor(ma.EventAgentMessage)
+				data := s.WaitFor(ma.EventAgentMessage)
 				got := time.Now()
 				var ev ma.Event
 				json.Unmarshal(data, &ev)
@@ -477,14 +411,14 @@ func (b *bench) fanout(n, turns int) durations {
 				mu.Lock()
 				out = append(out, got.Sub(at))
 				mu.Unlock()
-				s.waitFor(ma.EventStatusIdle)
+				s.WaitFor(ma.EventStatusIdle)
 			})
 		}
 		b.do("POST", "/v1/sessions/"+id+"/events", message, nil)
 		wg.Wait()
 	}
 	for _, s := range subs {
-		s.resp.Body.Close()
+		s.Close()
 	}
 	return out
 }
@@ -501,7 +435,7 @@ func (b *bench) idleMemory(n int) (heapBefore, heapAfter, rssBefore, rssAfter ui
 		runtime.ReadMemStats(&m)
 		return m.HeapInuse
 	}
-	b.client.CloseIdleConnections()
+	b.client.HTTP.CloseIdleConnections()
 	heapBefore, rssBefore = heap(), rss()
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
@@ -527,7 +461,7 @@ func (b *bench) idleMemory(n int) (heapBefore, heapAfter, rssBefore, rssAfter ui
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	b.client.CloseIdleConnections()
+	b.client.HTTP.CloseIdleConnections()
 	time.Sleep(linger + 500*time.Millisecond)
 	return heapBefore, heap(), rssBefore, rss()
 }

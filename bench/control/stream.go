@@ -65,12 +65,12 @@ func (b *bench) firstToken(f *fakeMessages, turns int) durations {
 	b.do("POST", "/v1/agents", map[string]any{"name": "bench-stream", "model": "claude-bench"}, &ag)
 	var s ma.Session
 	b.do("POST", "/v1/sessions", map[string]any{"agent": ag.ID, "environment_id": b.env}, &s)
-	st := b.openQuery(s.ID, "?event_deltas[]=agent.message")
-	defer st.resp.Body.Close()
+	st := b.client.Open(b.url, s.ID, "?event_deltas[]=agent.message")
+	defer st.Close()
 	var out durations
 	for i := range turns + 10 {
 		b.do("POST", "/v1/sessions/"+s.ID+"/events", message, nil)
-		st.waitFor("event_delta")
+		st.WaitFor("event_delta")
 		got := time.Now()
 		f.mu.Lock()
 		sent := f.first[len(f.first)-1]
@@ -78,7 +78,7 @@ func (b *bench) firstToken(f *fakeMessages, turns int) durations {
 		if i >= 10 { // warm-up turns excluded
 			out = append(out, got.Sub(sent))
 		}
-		st.waitFor(ma.EventStatusIdle)
+		st.WaitFor(ma.EventStatusIdle)
 	}
 	return out
 }

@@ -16,20 +16,17 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
+	"github.com/reinsdev/reins/bench/internal/benchclient"
 	"log"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -89,12 +86,11 @@ func main() {
 // cluster is one setup: its replicas share a database (PostgreSQL), or
 // there is one on SQLite.
 type cluster struct {
-	nodes []*node
-	drop  func() error
-	key   string
-	agent string
-	env   string
-	http  *http.Client
+	nodes  []*node
+	drop   func() error
+	agent  string
+	env    string
+	client *benchclient.Client
 }
 
 type node struct {
@@ -104,7 +100,7 @@ type node struct {
 
 func newCluster(dir, admin string, replicas int, pg bool) (*cluster, error) {
 	ctx := context.Background()
-	c := &cluster{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}}
+	c := &cluster{client: &benchclient.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}}}
 	dsn := ""
 	if pg {
 		var err error
@@ -123,7 +119,7 @@ func newCluster(dir, admin string, replicas int, pg bool) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.key = key
+	c.client.Key = key
 	var ag ma.Agent
 	c.do(0, "POST", "/v1/agents", map[string]any{"name": "bench", "model": "scripted", "tools": []any{map[string]any{"type": ma.ToolTypeAgentToolset}}}, &ag)
 	var env ma.Environment
@@ -167,29 +163,9 @@ func (c *cluster) close() {
 // node returns the i-th node, round robin.
 func (c *cluster) node(i int) *node { return c.nodes[i%len(c.nodes)] }
 
+// do sends a request to node n (see benchclient.Client.Do).
 func (c *cluster) do(n int, method, path string, body, out any) {
-	var rd io.Reader
-	if body != nil {
-		data, _ := json.Marshal(body)
-		rd = bytes.NewReader(data)
-	}
-	req, _ := http.NewRequest(method, c.node(n).url+path, rd)
-	req.Header.Set("x-api-key", c.key)
-	req.Header.Set("content-type", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		log.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			log.Fatal(err)
-		}
-	}
+	c.client.Do(c.node(n).url, method, path, body, out)
 }
 
 func (c *cluster) newSession(n int, envID string) string {
@@ -199,8 +175,7 @@ func (c *cluster) newSession(n int, envID string) string {
 }
 
 func (c *cluster) send(n int, sessionID, text string) {
-	c.do(n, "POST", "/v1/sessions/"+sessionID+"/events", map[string]any{"events": []any{
-		map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": text}}}}}, nil)
+	c.do(n, "POST", "/v1/sessions/"+sessionID+"/events", benchclient.Message(text), nil)
 }
 
 // throughput runs the clients for the duration and returns turns/s and
@@ -215,11 +190,11 @@ func (c *cluster) throughput(cfg config) (float64, []time.Duration) {
 		wg.Go(func() {
 			id := c.newSession(i, c.env)
 			st := c.open(i+2, id)
-			defer st.close()
+			defer st.Close()
 			for time.Now().Before(deadline) {
 				t0 := time.Now()
 				c.send(i+1, id, "hello")
-				st.waitFor(ma.EventStatusIdle)
+				st.WaitFor(ma.EventStatusIdle)
 				mu.Lock()
 				lat = append(lat, time.Since(t0))
 				mu.Unlock()
@@ -263,11 +238,11 @@ func (c *cluster) firstTools(cfg config) (local, moved []time.Duration) {
 func (c *cluster) firstTool(n int, envID string) time.Duration {
 	id := c.newSession(n, envID)
 	st := c.open(n, id)
-	defer st.close()
+	defer st.Close()
 	c.send(n, id, `@tool bash {"command":"true"}`+"\n@then done")
 	var use time.Time
 	for {
-		typ, data := st.next()
+		typ, data := st.Next()
 		var ev struct {
 			ProcessedAt string `json:"processed_at"`
 		}
@@ -284,49 +259,9 @@ func (c *cluster) firstTool(n int, envID string) time.Duration {
 	}
 }
 
-// sse is an open event stream.
-type sse struct {
-	resp *http.Response
-	r    *bufio.Reader
-}
-
-func (c *cluster) open(n int, sessionID string) *sse {
-	req, _ := http.NewRequest("GET", c.node(n).url+"/v1/sessions/"+sessionID+"/events/stream", nil)
-	req.Header.Set("x-api-key", c.key)
-	resp, err := c.http.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		log.Fatalf("open stream: %v", err)
-	}
-	return &sse{resp: resp, r: bufio.NewReaderSize(resp.Body, 64<<10)}
-}
-
-func (s *sse) close() { s.resp.Body.Close() }
-
-// next returns the next event's type and data.
-func (s *sse) next() (string, []byte) {
-	var typ string
-	for {
-		line, err := s.r.ReadSlice('\n')
-		if err != nil {
-			log.Fatalf("stream: %v", err)
-		}
-		switch {
-		case bytes.HasPrefix(line, []byte("event: ")):
-			typ = strings.TrimSpace(string(line[7:]))
-		case bytes.HasPrefix(line, []byte("data: ")):
-			if typ != "ping" {
-				return typ, bytes.Clone(bytes.TrimSpace(line[6:]))
-			}
-		}
-	}
-}
-
-func (s *sse) waitFor(typ string) {
-	for {
-		if t, _ := s.next(); t == typ {
-			return
-		}
-	}
+// open opens the session's event stream on node n.
+func (c *cluster) open(n int, sessionID string) *benchclient.Stream {
+	return c.client.Open(c.node(n).url, sessionID, "")
 }
 
 func quantile(ds []time.Duration, q int) time.Duration {
