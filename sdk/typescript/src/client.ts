@@ -482,6 +482,8 @@ export class ExecutorClient {
 
   /** Renews the leases every interval, and early when results sent in acknowledgements pile up. */
   private async heartbeats(conn: RpcConn, interval: number): Promise<void> {
+    let wake: (() => void) | null = null;
+    void conn.closed.then(() => wake?.());
     while (!conn.isClosed) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(done, interval);
@@ -489,8 +491,7 @@ export class ExecutorClient {
           clearTimeout(t);
           resolve();
         }
-        this.prove = done;
-        conn.closed.then(done);
+        wake = this.prove = done;
       });
       this.prove = null;
       if (conn.isClosed) return;

@@ -4,6 +4,7 @@ answered by id."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
 import json
 import logging
@@ -12,13 +13,12 @@ from typing import Any, Awaitable, Callable, Optional
 from .errors import ConnectionClosedError, ErrorCode, RPCError, RequestTimeoutError
 
 try:  # websockets >= 13: the new asyncio implementation
-    from websockets.asyncio.client import connect as _ws_connect
-
+    _client = importlib.import_module("websockets.asyncio.client")
     _HEADERS_ARG = "additional_headers"
 except ImportError:  # websockets 10-12 (Debian 12 ships 10.4)
-    from websockets.client import connect as _ws_connect  # type: ignore[no-redef]
-
+    _client = importlib.import_module("websockets.client")
     _HEADERS_ARG = "extra_headers"
+_ws_connect: Callable[..., Any] = _client.connect
 from websockets.exceptions import ConnectionClosed
 
 # A reply sends the answer of a request: (result, error) -> whether it was written.

@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Awaitable, Callable, NoReturn, Union
+from typing import Any, Awaitable, Callable, NoReturn, Union, cast
 
 from ._conn import DEFERRED, Conn, Reply, dial, status_of
 from .errors import (
@@ -83,7 +83,10 @@ class ToolContext:
     """Set on tool.cancel (an interrupt), at timeout_ms, on release or stop; the handler's task is cancelled too."""
 
 
-ToolHandler = Callable[[dict[str, Any], ToolContext], Union[Awaitable[Union[ToolResult, str]], ToolResult, str]]
+ToolHandler = Callable[
+    [dict[str, Any], ToolContext],
+    Union[Awaitable[Union[ToolResult, str, dict[str, Any]]], ToolResult, str, dict[str, Any]],
+]
 """Runs one tool call and returns its result (a str is one text block).
 
 Raising :class:`RPCError` answers the tool.call with that JSON-RPC error when
@@ -452,8 +455,9 @@ class ExecutorClient:
         acknowledgements pile up."""
         self._prove = asyncio.Event()
         while not conn.is_closed:
-            prove = asyncio.ensure_future(self._prove.wait())
-            await asyncio.wait([prove, conn.closed], timeout=interval, return_when=asyncio.FIRST_COMPLETED)
+            prove: asyncio.Future[Any] = asyncio.ensure_future(self._prove.wait())
+            waits: list[asyncio.Future[Any]] = [prove, conn.closed]
+            await asyncio.wait(waits, timeout=interval, return_when=asyncio.FIRST_COMPLETED)
             prove.cancel()
             self._prove.clear()
             if conn.is_closed:
@@ -466,8 +470,8 @@ class ExecutorClient:
                 self._log.debug("heartbeat failed: %s", e)
                 continue
             for cid in sent:
-                e = self._outbox.get(cid)
-                if e is not None and e.acked and e.ack_conn is conn:
+                entry = self._outbox.get(cid)
+                if entry is not None and entry.acked and entry.ack_conn is conn:
                     self._drop_result(cid)
             self._drop_lost((res or {}).get("lost") or [], held)
 
@@ -632,11 +636,11 @@ class ExecutorClient:
         timeout_ms = p.get("timeout_ms")
         timeout = timeout_ms / 1000 if isinstance(timeout_ms, (int, float)) and timeout_ms > 0 else None
 
-        async def call() -> ToolResult | str:
+        async def call() -> ToolResult | str | dict[str, Any]:
             out = handler(p.get("input") or {}, ctx)
             if inspect.isawaitable(out):
-                out = await out
-            return out
+                return cast("ToolResult | str | dict[str, Any]", await out)
+            return cast("ToolResult | str | dict[str, Any]", out)
 
         try:
             out = await asyncio.wait_for(call(), timeout)
