@@ -1,0 +1,17 @@
+export * from './errors.js';
+export {
+  ExecutorClient,
+  SUBPROTOCOL,
+  connectURL,
+  reconnectDelay,
+  type Assignment,
+  type ContentBlock,
+  type ExecutorEvent,
+  type ExecutorInfo,
+  type ExecutorOptions,
+  type Token,
+  type ToolContext,
+  type ToolHandler,
+  type ToolResult,
+} from './client.js';
+export { bashTool } from './bash.js';
