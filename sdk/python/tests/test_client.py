@@ -185,6 +185,11 @@ def refuse(input: dict[str, Any], ctx: ToolContext) -> str:
     raise RPCError.with_reason(-32001, "workspace_read_only", "no writes here")
 
 
+async def late_refuse(input: dict[str, Any], ctx: ToolContext) -> str:
+    await asyncio.sleep(0.05)  # after the 20 ms acknowledgement
+    raise RPCError.with_reason(-32011, "workspace_unavailable", "disk gone")
+
+
 async def slow(input: dict[str, Any], ctx: ToolContext) -> str:
     await asyncio.sleep(10)
     return "slow done"
@@ -199,7 +204,7 @@ class ClientTest(unittest.IsolatedAsyncioTestCase):
             name="unit",
             backoff_min=0.01,
             backoff_max=0.02,
-            tools={"echo": echo, "refuse": refuse, "slow": slow},
+            tools={"echo": echo, "refuse": refuse, "late_refuse": late_refuse, "slow": slow},
             on_event=self.events.append,
             logger=_quiet,
         )
@@ -233,7 +238,7 @@ class ClientTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(hub.token_request["body"]["executor"]["name"], "unit")
         self.assertEqual(peer.auth, "Bearer tok1")
         self.assertEqual(peer.protocol, "reins.executor.v1")
-        self.assertEqual(peer.register_params["capabilities"], ["tool:echo", "tool:refuse", "tool:slow"])
+        self.assertEqual(peer.register_params["capabilities"], ["tool:echo", "tool:refuse", "tool:late_refuse", "tool:slow"])
         self.assertEqual(peer.register_params["max_sessions"], 1)
 
     async def test_result_in_ack(self) -> None:
@@ -261,6 +266,28 @@ class ClientTest(unittest.IsolatedAsyncioTestCase):
         await peer.assign()
         ack = await peer.tool_call("call_1", "refuse")
         self.assertEqual(ack["error"], {"code": -32001, "message": "no writes here", "data": {"reason": "workspace_read_only"}})
+
+    async def test_rpc_error_after_the_ack_is_an_error_result(self) -> None:
+        hub = FakeHub()
+        await self.start(hub)
+        peer = await hub.peer(1)
+        await peer.assign()
+        self.assertEqual((await peer.tool_call("call_1", "late_refuse"))["result"], {"accepted": True})
+        r = await peer.next("tool.result")
+        self.assertEqual(
+            r["params"],
+            {"session_id": "sesn_1", "tool_call_id": "call_1", "content": [{"type": "text", "text": "disk gone"}], "is_error": True, "error_code": "workspace_unavailable"},
+        )
+
+    async def test_timeout_ms(self) -> None:
+        hub = FakeHub()
+        await self.start(hub)
+        peer = await hub.peer(1)
+        await peer.assign()
+        ack = await peer.request("tool.call", {"session_id": "sesn_1", "lease_id": "lease_1", "tool_call_id": "c", "name": "slow", "input": {}, "timeout_ms": 50})
+        self.assertEqual(ack["result"], {"accepted": True})
+        r = await peer.next("tool.result")
+        self.assertEqual(r["params"]["error_code"], "timeout")
 
     async def test_refusals_with_codes(self) -> None:
         hub = FakeHub()

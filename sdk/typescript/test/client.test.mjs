@@ -28,6 +28,10 @@ function start(hub, options = {}) {
       refuse: () => {
         throw RpcError.withReason(-32001, 'workspace_read_only', 'no writes here');
       },
+      late_refuse: async () => {
+        await new Promise((r) => setTimeout(r, 50)); // after the 20 ms acknowledgement
+        throw RpcError.withReason(-32011, 'workspace_unavailable', 'disk gone');
+      },
       slow: (input, ctx) =>
         new Promise((resolve) => {
           const t = setTimeout(() => resolve('slow done'), input.ms ?? 10_000);
@@ -54,7 +58,7 @@ test('token exchange, subprotocol, registration with capabilities', async () => 
   assert.equal(peer.auth, 'Bearer tok1');
   assert.equal(peer.protocol, 'reins.executor.v1');
   assert.equal(peer.registerParams.protocol, 'reins.executor.v1');
-  assert.deepEqual(peer.registerParams.capabilities, ['tool:echo', 'tool:refuse', 'tool:slow']);
+  assert.deepEqual(peer.registerParams.capabilities, ['tool:echo', 'tool:refuse', 'tool:late_refuse', 'tool:slow']);
   assert.equal(peer.registerParams.max_sessions, 1);
 });
 
@@ -86,6 +90,33 @@ test('a handler that throws RpcError.withReason keeps its code and reason', asyn
   await assign(peer);
   const ack = await toolCall(peer, 'call_1', 'refuse');
   assert.deepEqual(ack.error, { code: -32001, message: 'no writes here', data: { reason: 'workspace_read_only' } });
+});
+
+test('an RpcError thrown after the acknowledgement is an error result with its reason', async () => {
+  const hub = await fakeHub();
+  start(hub);
+  const peer = await hub.peer(1);
+  await assign(peer);
+  assert.deepEqual((await toolCall(peer, 'call_1', 'late_refuse')).result, { accepted: true });
+  const r = await peer.next((m) => m.method === 'tool.result');
+  assert.deepEqual(r.params, {
+    session_id: 'sesn_1',
+    tool_call_id: 'call_1',
+    content: [{ type: 'text', text: 'disk gone' }],
+    is_error: true,
+    error_code: 'workspace_unavailable',
+  });
+});
+
+test('timeout_ms aborts the handler with a timeout result', async () => {
+  const hub = await fakeHub();
+  start(hub);
+  const peer = await hub.peer(1);
+  await assign(peer);
+  const ack = await peer.request('tool.call', { session_id: 'sesn_1', lease_id: 'lease_1', tool_call_id: 'c', name: 'slow', input: {}, timeout_ms: 50 });
+  assert.deepEqual(ack.result, { accepted: true });
+  const r = await peer.next((m) => m.method === 'tool.result');
+  assert.equal(r.params.error_code, 'timeout');
 });
 
 test('unknown tools, sessions and leases are refused with their codes', async () => {
