@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,13 +26,20 @@ import (
 
 // buildReins builds cmd/reins once per test binary, into the user's cache
 // dir: go build leaves a binary that is up to date as it is, so a run
-// after the first skips the link (half a minute on a loaded machine).
+// after the first skips the link (half a minute on a loaded machine). The
+// directory is the checkout's own (named by a hash of its path): checkouts
+// of other versions on the machine must not run each other's binary.
 var buildReins = sync.OnceValues(func() (string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(cache, "reins-e2e")
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(wd))
+	dir := filepath.Join(cache, "reins-e2e", hex.EncodeToString(sum[:8]))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
