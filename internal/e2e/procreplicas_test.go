@@ -734,8 +734,11 @@ func TestReplicaProcessesDrainHandsOver(t *testing.T) {
 			mine = append(mine, sid)
 		}
 	}
-	if len(mine) < n/2 {
-		t.Fatalf("leases %v: %s runs %d sessions of %d", owners, a.id, len(mine), n)
+	// Which replica wins a session's wake-up is a race (A's own against
+	// B's through NOTIFY), which a loaded machine tilts either way: the
+	// drain needs some of them on A.
+	if len(mine) == 0 {
+		t.Fatalf("leases %v: %s runs none of the %d sessions", owners, a.id, n)
 	}
 	terminated := time.Now()
 	a.signal(t, syscall.SIGTERM)
