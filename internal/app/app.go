@@ -279,6 +279,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.Lifecycle = replicaLifecycle{ht, b}
 	hc.ValidatePackages = packages.Validate
 	hc.Models = models
+	hc.ExecutorList = executorList{hub}
 	api := httpapi.New(hc)
 	idle := func() {
 		streams.CloseIdleConnections()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/reinsdev/reins/internal/app"
@@ -41,11 +42,21 @@ func browser(t *testing.T) (ctx context.Context, urls func() []string) {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	var mu sync.Mutex
-	var seen []string
+	var seen, thrown []string
 	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
-		if r, ok := ev.(*network.EventRequestWillBeSent); ok {
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
 			mu.Lock()
-			seen = append(seen, r.Request.URL)
+			seen = append(seen, ev.Request.URL)
+			mu.Unlock()
+		case *runtime.EventExceptionThrown:
+			mu.Lock()
+			d := ev.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil && d.Exception.Description != "" {
+				msg += " " + d.Exception.Description
+			}
+			thrown = append(thrown, msg)
 			mu.Unlock()
 		}
 	}))
@@ -55,6 +66,11 @@ func browser(t *testing.T) (ctx context.Context, urls func() []string) {
 	t.Cleanup(func() {
 		cancelTab()
 		cancelAlloc()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range thrown {
+			t.Errorf("the page threw: %s", e)
+		}
 	})
 	return ctx, func() []string {
 		mu.Lock()

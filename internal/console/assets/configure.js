@@ -37,7 +37,7 @@ export async function environmentPage(main, id) {
     main.append(h("p", { class: "muted" }, "A cloud environment runs its sessions' tools in sandboxes on this server: it has no keys, executors or work queue."));
     return;
   }
-  const keys = h("div"), work = h("div");
+  const keys = h("div"), work = h("div"), execs = h("div");
   const newKey = h("button", { type: "button", onclick: async () => {
     try {
       const k = await post(`/v1/environments/${id}/keys`);
@@ -57,6 +57,17 @@ export async function environmentPage(main, id) {
         } }, "Revoke"))))));
     } catch (err) { clear(keys).append(errorBox(err)); }
   }
+  async function loadExecutors() {
+    try {
+      const r = await get(`/v1/environments/${id}/executors`);
+      clear(execs).append(r.data.length ? table(["Executor", "Machine", "Capabilities", "Leases"], r.data.map((x) => h("tr", { dataset: { id: x.id } },
+        h("td", {}, `${x.name}${x.version ? " " + x.version : ""}`, h("div", { class: "id" }, x.id)),
+        h("td", {}, [x.hostname, x.os, x.arch].filter(Boolean).join(" · ") || x.machine_id),
+        h("td", {}, (x.capabilities || []).join(", ")),
+        h("td", {}, `${x.sessions.length} of ${x.max_sessions || "∞"}`, x.sessions.map((sid) => h("div", {}, h("a", { class: "id", href: `#/sessions/${sid}` }, sid)))))))
+        : h("p", { class: "muted" }, "No executor is connected to this server for this environment. Start one with reins executor and an environment key."));
+    } catch (err) { clear(execs).append(errorBox(err)); }
+  }
   async function loadWork() {
     try {
       const [st, r] = await Promise.all([get(`/v1/environments/${id}/work/stats`), get(`/v1/environments/${id}/work` + qs({ limit: 50 }))]);
@@ -66,10 +77,11 @@ export async function environmentPage(main, id) {
           h("td", {}, w.latest_heartbeat_at ? ago(w.latest_heartbeat_at) : "—")))));
     } catch (err) { clear(work).append(errorBox(err)); }
   }
-  main.append(h("h2", {}, "Environment keys"), newKey, keys, h("h2", {}, "Work queue (pull workers)"), work);
+  main.append(h("h2", {}, "Executors connected"), execs, h("h2", {}, "Environment keys"), newKey, keys, h("h2", {}, "Work queue (pull workers)"), work);
   loadKeys();
+  loadExecutors();
   loadWork();
-  const t = setInterval(() => { if (!document.hidden) loadWork(); }, 3000);
+  const t = setInterval(() => { if (!document.hidden) { loadWork(); loadExecutors(); } }, 2000);
   return () => clearInterval(t);
 }
 
