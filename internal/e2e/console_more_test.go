@@ -189,3 +189,68 @@ func TestConsoleStreamResume(t *testing.T) {
 		t.Errorf("%d agent messages on the page, want 4: %v", agents, counts)
 	}
 }
+
+// TestConsoleSteer: a custom tool answered, a tool call denied with a
+// message the model reads, a turn interrupted, and a session archived then
+// deleted, each confirmed in a dialog.
+func TestConsoleSteer(t *testing.T) {
+	s := start(t, options{tools: &recordingTools{}})
+	ctx, _ := browser(t)
+	base := s.url + "/console/"
+	signIn(t, ctx, base, s.key)
+	a := s.newAgent(t, "scripted", customTool("get_weather"), toolset(true))
+	sess := s.newSession(t, a.ID, s.newEnv(t, "env").ID)
+	send := func(msg string) chromedp.Action[chromedp.Void] {
+		return chromedp.Steps(setValue(`textarea[name="message"]`, msg), chromedp.Click(chromedp.CSS(`form.composer button[type="submit"]`)))
+	}
+	run(t, ctx, "open", chromedp.Navigate(base+"#/sessions/"+sess.ID), waitJS(textIn(".conn", "live")))
+
+	run(t, ctx, "custom tool",
+		send(`@tool get_weather {"city":"Paris"}`+"\n@then Thanks for the weather."),
+		chromedp.WaitVisible(chromedp.CSS(`textarea[name="custom-result"]`)),
+		chromedp.SendKeys(chromedp.CSS(`textarea[name="custom-result"]`), "sunny, 21 C"),
+		chromedp.Click(chromedp.CSS(`form.custom-answer button[type="submit"]`)),
+		waitJS(textIn(".ev.tool.custom .tool-result", "sunny, 21 C")),
+		waitJS(textIn(".ev.agent", "Thanks for the weather.")),
+		waitJS(`!document.querySelector("form.custom-answer")`))
+
+	run(t, ctx, "deny",
+		send(`@tool bash {"command":"rm -rf /"}`),
+		chromedp.WaitVisible(chromedp.CSS(`.ev.tool.builtin input[name="deny-message"]`)),
+		chromedp.SendKeys(chromedp.CSS(`.ev.tool.builtin input[name="deny-message"]`), "not on my machine"),
+		chromedp.Click(chromedp.CSS(`.ev.tool.builtin button.danger`)),
+		waitJS(textIn(".ev.tool.builtin .tool-actions", "Denied: not on my machine")),
+		waitJS(textIn(".ev.agent", "not on my machine")))
+
+	run(t, ctx, "interrupt",
+		send("@sleep 20s\n@text too late"),
+		waitJS(textIn("main .head .badge", "running")),
+		chromedp.Click(chromedp.CSS(`form.composer button[type="button"]`)),
+		waitJS(textIn(".ev.sys", "Interrupted")),
+		waitJS(textIn("main .head .badge", "idle")))
+
+	run(t, ctx, "archive",
+		chromedp.Click(chromedp.CSS(`.actions button:first-child`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)),
+		chromedp.Click(chromedp.CSS(`dialog.confirm button.danger`)),
+		waitJS(textIn("#toast", "Session archived")))
+	got, err := s.client.Beta.Sessions.Get(context.Background(), sess.ID, anthropic.BetaSessionGetParams{})
+	if err != nil || got.ArchivedAt.IsZero() {
+		t.Fatalf("not archived: %v %+v", err, got)
+	}
+	run(t, ctx, "delete, cancelled",
+		chromedp.Click(chromedp.CSS(`.actions button.danger`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)),
+		chromedp.Click(chromedp.CSS(`dialog.confirm button:last-child`)),
+		waitJS(`!document.querySelector("dialog")`))
+	if _, err := s.client.Beta.Sessions.Get(context.Background(), sess.ID, anthropic.BetaSessionGetParams{}); err != nil {
+		t.Fatalf("deleted although cancelled: %v", err)
+	}
+	run(t, ctx, "delete",
+		chromedp.Click(chromedp.CSS(`.actions button.danger`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)),
+		chromedp.Click(chromedp.CSS(`dialog.confirm button.danger`)),
+		waitJS(`location.hash === "#/sessions"`))
+	_, err = s.client.Beta.Sessions.Get(context.Background(), sess.ID, anthropic.BetaSessionGetParams{})
+	apiErr(t, err, 404, "not_found_error")
+}
