@@ -127,7 +127,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 		return
 	}
 	run(t, ctx, "settle", chromedp.Sleep(300*time.Millisecond))
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,8 +142,9 @@ export async function sessionPage(main, id) {
   }
 
   function result(toolID, ev) {
-    settle(toolID);
+    pending.delete(toolID);
     const t = tools.get(toolID);
+    if (t?.actions.querySelector("button")) clear(t.actions); // keep "Approved"
     const body = folded(textOf(ev.content) || ev.result || "", ev.is_error ? "err" : "");
     const el = h("div", { class: ev.is_error ? "result is-error" : "result" }, h("div", { class: "muted" }, ev.is_error ? "Error result" : "Result"), body);
     if (t) clear(t.result).append(el); else add(ev.id, who("Tool result", "tool", el));
