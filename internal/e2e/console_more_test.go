@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/chromedp/chromedp"
@@ -34,6 +36,19 @@ func pageHTML(t *testing.T, ctx context.Context) string {
 		t.Fatal(err)
 	}
 	return v
+}
+
+func getStatus(t *testing.T, url, key string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("x-api-key", key)
+	req.Close = true
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
 
 // TestConsoleHandsAndSecrets: an environment key shown once and gone from
@@ -93,6 +108,37 @@ func TestConsoleHandsAndSecrets(t *testing.T) {
 	run(t, ctx, "reload the vault", chromedp.Reload(), waitJS(textIn("main table", "static_bearer")))
 	if strings.Contains(pageHTML(t, ctx), token) {
 		t.Fatal("the credential's secret is rendered")
+	}
+
+	// API keys: made and shown once, then revoked from the page.
+	run(t, ctx, "an API key",
+		chromedp.Navigate(base+"#/keys"),
+		waitJS(textIn("main table", "test")),
+		chromedp.SendKeys(chromedp.CSS(`input[name="key-name"]`), "laptop cli"),
+		chromedp.Click(chromedp.CSS(`main form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog .secret`)))
+	apiKey := textOf(t, ctx, "dialog .secret")
+	run(t, ctx, "close the API key", chromedp.Click(chromedp.CSS(`dialog button:last-child`)), waitJS(textIn("main table", "laptop cli")))
+	if !strings.HasPrefix(apiKey, "sk-reins-") || strings.Contains(pageHTML(t, ctx), apiKey) {
+		t.Fatalf("API key %q: wrong shape, or still on the page", apiKey)
+	}
+	if code := getStatus(t, s.url+"/v1/agents", apiKey); code != 200 {
+		t.Fatalf("the new key got %d", code)
+	}
+	if code := getStatus(t, s.url+"/v1/api_keys", key); code != 403 {
+		t.Fatalf("an environment key listed API keys: %d", code)
+	}
+	run(t, ctx, "revoke it",
+		chromedp.Click(chromedp.CSS(`main table tr:last-child button.danger`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog.confirm`)),
+		chromedp.Click(chromedp.CSS(`dialog.confirm button.danger`)),
+		waitJS(textIn("main table tr:last-child", "revoked")))
+	deadline := time.Now().Add(5 * time.Second)
+	for getStatus(t, s.url+"/v1/agents", apiKey) != 401 {
+		if time.Now().After(deadline) {
+			t.Fatal("the revoked key still works")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	// A narrow window: nothing scrolls sideways.

@@ -249,6 +249,9 @@ func (s *Server) routes() {
 	s.handle("POST /v1/environments/{id}/keys", smallBody, noBody(s.createEnvironmentKey))
 	s.handle("GET /v1/environments/{id}/keys", smallBody, s.listEnvironmentKeys)
 	s.handle("GET /v1/environments/{id}/executors", smallBody, s.listExecutors)
+	s.handle("GET /v1/api_keys", smallBody, s.listAPIKeys)
+	s.handle("POST /v1/api_keys", smallBody, s.createAPIKey)
+	s.handle("POST /v1/api_keys/{id}/revoke", smallBody, noBody(s.revokeAPIKey))
 	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, noBody(s.revokeEnvironmentKey))
 
 	s.handle("POST /v1/sessions", big, s.bodyBudget(s.createSession))

@@ -4,7 +4,7 @@ import { h, clear, errorBox, field, toast } from "./util.js";
 import { sessionsPage, newSessionPage } from "./sessions.js";
 import { sessionPage } from "./session.js";
 import { agentsPage, agentPage, newAgentPage } from "./agents.js";
-import { environmentsPage, environmentPage, vaultsPage, vaultPage } from "./configure.js";
+import { environmentsPage, environmentPage, vaultsPage, vaultPage, keysPage } from "./configure.js";
 
 const main = document.getElementById("main");
 let cleanup = null;
@@ -20,6 +20,7 @@ const routes = [
   [/^#\/environments$/, environmentsPage],
   [/^#\/vaults\/([^/]+)$/, vaultPage],
   [/^#\/vaults$/, vaultsPage],
+  [/^#\/keys$/, keysPage],
 ];
 
 function route() {

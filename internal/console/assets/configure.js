@@ -151,3 +151,34 @@ export async function vaultPage(main, id) {
     h("h2", {}, "Credentials"), list, form);
   load();
 }
+
+export async function keysPage(main) {
+  const list = h("div");
+  async function load() {
+    try {
+      const r = await get("/v1/api_keys");
+      clear(list).append(table(["Key", "Name", "Created", "State", ""], r.data.map((k) => h("tr", { dataset: { id: k.id } },
+        h("td", {}, h("span", { class: "id" }, k.id), ` …${k.hint}`), h("td", {}, k.name), h("td", { title: k.created_at }, ago(k.created_at)),
+        h("td", {}, k.revoked_at ? "revoked" : "active"),
+        h("td", {}, k.revoked_at ? null : h("button", { type: "button", class: "danger", onclick: async () => {
+          if (!(await confirmDialog(`Revoke key ${k.name} (…${k.hint})? Every client using it is refused from now on — this tab too, if it is this tab's key.`, "Revoke"))) return;
+          try { await post(`/v1/api_keys/${k.id}/revoke`); load(); } catch (err) { toast(err.message, "error"); }
+        } }, "Revoke"))))));
+    } catch (err) { clear(list).append(errorBox(err)); }
+  }
+  const name = h("input", { name: "key-name", required: true, maxlength: "256" });
+  const out = h("div");
+  const form = h("form", { class: "card inline" }, h("h2", {}, "New API key"), field("Name", name), h("button", { type: "submit" }, "Create key"), out);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    clear(out);
+    try {
+      const k = await post("/v1/api_keys", { name: name.value });
+      form.reset();
+      onceDialog("API key", k.key, "Copy it now: it is shown this once. Only its hash is kept.");
+      load();
+    } catch (err) { out.append(errorBox(err)); }
+  });
+  main.append(h("h1", {}, "API keys"), list, form);
+  load();
+}
