@@ -248,8 +248,12 @@ func TestConsole(t *testing.T) {
 		setValue(`select[name="status"]`, "terminated"),
 		waitJS(textIn("table.sessions", "No sessions match.")))
 
-	// The agent's page and its versions.
-	run(t, ctx, "agent page", chromedp.Navigate(base+"#/agents/"+agentID), waitJS(textIn("main h2", "Compare versions")))
+	// The agent's page: its versions and what changed between them.
+	if _, err := s.client.Beta.Agents.Update(bg, agentID, anthropic.BetaAgentUpdateParams{Version: anthropic.Int(1), System: anthropic.String("Be brief.")}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "agent page", chromedp.Navigate(base+"#/agents/"+agentID), waitJS(textIn("main h2", "Compare versions")),
+		waitJS(textIn(".diff .add", `"system": "Be brief."`)), waitJS(textIn(".diff .del", `"version": 1`)))
 	shot(t, ctx, "agent")
 
 	// Where the key went: session storage only, a header only.

@@ -83,9 +83,15 @@ export async function sessionPage(main, id) {
     if (evID && nodes.has(evID)) { nodes.get(evID).replaceWith(el); }
     else log.append(el);
     if (evID) nodes.set(evID, el);
-    if (atBottom) el.scrollIntoView({ block: "end" });
+    if (atBottom && !scrollQueued) {
+      // One scroll per frame however many events arrived: a long log
+      // replayed at once costs one layout per frame, not one per event.
+      scrollQueued = true;
+      requestAnimationFrame(() => { scrollQueued = false; log.lastElementChild?.scrollIntoView({ block: "end" }); });
+    }
     return el;
   }
+  let scrollQueued = false;
   let atBottom = true;
   window.addEventListener("scroll", onScroll, { passive: true });
   function onScroll() { atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80; }
