@@ -87,8 +87,11 @@ export async function sessionsPage(main) {
       h("td", { title: s.created_at }, ago(s.created_at)), h("td", { title: s.updated_at }, ago(s.updated_at)));
   }
 
+  // Each load has a number: a slower, older answer (a refresh that began
+  // before a filter changed) is dropped instead of drawn over a newer one.
+  let gen = 0;
   async function load() {
-    if (inflight) return;
+    const my = ++gen;
     inflight = true;
     try {
       let data;
@@ -104,14 +107,14 @@ export async function sessionsPage(main) {
           include_archived: state.archived ? "true" : "", page: state.page,
         }));
       }
-      if (stopped) return;
+      if (stopped || my !== gen) return;
       let rows = data.data;
       if (q && !q.startsWith("sesn_")) {
         const words = q.toLowerCase().split(/\s+/);
         rows = rows.filter((s) => words.every((w) => (s.title || "").toLowerCase().includes(w)));
       }
       const stops = await Promise.all(rows.map((s) => (s.status === "idle" ? stopReason(s) : null)));
-      if (stopped) return;
+      if (stopped || my !== gen) return;
       clear(body).append(...rows.map((s, i) => row(s, stops[i])));
       if (!rows.length) body.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No sessions match.")));
       cursors = { prev: data.prev_page || null, next: data.next_page || null };
@@ -120,9 +123,9 @@ export async function sessionsPage(main) {
       info.textContent = q && !q.startsWith("sesn_") ? `Title search covers this page (${data.data.length} sessions); page on to search further.` : "";
       clear(errs);
     } catch (err) {
-      clear(errs).append(errorBox(err));
+      if (my === gen) clear(errs).append(errorBox(err));
     } finally {
-      inflight = false;
+      if (my === gen) inflight = false;
     }
   }
 
@@ -141,7 +144,7 @@ export async function sessionsPage(main) {
   // visible (one request, plus one per idle session whose update time moved).
   const tick = () => {
     if (stopped) return;
-    if (!document.hidden) load();
+    if (!document.hidden && !inflight) load();
     timer = setTimeout(tick, REFRESH_MS);
   };
   timer = setTimeout(tick, REFRESH_MS);
