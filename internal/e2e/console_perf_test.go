@@ -80,4 +80,3 @@ func TestConsolePerf(t *testing.T) {
 	run(t, ctx, "filter", setValue(`select[name="status"]`, "running"), waitJS(textIn("table.sessions", "No sessions match.")))
 	t.Logf("status filter over 10,000 in %v", time.Since(start))
 }
-
