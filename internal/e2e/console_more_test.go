@@ -86,7 +86,10 @@ func TestConsoleHandsAndSecrets(t *testing.T) {
 	a := s.newAgent(t, "scripted", toolset(false))
 	sess := s.newSession(t, a.ID, envID)
 	s.send(t, sess.ID, userMessage(`@tool bash {"command":"sleep 5"}`))
-	run(t, ctx, "its lease is listed", waitJS(textIn("main table", sess.ID)), waitJS(textIn("main table", "1 of 8")))
+	run(t, ctx, "its lease is listed", waitJS(textIn("main table", "1 of 8")),
+		waitJS(fmt.Sprintf(`[...document.querySelectorAll("main table")][0].textContent.includes(%q)`, sess.ID)),
+		waitJS(textIn("main", "Queue depth")),
+		waitJS(fmt.Sprintf(`[...document.querySelectorAll("main table")].at(-1).textContent.includes(%q)`, sess.ID)))
 	shot(t, ctx, "environment")
 
 	const token = "tok-never-shown-4242"

@@ -66,7 +66,10 @@ export async function sessionPage(main, id) {
     e.preventDefault();
     const t = text.value;
     if (!t.trim()) return;
-    if (await sendEvents([{ type: "user.message", content: [{ type: "text", text: t }] }])) text.value = "";
+    // Cleared at once, not when the answer comes: what is typed meanwhile
+    // stays. A refused message comes back if the box is still empty.
+    text.value = "";
+    if (!(await sendEvents([{ type: "user.message", content: [{ type: "text", text: t }] }])) && !text.value) text.value = t;
   });
   text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
 
