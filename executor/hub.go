@@ -221,6 +221,8 @@ type ExecutorStatus struct {
 	Capabilities  []string
 	MaxSessions   int
 	Sessions      int
+	// SessionIDs are the sessions it holds leases on, sorted.
+	SessionIDs []string
 }
 
 // Executors lists the registered executors.
@@ -229,9 +231,15 @@ func (h *Hub) Executors() []ExecutorStatus {
 	defer h.mu.Unlock()
 	var out []ExecutorStatus
 	for _, c := range h.byIdentity {
+		sessions := make([]string, 0, len(c.leases))
+		for id := range c.leases {
+			sessions = append(sessions, id)
+		}
+		slices.Sort(sessions)
 		out = append(out, ExecutorStatus{
 			ID: c.id, EnvironmentID: c.principal.EnvironmentID, MachineID: c.principal.MachineID,
 			Executor: c.info, Capabilities: slices.Clone(c.caps), MaxSessions: c.maxSessions, Sessions: len(c.leases),
+			SessionIDs: sessions,
 		})
 	}
 	slices.SortFunc(out, func(a, b ExecutorStatus) int { return strings.Compare(a.ID, b.ID) })

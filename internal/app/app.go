@@ -18,6 +18,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/bus/pgnotify"
+	"github.com/reinsdev/reins/internal/console"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
@@ -289,6 +290,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.Lifecycle = replicaLifecycle{ht, b}
 	hc.ValidatePackages = packages.Validate
 	hc.Models = models
+	hc.ExecutorList = executorList{hub}
 	api := httpapi.New(hc)
 	idle := func() {
 		streams.CloseIdleConnections()
@@ -323,7 +325,7 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	// No ReadTimeout: the API bounds the time a request body takes
 	// itself (httpapi.Config.BodyTimeout), answering a 408 in its error
 	// envelope, and leaves requests without a body alone.
-	a.srv = &http.Server{Handler: logRequests(a.API, a.log), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+	a.srv = &http.Server{Handler: logRequests(console.Mount(a.API), a.log), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -16,6 +16,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/egress"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -554,4 +555,21 @@ func (t *hubTools) stop() {
 	if t.sandboxes != nil {
 		t.sandboxes.close()
 	}
+}
+
+// executorList shows the hub's executors to the API
+// (GET /v1/environments/{id}/executors).
+type executorList struct{ hub *executor.Hub }
+
+func (l executorList) Executors(environmentID string) []httpapi.ExecutorView {
+	var out []httpapi.ExecutorView
+	for _, e := range l.hub.Executors() {
+		if e.EnvironmentID != environmentID {
+			continue
+		}
+		out = append(out, httpapi.ExecutorView{Type: "executor", ID: e.ID, EnvironmentID: e.EnvironmentID, MachineID: e.MachineID,
+			Name: e.Executor.Name, Version: e.Executor.Version, OS: e.Executor.OS, Arch: e.Executor.Arch, Hostname: e.Executor.Hostname,
+			Capabilities: e.Capabilities, MaxSessions: e.MaxSessions, Sessions: e.SessionIDs})
+	}
+	return out
 }

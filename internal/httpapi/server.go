@@ -77,6 +77,8 @@ type Config struct {
 	// WebSocket connect). Those paths authenticate with environment keys
 	// and executor tokens, not API keys.
 	Executors http.Handler
+	// ExecutorList, if set, serves GET /v1/environments/{id}/executors.
+	ExecutorList ExecutorLister
 	// Lifecycle, if set, is told when sessions and environments end.
 	Lifecycle Lifecycle
 	// Sessions changes sessions; nil makes one on Store, Bus, Harness and
@@ -246,6 +248,10 @@ func (s *Server) routes() {
 	s.handle("POST /v1/environments/{id}/work/{work_id}/stop", smallBody, s.stopWork)
 	s.handle("POST /v1/environments/{id}/keys", smallBody, noBody(s.createEnvironmentKey))
 	s.handle("GET /v1/environments/{id}/keys", smallBody, s.listEnvironmentKeys)
+	s.handle("GET /v1/environments/{id}/executors", smallBody, s.listExecutors)
+	s.handle("GET /v1/api_keys", smallBody, s.listAPIKeys)
+	s.handle("POST /v1/api_keys", smallBody, s.createAPIKey)
+	s.handle("POST /v1/api_keys/{id}/revoke", smallBody, noBody(s.revokeAPIKey))
 	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, noBody(s.revokeEnvironmentKey))
 
 	s.handle("POST /v1/sessions", big, s.bodyBudget(s.createSession))

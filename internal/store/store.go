@@ -222,9 +222,12 @@ type SessionQuery struct {
 	ListQuery
 	AgentID      string
 	AgentVersion int64
-	Statuses     []string
-	CreatedGT    *time.Time
-	CreatedLT    *time.Time
+	// EnvironmentID filters by environment (a reins extension: the
+	// console's environment filter).
+	EnvironmentID string
+	Statuses      []string
+	CreatedGT     *time.Time
+	CreatedLT     *time.Time
 }
 
 // EventQuery pages through a session's live events.

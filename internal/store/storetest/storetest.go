@@ -459,6 +459,13 @@ func testSessionListFilters(t *testing.T, s store.Store) {
 		t.Fatalf("desc: %+v", l)
 	}
 	_ = b
+	l, _ = s.ListSessions(ctx, store.SessionQuery{EnvironmentID: "env_x", ListQuery: store.ListQuery{Limit: 10}})
+	if len(l) != 3 {
+		t.Fatalf("environment filter: %d sessions in env_x, want 3", len(l))
+	}
+	if l, _ = s.ListSessions(ctx, store.SessionQuery{EnvironmentID: "env_other", ListQuery: store.ListQuery{Limit: 10}}); len(l) != 0 {
+		t.Fatalf("environment filter: %+v in env_other", l)
+	}
 	ids, err := s.SessionIDsByStatus(ctx, ma.StatusRunning, ma.StatusRescheduling)
 	if err != nil || len(ids) != 1 || ids[0] != c.ID {
 		t.Fatalf("SessionIDsByStatus = %v %v", ids, err)

@@ -63,6 +63,9 @@ func (s *Store) ListSessions(ctx context.Context, sq store.SessionQuery) ([]stor
 	if sq.AgentVersion != 0 {
 		q.and("agent_version = ?", sq.AgentVersion)
 	}
+	if sq.EnvironmentID != "" {
+		q.and("environment_id = ?", sq.EnvironmentID)
+	}
 	if len(sq.Statuses) > 0 {
 		q.in("status", sq.Statuses)
 	}

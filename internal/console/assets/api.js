@@ -1,0 +1,139 @@
+// The API client: the key lives in sessionStorage only and travels in the
+// x-api-key header, never in a URL.
+
+const KEY = "reins.apiKey";
+
+export function getKey() { return sessionStorage.getItem(KEY); }
+export function setKey(k) { sessionStorage.setItem(KEY, k); }
+export function clearKey() { sessionStorage.removeItem(KEY); }
+
+// APIError carries the API's error envelope.
+export class APIError extends Error {
+  constructor(status, type, message, requestID) {
+    super(message);
+    this.status = status;
+    this.type = type;
+    this.requestID = requestID;
+  }
+}
+
+async function errorFrom(res) {
+  let type = "api_error", message = `${res.status} ${res.statusText}`, rid;
+  try {
+    const body = await res.json();
+    if (body && body.error) {
+      type = body.error.type || type;
+      message = body.error.message || message;
+      rid = body.request_id;
+    }
+  } catch { /* not JSON */ }
+  return new APIError(res.status, type, message, rid);
+}
+
+let onUnauthorized = () => {};
+export function whenUnauthorized(fn) { onUnauthorized = fn; }
+
+// request sends one API request with the key and returns the decoded JSON
+// body (null for an empty one). key overrides the stored key (sign-in).
+export async function request(method, path, body, key = getKey()) {
+  const headers = { "x-api-key": key || "", "anthropic-version": "2023-06-01" };
+  const init = { method, headers, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" };
+  if (body !== undefined) {
+    headers["content-type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  if (!res.ok) {
+    const err = await errorFrom(res);
+    if (res.status === 401 && key === getKey()) onUnauthorized(err);
+    throw err;
+  }
+  const text = await res.text();
+  return text ? JSON.parse(text) : null;
+}
+
+export const get = (path) => request("GET", path);
+export const post = (path, body) => request("POST", path, body === undefined ? {} : body);
+export const del = (path) => request("DELETE", path);
+
+// qs builds a query string, skipping empty values; arrays repeat key[].
+export function qs(params) {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null || v === "" || v === false) continue;
+    if (Array.isArray(v)) v.forEach((x) => u.append(`${k}[]`, x));
+    else u.append(k, String(v));
+  }
+  const s = u.toString();
+  return s ? `?${s}` : "";
+}
+
+// stream follows a session's events over SSE with fetch (EventSource cannot
+// send headers). It resumes after a drop with Last-Event-ID, from the last
+// sequence number seen, waiting a little longer after each failure. onEvent
+// gets (data, seq) for log events and (data, null) for previews; onState
+// gets "live", "reconnecting" or "ended". Returns a function that stops it.
+export function stream(sessionID, { from = 0, onEvent, onState }) {
+  const ctl = new AbortController();
+  let last = from, stopped = false, backoff = 500;
+  const path = `/v1/sessions/${encodeURIComponent(sessionID)}/events/stream` +
+    qs({ event_deltas: ["agent.message", "agent.thinking"] });
+
+  async function once() {
+    const res = await fetch(path, {
+      headers: { "x-api-key": getKey() || "", "Last-Event-ID": String(last), accept: "text/event-stream" },
+      signal: ctl.signal, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
+    });
+    if (!res.ok) {
+      const err = await errorFrom(res);
+      if (res.status === 401) onUnauthorized(err);
+      throw err;
+    }
+    onState("live");
+    backoff = 500;
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += value;
+      let i;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const frame = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        let id = null, data = "";
+        for (const line of frame.split("\n")) {
+          if (line.startsWith("id: ")) id = line.slice(4);
+          else if (line.startsWith("data: ")) data += line.slice(6);
+        }
+        if (!data) continue;
+        const ev = JSON.parse(data);
+        if (ev.type === "ping") continue;
+        if (id !== null) last = Number(id);
+        if (ev.type === "error") throw new APIError(0, ev.error?.type, ev.error?.message);
+        onEvent(ev, id === null ? null : Number(id));
+        if (ev.type === "session.deleted") { stopped = true; return; }
+      }
+    }
+  }
+
+  (async () => {
+    while (!stopped) {
+      try {
+        await once();
+      } catch (err) {
+        if (stopped || ctl.signal.aborted) break;
+        if (err instanceof APIError && (err.status === 401 || err.status === 404)) {
+          onState("ended", err);
+          return;
+        }
+      }
+      if (stopped) break;
+      onState("reconnecting");
+      await new Promise((r) => setTimeout(r, backoff));
+      backoff = Math.min(backoff * 2, 8000);
+    }
+    onState("ended");
+  })();
+  return () => { stopped = true; ctl.abort(); };
+}

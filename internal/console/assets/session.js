@@ -1,0 +1,244 @@
+// A session's page: the live transcript from the event stream, and the
+// controls that steer it.
+import { get, post, del, stream } from "./api.js";
+import { h, clear, errorBox, field, confirmDialog, toast, pretty } from "./util.js";
+import { statusBadge } from "./sessions.js";
+
+const FOLD_CHARS = 1500, FOLD_LINES = 20;
+
+const ERROR_MEANING = {
+  retrying: "reins retries by itself: wait.",
+  exhausted: "The turn was abandoned: send your message again.",
+  terminal: "This session cannot continue: start a new session.",
+};
+
+function textOf(content) {
+  if (typeof content === "string") return content;
+  return (content || []).map((b) => (b.type === "text" ? b.text : b.type === "image" ? "[image]" : b.type === "document" ? `[document ${b.title || ""}]` : "")).join("");
+}
+
+function folded(text, cls) {
+  const pre = h("pre", { class: cls }, text);
+  const lines = text.split("\n").length;
+  if (text.length <= FOLD_CHARS && lines <= FOLD_LINES) return pre;
+  return h("details", { class: "fold" }, h("summary", {}, `Output: ${lines} lines, ${text.length} characters`), pre);
+}
+
+export async function sessionPage(main, id) {
+  let sess = await get(`/v1/sessions/${id}`);
+  const nodes = new Map();     // event id -> element
+  const tools = new Map();     // tool use id -> { card, actions, result }
+  const pending = new Set();   // tool use ids waiting on the user
+  const starts = new Map();    // span start id -> processed_at
+  let stopReason = null;
+
+  const title = h("h1", {}, sess.title || "Untitled session");
+  const badge = h("span", {}, statusBadge(sess.status));
+  const conn = h("span", { class: "conn muted", "aria-live": "polite" }, "connecting…");
+  const log = h("ol", { class: "transcript", "aria-label": "Transcript", "aria-live": "polite", "aria-relevant": "additions" });
+  const stopLine = h("p", { class: "stop", "aria-live": "polite" });
+  const text = h("textarea", { name: "message", rows: "3", placeholder: "Message the agent (Ctrl+Enter sends)" });
+  const sendOut = h("div");
+
+  function setStatus(status) {
+    sess.status = status;
+    clear(badge).append(statusBadge(status, stopReason));
+  }
+
+  const interrupt = h("button", { type: "button", onclick: () => sendEvents([{ type: "user.interrupt" }]) }, "Interrupt");
+  const archive = h("button", { type: "button", onclick: async () => {
+    if (!(await confirmDialog("Archive this session? It stops and can no longer take messages.", "Archive"))) return;
+    try { sess = await post(`/v1/sessions/${id}/archive`); toast("Session archived"); } catch (err) { toast(err.message, "error"); }
+  } }, "Archive");
+  const remove = h("button", { type: "button", class: "danger", onclick: async () => {
+    if (!(await confirmDialog("Delete this session and its whole event log? This cannot be undone."))) return;
+    try { await del(`/v1/sessions/${id}`); location.hash = "#/sessions"; toast("Session deleted"); } catch (err) { toast(err.message, "error"); }
+  } }, "Delete");
+
+  async function sendEvents(events) {
+    clear(sendOut);
+    try { await post(`/v1/sessions/${id}/events`, { events }); return true; } catch (err) { sendOut.append(errorBox(err)); return false; }
+  }
+
+  const form = h("form", { class: "composer", "aria-label": "Send a message" }, field("Message", text),
+    h("div", { class: "row" }, h("button", { type: "submit" }, "Send"), interrupt), sendOut);
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const t = text.value;
+    if (!t.trim()) return;
+    // Cleared at once, not when the answer comes: what is typed meanwhile
+    // stays. A refused message comes back if the box is still empty.
+    text.value = "";
+    if (!(await sendEvents([{ type: "user.message", content: [{ type: "text", text: t }] }])) && !text.value) text.value = t;
+  });
+  text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
+
+  main.append(
+    h("p", {}, h("a", { href: "#/sessions" }, "← Sessions")),
+    h("div", { class: "head" }, title, badge, conn),
+    h("p", { class: "meta muted" }, h("span", { class: "id" }, id), ` · agent ${sess.agent?.name || sess.agent?.id} v${sess.agent?.version ?? ""} · model ${sess.agent?.model?.id || ""} · environment ${sess.environment_id}`),
+    h("div", { class: "row actions" }, archive, remove),
+    log, stopLine, form);
+
+  // Rendering. Events arrive in order; each is appended (or updates the
+  // node it belongs to), so a long log renders as it streams in.
+  function add(evID, el) {
+    if (evID && nodes.has(evID)) { nodes.get(evID).replaceWith(el); }
+    else log.append(el);
+    if (evID) nodes.set(evID, el);
+    if (atBottom && !scrollQueued) {
+      // One scroll per frame however many events arrived: a long log
+      // replayed at once costs one layout per frame, not one per event.
+      scrollQueued = true;
+      requestAnimationFrame(() => { scrollQueued = false; log.lastElementChild?.scrollIntoView({ block: "end" }); });
+    }
+    return el;
+  }
+  let scrollQueued = false;
+  let atBottom = true;
+  window.addEventListener("scroll", onScroll, { passive: true });
+  function onScroll() { atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80; }
+
+  function who(label, cls, ...body) {
+    return h("li", { class: `ev ${cls}` }, h("div", { class: "who" }, label), ...body);
+  }
+
+  function toolCard(ev, kind) {
+    const actions = h("div", { class: "tool-actions" });
+    const result = h("div", { class: "tool-result" });
+    const label = kind === "mcp" ? `MCP tool ${ev.mcp_server_name}/${ev.name}` : kind === "custom" ? `Custom tool ${ev.name}` : `Tool ${ev.name}`;
+    const card = who(label, `tool ${kind}`, h("details", { class: "input", open: true }, h("summary", {}, "Input"), h("pre", {}, pretty(ev.input))),
+      ev.evaluated_permission === "ask" ? h("p", { class: "muted" }, "Permission: ask") : null, actions, result);
+    card.dataset.toolUseId = ev.id;
+    tools.set(ev.id, { card, actions, result, kind, ev });
+    add(ev.id, card);
+    if (pending.has(ev.id)) showActions(ev.id);
+  }
+
+  function showActions(toolID) {
+    const t = tools.get(toolID);
+    if (!t) return;
+    clear(t.actions);
+    if (t.kind === "custom") {
+      const answer = h("textarea", { rows: "2", name: "custom-result" });
+      const isErr = h("input", { type: "checkbox" });
+      const f = h("form", { class: "custom-answer" }, field(`Answer for ${t.ev.name}`, answer),
+        h("div", { class: "field check" }, isErr, h("label", { for: isErr.id = `err-${toolID}` }, "Is an error")),
+        h("button", { type: "submit" }, "Send result"));
+      f.addEventListener("submit", (e) => {
+        e.preventDefault();
+        sendEvents([{ type: "user.custom_tool_result", custom_tool_use_id: toolID, content: [{ type: "text", text: answer.value }], is_error: isErr.checked }]);
+      });
+      t.actions.append(f);
+      return;
+    }
+    const msg = h("input", { name: "deny-message", placeholder: "Why (the model reads this)" });
+    t.actions.append(h("div", { class: "row approve" },
+      h("button", { type: "button", class: "ok", onclick: () => sendEvents([{ type: "user.tool_confirmation", tool_use_id: toolID, result: "allow" }]) }, "Approve"),
+      h("button", { type: "button", class: "danger", onclick: () => {
+        const c = { type: "user.tool_confirmation", tool_use_id: toolID, result: "deny" };
+        if (msg.value.trim()) c.deny_message = msg.value.trim();
+        sendEvents([c]);
+      } }, "Deny"), field("Deny message", msg)));
+  }
+
+  function settle(toolID, note, cls) {
+    pending.delete(toolID);
+    const t = tools.get(toolID);
+    if (!t) return;
+    clear(t.actions);
+    if (note) t.actions.append(h("p", { class: cls }, note));
+  }
+
+  function result(toolID, ev) {
+    pending.delete(toolID);
+    const t = tools.get(toolID);
+    if (t?.actions.querySelector("button")) clear(t.actions); // keep "Approved"
+    const body = folded(textOf(ev.content) || ev.result || "", ev.is_error ? "err" : "");
+    const el = h("div", { class: ev.is_error ? "result is-error" : "result" }, h("div", { class: "muted" }, ev.is_error ? "Error result" : "Result"), body);
+    if (t) clear(t.result).append(el); else add(ev.id, who("Tool result", "tool", el));
+  }
+
+  function onEvent(ev, seq) {
+    switch (ev.type) {
+      case "event_start": {
+        const kind = ev.event.type === "agent.thinking" ? "thinking" : "agent";
+        const body = h("div", { class: "text streaming" });
+        const el = kind === "thinking" ? who("Thinking…", "thinking", h("details", {}, h("summary", {}, "Thinking"), body)) : who("Agent", "agent", body);
+        el.dataset.preview = "1";
+        add(ev.event.id, el);
+        return;
+      }
+      case "event_delta": {
+        const el = nodes.get(ev.event_id);
+        if (el?.dataset.preview) el.querySelector(".text").append(ev.delta?.content?.text || "");
+        return;
+      }
+      case "user.message": {
+        const queued = ev.processed_at === null;
+        add(ev.id, who("You", `user${queued ? " queued" : ""}${ev.flushed ? " flushed" : ""}`, h("div", { class: "text" }, textOf(ev.content)),
+          ev.flushed ? h("p", { class: "muted" }, "Not processed: flushed after the turn failed.") : queued ? h("p", { class: "muted" }, "queued") : null));
+        return;
+      }
+      case "user.interrupt": add(ev.id, h("li", { class: "ev sys" }, "Interrupted")); return;
+      case "agent.message": add(ev.id, who("Agent", "agent", h("div", { class: "text" }, textOf(ev.content)))); return;
+      case "agent.thinking": add(ev.id, who("Thinking", "thinking", h("details", {}, h("summary", {}, "Thinking"), h("div", { class: "text" }, textOf(ev.content) || "(hidden)")))); return;
+      case "agent.tool_use": toolCard(ev, "builtin"); return;
+      case "agent.mcp_tool_use": toolCard(ev, "mcp"); return;
+      case "agent.custom_tool_use": toolCard(ev, "custom"); return;
+      case "agent.tool_result": result(ev.tool_use_id, ev); return;
+      case "agent.mcp_tool_result": result(ev.mcp_tool_use_id, ev); return;
+      case "user.tool_result": result(ev.tool_use_id, ev); return;
+      case "user.custom_tool_result": {
+        settle(ev.custom_tool_use_id);
+        const t = tools.get(ev.custom_tool_use_id);
+        const el = h("div", { class: ev.is_error ? "result is-error" : "result" }, h("div", { class: "muted" }, "Your answer"), folded(textOf(ev.content), ""));
+        if (t) clear(t.result).append(el);
+        return;
+      }
+      case "user.tool_confirmation":
+        settle(ev.tool_use_id, ev.result === "allow" ? "Approved" : `Denied${ev.deny_message ? ": " + ev.deny_message : ""}`, ev.result === "allow" ? "ok" : "err");
+        return;
+      case "span.model_request_start": starts.set(ev.id, ev.processed_at); return;
+      case "span.model_request_end": {
+        const u = ev.model_usage || {};
+        const t0 = starts.get(ev.model_request_start_id);
+        const ms = t0 && ev.processed_at ? Date.parse(ev.processed_at) - Date.parse(t0) : null;
+        add(ev.id, h("li", { class: "ev span muted" },
+          `Model call · ${sess.agent?.model?.id || ""} · ${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens` +
+          (u.cache_read_input_tokens ? ` (${u.cache_read_input_tokens} cached)` : "") + (ms !== null ? ` · ${(ms / 1000).toFixed(2)} s` : "") +
+          (ev.is_error ? " · failed" : "")));
+        return;
+      }
+      case "session.error": {
+        const e = ev.error || {};
+        const rs = e.retry_status?.type || "";
+        add(ev.id, h("li", { class: `ev session-error rs-${rs}`, role: "alert" },
+          h("div", { class: "who" }, `Error · ${e.type}`),
+          h("p", {}, e.message),
+          h("p", { class: "meaning" }, h("strong", {}, rs), " — ", ERROR_MEANING[rs] || "")));
+        return;
+      }
+      case "session.status_running": stopReason = null; setStatus("running"); stopLine.textContent = ""; return;
+      case "session.status_rescheduled": setStatus("rescheduling"); add(ev.id, h("li", { class: "ev sys muted" }, `Rescheduling${ev.reason ? ": " + ev.reason : ""}`)); return;
+      case "session.status_terminated": setStatus("terminated"); stopLine.textContent = "Terminated: this session cannot continue; start a new one."; return;
+      case "session.status_idle": {
+        stopReason = ev.stop_reason?.type || null;
+        setStatus("idle");
+        stopLine.textContent = stopReason ? `Stopped: ${stopReason.replaceAll("_", " ")}` : "Idle";
+        for (const tid of ev.stop_reason?.event_ids || []) { pending.add(tid); showActions(tid); }
+        return;
+      }
+      case "session.updated": if (ev.title !== undefined && ev.title !== null) title.textContent = ev.title; return;
+      case "session.deleted": stopLine.textContent = "This session was deleted."; setStatus("terminated"); return;
+      default:
+        if (seq !== null) add(ev.id, h("li", { class: "ev sys muted" }, ev.type));
+    }
+  }
+
+  const stop = stream(id, {
+    from: 0, onEvent,
+    onState: (s, err) => { conn.textContent = s === "live" ? "live" : s === "reconnecting" ? "reconnecting…" : `stream ended${err ? ": " + err.message : ""}`; },
+  });
+  return () => { stop(); window.removeEventListener("scroll", onScroll); };
+}

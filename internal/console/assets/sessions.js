@@ -1,0 +1,179 @@
+// The sessions list (live, filtered, paged by the server) and the form
+// that starts a session.
+import { get, post, qs } from "./api.js";
+import { h, clear, ago, errorBox, field } from "./util.js";
+
+const PAGE = 25;
+const REFRESH_MS = 2000;
+const STATUSES = ["idle", "running", "rescheduling", "terminated"];
+
+// requiresAction remembers, per session and update time, whether an idle
+// session stopped on requires_action (the session object does not say; its
+// last session.status_idle does).
+const stopCache = new Map();
+
+async function stopReason(s) {
+  const k = `${s.id}@${s.updated_at}`;
+  if (stopCache.has(k)) return stopCache.get(k);
+  const p = get(`/v1/sessions/${s.id}/events` + qs({ order: "desc", limit: 1, types: ["session.status_idle"] }))
+    .then((r) => r.data[0]?.stop_reason?.type || null).catch(() => null);
+  stopCache.set(k, p);
+  if (stopCache.size > 2000) stopCache.delete(stopCache.keys().next().value);
+  return p;
+}
+
+export function statusBadge(status, stop) {
+  const label = status === "idle" && stop === "requires_action" ? "requires action" : status;
+  return h("span", { class: `badge s-${label.replace(" ", "-")}` }, label);
+}
+
+async function options(path, label) {
+  try {
+    const r = await get(path + qs({ limit: 100 }));
+    return r.data.map((x) => h("option", { value: x.id }, `${x.name || x.id}${label ? "" : ""}`));
+  } catch { return []; }
+}
+
+export async function sessionsPage(main) {
+  const state = { agent: "", env: "", status: "", archived: false, page: "", search: "" };
+  const agentSel = h("select", { name: "agent" }, h("option", { value: "" }, "All agents"));
+  const envSel = h("select", { name: "environment" }, h("option", { value: "" }, "All environments"));
+  const statusSel = h("select", { name: "status" }, h("option", { value: "" }, "Any status"),
+    STATUSES.map((s) => h("option", { value: s }, s)));
+  const archived = h("input", { type: "checkbox", name: "archived" });
+  const search = h("input", { type: "search", name: "search", placeholder: "sesn_… or words of a title" });
+  const body = h("tbody");
+  const info = h("p", { class: "muted", "aria-live": "polite" });
+  const prev = h("button", { type: "button", disabled: true }, "← Newer");
+  const next = h("button", { type: "button", disabled: true }, "Older →");
+  const errs = h("div");
+  let cursors = { prev: null, next: null };
+  let stopped = false, timer = null, inflight = false;
+
+  main.append(
+    h("div", { class: "head" }, h("h1", {}, "Sessions"), h("a", { class: "button", href: "#/sessions/new" }, "New session")),
+    h("form", { class: "filters", role: "search", onsubmit: (e) => e.preventDefault() },
+      field("Agent", agentSel), field("Environment", envSel), field("Status", statusSel),
+      h("div", { class: "field check" }, archived, h("label", { for: archived.id = "f-archived" }, "Include archived")),
+      field("Search", search)),
+    errs,
+    h("div", { class: "table-wrap" }, h("table", { class: "sessions" },
+      h("caption", { class: "sr-only" }, "Sessions, newest first"),
+      h("thead", {}, h("tr", {}, ["Session", "Status", "Agent", "Environment", "Created", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
+      body)),
+    h("div", { class: "pager" }, prev, next), info);
+
+  Promise.all([options("/v1/agents"), options("/v1/environments")]).then(([a, e]) => {
+    agentSel.append(...a);
+    envSel.append(...e);
+  });
+
+  const names = new Map();
+  async function nameOf(kind, id) {
+    if (!id) return "";
+    const k = `${kind}:${id}`;
+    if (!names.has(k)) names.set(k, get(`/v1/${kind}/${id}`).then((x) => x.name || id).catch(() => id));
+    return names.get(k);
+  }
+
+  function row(s, stop) {
+    const agentCell = h("td", {}, s.agent?.id || ""), envCell = h("td", {}, s.environment_id);
+    nameOf("agents", s.agent?.id).then((n) => { agentCell.textContent = n; });
+    nameOf("environments", s.environment_id).then((n) => { envCell.textContent = n; });
+    return h("tr", { dataset: { id: s.id, status: s.status } },
+      h("td", {}, h("a", { href: `#/sessions/${s.id}` }, s.title || h("span", { class: "muted" }, "untitled")),
+        h("div", { class: "id" }, s.id), s.archived_at ? h("span", { class: "badge" }, "archived") : null),
+      h("td", {}, statusBadge(s.status, stop)), agentCell, envCell,
+      h("td", { title: s.created_at }, ago(s.created_at)), h("td", { title: s.updated_at }, ago(s.updated_at)));
+  }
+
+  // Each load has a number: a slower, older answer (a refresh that began
+  // before a filter changed) is dropped instead of drawn over a newer one.
+  let gen = 0;
+  async function load() {
+    const my = ++gen;
+    inflight = true;
+    try {
+      let data;
+      const q = state.search.trim();
+      if (/^sesn_\S+$/.test(q)) {
+        try { data = { data: [await get(`/v1/sessions/${q}`)] }; } catch (err) {
+          if (err.status !== 404) throw err;
+          data = { data: [] };
+        }
+      } else {
+        data = await get("/v1/sessions" + qs({
+          limit: PAGE, agent_id: state.agent, environment_id: state.env, statuses: state.status ? [state.status] : [],
+          include_archived: state.archived ? "true" : "", page: state.page,
+        }));
+      }
+      if (stopped || my !== gen) return;
+      let rows = data.data;
+      if (q && !q.startsWith("sesn_")) {
+        const words = q.toLowerCase().split(/\s+/);
+        rows = rows.filter((s) => words.every((w) => (s.title || "").toLowerCase().includes(w)));
+      }
+      const stops = await Promise.all(rows.map((s) => (s.status === "idle" ? stopReason(s) : null)));
+      if (stopped || my !== gen) return;
+      clear(body).append(...rows.map((s, i) => row(s, stops[i])));
+      if (!rows.length) body.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No sessions match.")));
+      cursors = { prev: data.prev_page || null, next: data.next_page || null };
+      prev.disabled = !cursors.prev;
+      next.disabled = !cursors.next;
+      info.textContent = q && !q.startsWith("sesn_") ? `Title search covers this page (${data.data.length} sessions); page on to search further.` : "";
+      clear(errs);
+    } catch (err) {
+      if (my === gen) clear(errs).append(errorBox(err));
+    } finally {
+      if (my === gen) inflight = false;
+    }
+  }
+
+  function reset() { state.page = ""; load(); }
+  agentSel.addEventListener("change", () => { state.agent = agentSel.value; reset(); });
+  envSel.addEventListener("change", () => { state.env = envSel.value; reset(); });
+  statusSel.addEventListener("change", () => { state.status = statusSel.value; reset(); });
+  archived.addEventListener("change", () => { state.archived = archived.checked; reset(); });
+  let debounce;
+  search.addEventListener("input", () => { clearTimeout(debounce); debounce = setTimeout(() => { state.search = search.value; reset(); }, 250); });
+  prev.addEventListener("click", () => { state.page = cursors.prev; load(); });
+  next.addEventListener("click", () => { state.page = cursors.next; load(); });
+
+  await load();
+  // Live: the page in view is read again every two seconds while the tab is
+  // visible (one request, plus one per idle session whose update time moved).
+  const tick = () => {
+    if (stopped) return;
+    if (!document.hidden && !inflight) load();
+    timer = setTimeout(tick, REFRESH_MS);
+  };
+  timer = setTimeout(tick, REFRESH_MS);
+  return () => { stopped = true; clearTimeout(timer); };
+}
+
+export async function newSessionPage(main) {
+  const agent = h("select", { name: "agent", required: true });
+  const env = h("select", { name: "environment", required: true });
+  const title = h("input", { name: "title", maxlength: "500" });
+  const out = h("div");
+  const [a, e] = await Promise.all([options("/v1/agents"), options("/v1/environments")]);
+  agent.append(...a);
+  env.append(...e);
+  const form = h("form", { class: "card" },
+    h("h1", {}, "New session"),
+    field("Agent", agent), field("Environment", env), field("Title (optional)", title),
+    h("button", { type: "submit" }, "Start session"), out);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    clear(out);
+    try {
+      const body = { agent: agent.value, environment_id: env.value };
+      if (title.value.trim()) body.title = title.value.trim();
+      const s = await post("/v1/sessions", body);
+      location.hash = `#/sessions/${s.id}`;
+    } catch (err) { out.append(errorBox(err)); }
+  });
+  main.append(form);
+  if (!a.length) out.append(h("p", {}, "No agent yet: ", h("a", { href: "#/agents/new" }, "create one"), "."));
+  if (!e.length) out.append(h("p", {}, "No environment yet: ", h("a", { href: "#/environments" }, "create one"), "."));
+}
