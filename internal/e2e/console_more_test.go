@@ -3,11 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -153,51 +150,6 @@ func TestConsoleHandsAndSecrets(t *testing.T) {
 	shot(t, ctx, "narrow")
 }
 
-// cutProxy forwards loopback TCP connections to a server and can cut every
-// open one, as a flaky network does.
-type cutProxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newCutProxy(t *testing.T, target string) *cutProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			go func() { io.Copy(u, c); u.Close() }()
-			go func() { io.Copy(c, u); c.Close() }()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); p.cut() })
-	return p
-}
-
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
 // TestConsoleStreamResume cuts the transcript's stream while another
 // client sends: the page reconnects with Last-Event-ID and shows every
 // event once.
@@ -205,7 +157,7 @@ func TestConsoleStreamResume(t *testing.T) {
 	s := start(t, options{})
 	p := newCutProxy(t, strings.TrimPrefix(s.url, "http://"))
 	ctx, _ := browser(t)
-	base := "http://" + p.ln.Addr().String() + "/console/"
+	base := "http://" + p.addr + "/console/"
 	signIn(t, ctx, base, s.key)
 	a := s.newAgent(t, "scripted")
 	sess := s.newSession(t, a.ID, s.newEnv(t, "env").ID)
