@@ -1,11 +1,17 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +48,8 @@ func agentEndSession(t *testing.T, s *server) (sessionID, token string) {
 // handler; it is stopped at cleanup or by the returned function.
 func agentEnd(t *testing.T, s *server, token, name string, handler executor.AgentHandlerFunc) (stop func()) {
 	t.Helper()
-	c := executor.NewClient(executor.Options{URL: s.url, MachineToken: token, Executor: executor.ExecutorInfo{Name: name},
+	hc := ownHTTPClient(t)
+	c := executor.NewClient(executor.Options{URL: s.url, MachineToken: token, Executor: executor.ExecutorInfo{Name: name}, HTTPClient: hc,
 		Capabilities: []string{executor.CapabilityAgent}, Sessions: &executor.BuiltinSessions{Dir: t.TempDir()}, Agent: handler,
 		BackoffMin: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	done := make(chan struct{})
@@ -206,5 +213,90 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 		t.Fatalf("no %s within 15 s", what)
 		var zero T
 		return zero
+	}
+}
+
+// buildAgentEndExample builds examples/agentend once per test binary.
+var buildAgentEndExample = sync.OnceValues(func() (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(cache, "reins-e2e")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "agentend-example")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/reinsdev/reins/examples/agentend").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// startAgentEndExample runs the example agent end as a child process.
+func startAgentEndExample(t *testing.T, bin, url, token, name string, delay time.Duration) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "-url", url, "-name", name, "-delay", delay.String())
+	cmd.Env = append(os.Environ(), "REINS_MACHINE_TOKEN="+token)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, out.String())
+		}
+	})
+	return cmd
+}
+
+// TestAgentEndProcessKilledMidTurn: the example agent end, a child
+// process, is killed with SIGKILL mid-turn (after its agent.thinking): the
+// session records a retrying session.error and waits in rescheduling;
+// a new agent end process connects and the turn completes on it, its
+// answer appended once.
+func TestAgentEndProcessKilledMidTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a child process")
+	}
+	bin, err := buildAgentEndExample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, options{})
+	sessID, token := agentEndSession(t, s)
+	first := startAgentEndExample(t, bin, s.url, token, "brain-1", time.Hour)
+	st := s.openStream(t, sessID)
+	s.send(t, sessID, userMessage("kill me"))
+	st.until(func(f frame) bool { return f.Type == ma.EventAgentThinking })
+	first.Process.Signal(syscall.SIGKILL)
+	evs := st.until(func(f frame) bool { return f.Type == ma.EventStatusRescheduled })
+	i := slices.IndexFunc(evs, func(f frame) bool { return f.Type == ma.EventSessionError })
+	if i < 0 || evs[i].Error.RetryStatus.Type != ma.RetryRetrying {
+		t.Fatalf("no retrying session.error before rescheduling: %v", types(evs))
+	}
+	startAgentEndExample(t, bin, s.url, token, "brain-2", 0)
+	evs = st.until(isIdle)
+	if last := evs[len(evs)-1]; last.StopReason == nil || last.StopReason.Type != ma.StopEndTurn {
+		t.Fatalf("idle = %+v (%v)", last.StopReason, types(evs))
+	}
+	var list ma.Page[ma.Event]
+	if _, err := call(s.url, s.key, "GET", "/v1/sessions/"+sessID+"/events?limit=100", nil, &list); err != nil {
+		t.Fatal(err)
+	}
+	var answers []string
+	for _, ev := range list.Data {
+		if ev.Type == ma.EventAgentMessage {
+			answers = append(answers, ev.Content[0].Text)
+		}
+	}
+	if !slices.Equal(answers, []string{"You said: kill me"}) {
+		t.Fatalf("agent messages %q", answers)
 	}
 }

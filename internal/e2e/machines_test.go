@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +92,8 @@ func TestMachineTokens(t *testing.T) {
 // machineClient runs an executor SDK client with a machine token.
 func machineClient(t *testing.T, url, token, name string, caps []string) *executor.Client {
 	t.Helper()
-	c := executor.NewClient(executor.Options{URL: url, MachineToken: token, Executor: executor.ExecutorInfo{Name: name},
+	hc := ownHTTPClient(t)
+	c := executor.NewClient(executor.Options{URL: url, MachineToken: token, Executor: executor.ExecutorInfo{Name: name}, HTTPClient: hc,
 		Capabilities: caps, Sessions: &executor.BuiltinSessions{Dir: t.TempDir()}, MaxRefusedRegistrations: 1,
 		BackoffMin: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -132,4 +134,18 @@ func waitMachineExecutors(t *testing.T, s *server, machineID string, n int, time
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// ownHTTPClient returns an HTTP client whose connections are closed at
+// cleanup, after the cleanups registered later (the executor clients
+// using it) and before the server's shutdown, which would otherwise wait
+// for a connection dialed but never used. The default transport's idle
+// connections (call's) are closed then too.
+func ownHTTPClient(t *testing.T) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	})
+	return &http.Client{Transport: tr}
 }
