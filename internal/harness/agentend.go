@@ -53,7 +53,6 @@ type agentBatch struct {
 type turnSink struct {
 	batches chan agentBatch
 	gone    chan struct{} // closed when the runner stops reading
-	agents  AgentEnds
 }
 
 // Append implements executor.TurnSink.
