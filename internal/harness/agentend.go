@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -25,12 +24,28 @@ func ServedByAgentEnd(sess *ma.Session) bool {
 // AgentEnds starts turns on external agent ends.
 type AgentEnds interface {
 	// StartTurn sends turn.start to an agent end that may run the
-	// session's turn; what it appends arrives through sink. A non-nil
+	// session's turn; what it appends must be handed to sink. A non-nil
 	// Wait means no agent end is connected: the session waits on it.
-	StartTurn(ctx context.Context, sess *ma.Session, start executor.TurnStart, sink executor.TurnSink) (AgentTurn, *Wait, error)
+	StartTurn(ctx context.Context, sess *ma.Session, start TurnStart, sink TurnSink) (AgentTurn, *Wait, error)
 }
 
-// AgentTurn is a turn running on an agent end ([executor.AgentTurn]).
+// TurnStart is what an agent end is told at the start of a turn: the
+// events that start it, the log before them and the agent, as the API
+// shows them.
+type TurnStart struct {
+	Inputs     []json.RawMessage
+	Transcript []json.RawMessage
+	Agent      json.RawMessage
+}
+
+// TurnSink takes an agent end's batches of events to the runner of the
+// turn. Append returns once the batch is appended, or refused:
+// ErrTurnInactive, or an *InvalidEventsError (nothing appended).
+type TurnSink interface {
+	Append(ctx context.Context, events []json.RawMessage) error
+}
+
+// AgentTurn is a turn running on an agent end.
 type AgentTurn interface {
 	Done() <-chan struct{}
 	Err() error
@@ -38,9 +53,21 @@ type AgentTurn interface {
 	Cancel(ctx context.Context, reason string)
 }
 
+// EventTurnEnd is the last event an agent end appends in a turn.
+const EventTurnEnd = "turn.end"
+
+// ErrTurnInactive refuses events for a turn that is over.
+var ErrTurnInactive = errors.New("the turn is not running")
+
+// InvalidEventsError refuses a batch with an event an agent end may not
+// append.
+type InvalidEventsError struct{ Detail string }
+
+func (e *InvalidEventsError) Error() string { return e.Detail }
+
 // agentEventTypes are the events an agent end may append.
 var agentEventTypes = []string{ma.EventAgentMessage, ma.EventAgentThinking, ma.EventAgentCustomToolUse,
-	ma.EventSpanModelRequestStart, ma.EventSpanModelRequestEnd, executor.EventTurnEnd}
+	ma.EventSpanModelRequestStart, ma.EventSpanModelRequestEnd, EventTurnEnd}
 
 // agentBatch is one session.event on its way to the runner, which appends
 // it through its own write path and answers on reply.
@@ -55,13 +82,13 @@ type turnSink struct {
 	gone    chan struct{} // closed when the runner stops reading
 }
 
-// Append implements executor.TurnSink.
+// Append implements TurnSink.
 func (s *turnSink) Append(ctx context.Context, events []json.RawMessage) error {
 	b := agentBatch{events: events, reply: make(chan error, 1)}
 	select {
 	case s.batches <- b:
 	case <-s.gone:
-		return executor.WithReason(executor.CodeSessionNotActive, executor.ReasonTurnInactive, "the turn ended")
+		return ErrTurnInactive
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -73,28 +100,16 @@ func (s *turnSink) Append(ctx context.Context, events []json.RawMessage) error {
 	}
 }
 
-// RefreshModelToken implements executor.TurnSink: the model gateway is
-// not built, so no model token is issued.
-func (s *turnSink) RefreshModelToken(context.Context) (executor.TokenGrant, error) {
-	return executor.TokenGrant{}, executor.WithReason(executor.CodeResourceUnavailable, executor.ReasonModelTokenUnavailable, "this server has no model gateway yet")
-}
-
-// RefreshToolsToken implements executor.TurnSink: the platform tools
-// endpoint is not built, so no tools token is issued.
-func (s *turnSink) RefreshToolsToken(context.Context) (executor.TokenGrant, error) {
-	return executor.TokenGrant{}, executor.WithReason(executor.CodeResourceUnavailable, executor.ReasonToolsTokenUnavailable, "this server has no platform tools endpoint yet")
-}
-
 // turnStart is what the agent end is told: the inputs since the session
 // last went idle, the log before them, and the agent.
-func turnStart(sess *ma.Session, live []ma.Event) (executor.TurnStart, error) {
+func turnStart(sess *ma.Session, live []ma.Event) (TurnStart, error) {
 	cut := 0
 	for i, ev := range live {
 		if ev.Type == ma.EventStatusIdle {
 			cut = i + 1
 		}
 	}
-	st := executor.TurnStart{SessionID: sess.ID, Inputs: []json.RawMessage{}}
+	st := TurnStart{Inputs: []json.RawMessage{}}
 	for i, ev := range live {
 		b, err := json.Marshal(ev)
 		if err != nil {
@@ -141,9 +156,9 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 		select {
 		case b := <-sink.batches:
 			ended, err := r.appendAgentEvents(ctx, b.events, &custom)
-			var re *executor.RPCError
-			if err != nil && !errors.As(err, &re) {
-				b.reply <- executor.NewRPCError(executor.CodeInternalError, "")
+			var ie *InvalidEventsError
+			if err != nil && !errors.As(err, &ie) && !errors.Is(err, ErrTurnInactive) {
+				b.reply <- errors.New("the event could not be appended")
 				return err
 			}
 			b.reply <- err
@@ -165,7 +180,7 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 const turnCancelWait = 5 * time.Second
 
 // appendAgentEvents checks and appends one batch; ended reports that the
-// batch ended the turn. A refused batch is a *executor.RPCError and
+// batch ended the turn. A refused batch is an *InvalidEventsError (or ErrTurnInactive) and
 // nothing of it is appended.
 func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, custom *bool) (ended bool, err error) {
 	plan := planTools(&r.sess.Agent)
@@ -181,7 +196,7 @@ func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, c
 		if ended {
 			return false, invalidEvent(i, "nothing may follow turn.end")
 		}
-		if ev.Type == executor.EventTurnEnd {
+		if ev.Type == EventTurnEnd {
 			ended = true
 			continue
 		}
@@ -194,7 +209,7 @@ func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, c
 	hasCustom := *custom || slices.ContainsFunc(evs, func(ev *ma.Event) bool { return ev.Type == ma.EventAgentCustomToolUse })
 	err = r.update(ctx, func(tx store.Tx) error {
 		if tx.Session().Status != ma.StatusRunning {
-			return executor.WithReason(executor.CodeSessionNotActive, executor.ReasonTurnInactive, "the session is not running")
+			return ErrTurnInactive
 		}
 		now := r.h.now()
 		for _, ev := range evs {
@@ -216,9 +231,7 @@ func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, c
 }
 
 func invalidEvent(i int, detail string) error {
-	e := executor.NewRPCError(executor.CodeInvalidParams, "")
-	e.Data = &executor.JSONRPCErrorData{Detail: fmt.Sprintf("events[%d]: %s", i, detail)}
-	return e
+	return &InvalidEventsError{Detail: fmt.Sprintf("events[%d]: %s", i, detail)}
 }
 
 // agentEndFailed records a turn that could not go on on its agent end: a
