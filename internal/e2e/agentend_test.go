@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -298,5 +299,70 @@ func TestAgentEndProcessKilledMidTurn(t *testing.T) {
 	}
 	if !slices.Equal(answers, []string{"You said: kill me"}) {
 		t.Fatalf("agent messages %q", answers)
+	}
+}
+
+// TestAgentEndRefusedEvents: an event an agent end may not append
+// (agent.tool_use, which belongs to the platform tools endpoint; an
+// unknown custom tool) is -32602 and nothing of its batch is appended;
+// refreshes answer model_token_unavailable / tools_token_unavailable
+// (no gateway, no tools endpoint yet); after the turn ended, events are
+// turn_inactive.
+func TestAgentEndRefusedEvents(t *testing.T) {
+	s := start(t, options{})
+	sessID, token := agentEndSession(t, s)
+	results := make(chan error, 1)
+	agentEnd(t, s, token, "brain", func(ctx context.Context, tr *executor.Turn) error {
+		results <- func() error {
+			for _, bad := range []ma.Event{
+				{Type: ma.EventAgentToolUse, Name: "bash", Input: json.RawMessage(`{"command":"id"}`)},
+				{Type: ma.EventAgentCustomToolUse, Name: "not_a_tool", Input: json.RawMessage(`{}`)},
+			} {
+				var re *executor.RPCError
+				if err := tr.Send(ctx, agentMessage("before"), bad); !errors.As(err, &re) || re.Code != executor.CodeInvalidParams {
+					return fmt.Errorf("%s: %v, want -32602", bad.Type, err)
+				}
+			}
+			var re *executor.RPCError
+			if _, err := tr.RefreshModelToken(ctx); !errors.As(err, &re) || re.Reason() != executor.ReasonModelTokenUnavailable {
+				return fmt.Errorf("model refresh: %v", err)
+			}
+			if _, err := tr.RefreshToolsToken(ctx); !errors.As(err, &re) || re.Reason() != executor.ReasonToolsTokenUnavailable {
+				return fmt.Errorf("tools refresh: %v", err)
+			}
+			if err := tr.Send(ctx, agentMessage("fine")); err != nil {
+				return err
+			}
+			if err := tr.EndTurn(ctx); err != nil {
+				return err
+			}
+			if err := tr.Send(ctx, agentMessage("late")); !errors.As(err, &re) || re.Reason() != executor.ReasonTurnInactive {
+				return fmt.Errorf("after the end: %v, want turn_inactive", err)
+			}
+			return nil
+		}()
+		return nil
+	})
+	st := s.openStream(t, sessID)
+	s.send(t, sessID, userMessage("hi"))
+	st.until(isIdle)
+	if err := within(t, results, "the agent end's checks"); err != nil {
+		t.Fatal(err)
+	}
+	var list ma.Page[ma.Event]
+	if _, err := call(s.url, s.key, "GET", "/v1/sessions/"+sessID+"/events?limit=100", nil, &list); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, ev := range list.Data {
+		if ev.Type == ma.EventAgentMessage {
+			texts = append(texts, ev.Content[0].Text)
+		}
+		if ev.Type == ma.EventAgentToolUse || ev.Type == ma.EventAgentCustomToolUse {
+			t.Fatalf("a refused %s was appended", ev.Type)
+		}
+	}
+	if !slices.Equal(texts, []string{"fine"}) {
+		t.Fatalf("agent messages %q", texts)
 	}
 }
