@@ -104,6 +104,9 @@ type Options struct {
 	RequestTimeout time.Duration
 	// MaxFrameBytes limits one JSON-RPC frame (default 16 MiB).
 	MaxFrameBytes int64
+	// Agent runs the turns the harness gives this executor (declare
+	// [CapabilityAgent] too). Nil: turn.start is refused with -32012.
+	Agent AgentHandler
 	// OnEvent, if set, receives state changes. It must not block.
 	OnEvent func(Event)
 	// Logger receives diagnostics (default: discarded).
@@ -130,6 +133,8 @@ type Client struct {
 	err      error
 	kick     chan struct{} // wakes the result sender
 	prove    chan struct{} // asks for an early heartbeat (too many unproven results)
+
+	turns agentTurns // agent-end turns running
 
 	stopCh chan struct{}
 	done   chan struct{}

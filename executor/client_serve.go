@@ -72,6 +72,10 @@ func (c *Client) handle(ctx context.Context, conn *rpcConn, method string, param
 		return nil, nil
 	case MethodToolCall:
 		return c.toolCall(conn, params)
+	case MethodTurnStart:
+		return c.turnStart(ctx, conn, params)
+	case MethodTurnCancel:
+		return c.turnCancel(params)
 	case MethodToolCancel:
 		var p toolCancelParams
 		if err := decodeParams(params, &p); err != nil {

@@ -30,6 +30,7 @@ type hubConn struct {
 	caps        []string
 	maxSessions int
 	leases      map[string]*Lease
+	turns       map[string]*AgentTurn // agent-end turns by turn id
 }
 
 func (c *hubConn) has(capability string) bool { return slices.Contains(c.caps, capability) }
@@ -72,7 +73,8 @@ func (c *hubConn) handle(ctx context.Context, method string, params json.RawMess
 	c.h.mu.Unlock()
 	if !registered {
 		switch method {
-		case MethodHeartbeat, MethodToolResult, MethodProcessExit, MethodTerminalOutput, MethodTerminalExit:
+		case MethodHeartbeat, MethodToolResult, MethodProcessExit, MethodTerminalOutput, MethodTerminalExit,
+			MethodSessionEvent, MethodModelTokenRefresh, MethodToolsTokenRefresh:
 			return nil, NewRPCError(CodeUnauthorized, "").withDetail("executor.register first")
 		}
 		return nil, errMethodNotFound
@@ -80,6 +82,10 @@ func (c *hubConn) handle(ctx context.Context, method string, params json.RawMess
 	switch method {
 	case MethodHeartbeat:
 		return c.heartbeat(params)
+	case MethodSessionEvent:
+		return c.sessionEvent(ctx, params)
+	case MethodModelTokenRefresh, MethodToolsTokenRefresh:
+		return c.refreshToken(ctx, method, params)
 	case MethodToolResult:
 		return c.toolResult(params)
 	case MethodProcessExit, MethodTerminalOutput, MethodTerminalExit:
@@ -236,6 +242,7 @@ func (h *Hub) unregisterLocked(c *hubConn) {
 		}
 	}
 	c.leases = make(map[string]*Lease)
+	c.loseTurnsLocked()
 	c.registered = false
 	h.broadcastLocked(anyScope)
 }

@@ -93,6 +93,19 @@ func main() {
 	<-client.Done()
 	lease.Release(context.Background())
 
+	// The agent end's protocol overhead: one turn is turn.start, its
+	// acknowledgement, and one session.event (agent.message + turn.end)
+	// acknowledged after the harness's sink saw it. The sink appends
+	// nothing here: the store's commit, the same for either loop, is
+	// bench/control's figure.
+	brain := startAgentEnd(url, key, hub)
+	agentTurns(hub, 500)
+	al := agentTurns(hub, *calls/4)
+	fmt.Printf("%-34s %10s %10s\n", "agent-end turn (start→event→end)", al.p50, al.p99)
+	fmt.Printf("%-34s %9.2fx %9.2fx\n\n", "ratio agent turn/tool call", float64(al.p50)/float64(tl.p50), float64(al.p99)/float64(tl.p99))
+	brain.Stop()
+	<-brain.Done()
+
 	if *conns > 0 {
 		idleMemory(hub, url, key, *conns)
 	}

@@ -271,6 +271,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	streams, requests := guard.Client(0), guard.Client(outboundTimeout)
 	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
 	hcfg.Tools, hcfg.Workers, hcfg.MCP, hcfg.Credentials = tools, wk, mcpHost, credentialCheck{st}
+	hcfg.AgentEnds = agentEnds{hub: hub, st: st}
 	h := harness.New(hcfg)
 	var previews *previewRelay
 	if relay != nil {

@@ -71,8 +71,20 @@ func (c credentials) allowRegistration(ctx context.Context, r executor.Registrat
 	return env.CheckOutsideExecutors()
 }
 
-func (credentials) VerifyMachineToken(context.Context, string) (string, error) {
-	return "", fmt.Errorf("%w: this server does not issue machine tokens yet", executor.ErrCredentialRejected)
+// VerifyMachineToken implements executor.Credentials: a machine token is
+// good while its machine is not revoked.
+func (c credentials) VerifyMachineToken(ctx context.Context, tokenHash string) (string, error) {
+	m, err := c.st.MachineByHash(ctx, tokenHash)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: unknown machine token", executor.ErrCredentialRejected)
+	}
+	if err != nil {
+		return "", err
+	}
+	if m.RevokedAt != nil {
+		return "", fmt.Errorf("%w: machine %s was revoked", executor.ErrCredentialRejected, m.ID)
+	}
+	return m.ID, nil
 }
 
 // chainRegistration returns an AllowRegistration that asks first, then
@@ -513,6 +525,12 @@ func (t *hubTools) EnvironmentArchived(ctx context.Context, id string) {
 // connected with the key are disconnected at once.
 func (t *hubTools) EnvironmentKeyRevoked(ctx context.Context, k store.EnvironmentKey) {
 	t.hub.RevokeCredential(k.Hash, fmt.Sprintf("environment key %s was revoked", k.ID))
+}
+
+// MachineRevoked implements httpapi.Lifecycle: the executors connected
+// with the machine's token are disconnected at once.
+func (t *hubTools) MachineRevoked(ctx context.Context, m store.Machine) {
+	t.hub.RevokeCredential(m.Hash, fmt.Sprintf("machine %s was revoked", m.ID))
 }
 
 func (t *hubTools) removeWorkspace(envID, sessionID string) {

@@ -38,6 +38,9 @@ type Config struct {
 	Tools ToolRunner
 	// Workers, if set, tells which sessions pull workers serve.
 	Workers WorkerHost
+	// AgentEnds, if set, runs the turns of sessions whose metadata opts
+	// in (AgentEndMetadataKey) on external agent ends.
+	AgentEnds AgentEnds
 	// MCP, if set, reaches the agents' remote MCP servers.
 	MCP MCPHost
 	// Credentials, if set, checks the sessions' vault credentials before

@@ -370,6 +370,9 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 			}
 			return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
 		}
+		if r.h.cfg.AgentEnds != nil && ServedByAgentEnd(&sess) {
+			return true, r.agentTurn(ctx, gen, &sess)
+		}
 		return true, r.callModel(ctx, gen, &sess, v)
 	}
 	return false, nil

@@ -126,6 +126,9 @@ type Lifecycle interface {
 	// EnvironmentKeyRevoked is called after an environment key was
 	// revoked: the executors connected with it are cut off.
 	EnvironmentKeyRevoked(ctx context.Context, k store.EnvironmentKey)
+	// MachineRevoked is called after a machine's token was revoked: the
+	// executors connected with it are cut off.
+	MachineRevoked(ctx context.Context, m store.Machine)
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -253,6 +256,10 @@ func (s *Server) routes() {
 	s.handle("POST /v1/api_keys", smallBody, s.createAPIKey)
 	s.handle("POST /v1/api_keys/{id}/revoke", smallBody, noBody(s.revokeAPIKey))
 	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, noBody(s.revokeEnvironmentKey))
+	s.handle("POST /v1/machines", smallBody, s.createMachine)
+	s.handle("GET /v1/machines", smallBody, s.listMachines)
+	s.handle("GET /v1/machines/{id}", smallBody, s.getMachine)
+	s.handle("POST /v1/machines/{id}/revoke", smallBody, noBody(s.revokeMachine))
 
 	s.handle("POST /v1/sessions", big, s.bodyBudget(s.createSession))
 	s.handle("GET /v1/sessions", smallBody, s.listSessions)

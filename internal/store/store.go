@@ -31,6 +31,7 @@ var (
 type Store interface {
 	Keys
 	EnvironmentKeys
+	Machines
 	Work
 	Vaults
 	Agents
@@ -82,6 +83,32 @@ type EnvironmentKey struct {
 	Hint          string
 	CreatedAt     time.Time
 	RevokedAt     *time.Time
+}
+
+// Machines stores machines enrolled with a machine token (its hash only).
+type Machines interface {
+	CreateMachine(ctx context.Context, m Machine) error
+	// MachineByHash returns the machine whose token has that hash,
+	// revoked or not.
+	MachineByHash(ctx context.Context, hash string) (Machine, error)
+	GetMachine(ctx context.Context, id string) (Machine, error)
+	// ListMachines lists every machine, oldest first.
+	ListMachines(ctx context.Context) ([]Machine, error)
+	// RevokeMachine marks the machine's token revoked; revoking twice
+	// keeps the first time.
+	RevokeMachine(ctx context.Context, id string, at time.Time) (Machine, error)
+}
+
+// Machine is a machine enrolled to host sessions of some self-hosted
+// environments through machine-scoped executors.
+type Machine struct {
+	ID             string
+	Name           string
+	EnvironmentIDs []string // the environments whose sessions it may serve
+	Hash           string
+	Hint           string // the last characters of the token
+	CreatedAt      time.Time
+	RevokedAt      *time.Time
 }
 
 // Agents stores agents as immutable versions.

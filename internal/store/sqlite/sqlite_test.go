@@ -159,7 +159,7 @@ func TestOpenWorkMigration(t *testing.T) {
 	db := migratedDB(t, path)
 	// Back to the schema before the index, with the race's duplicates
 	// (the later migrations run again too).
-	for _, q := range []string{`DROP INDEX work_open_session`, `DROP TABLE session_leases`, `DROP TABLE replica_hands`, `DROP TABLE session_workspaces`, `DELETE FROM schema_migrations WHERE version >= 7`} {
+	for _, q := range []string{`DROP INDEX work_open_session`, `DROP TABLE session_leases`, `DROP TABLE replica_hands`, `DROP TABLE session_workspaces`, `DROP TABLE machines`, `DELETE FROM schema_migrations WHERE version >= 7`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestEventsRowidMigration(t *testing.T) {
 		`INSERT INTO events_old SELECT session_id, seq, id, type, live, pending, processed_at, body FROM events`,
 		`DROP TABLE events`, `ALTER TABLE events_old RENAME TO events`,
 		`CREATE INDEX events_by_id ON events (session_id, id)`, `CREATE INDEX events_pending ON events (session_id, seq) WHERE pending`,
-		`DROP TABLE replica_hands`, `DROP TABLE session_workspaces`,
+		`DROP TABLE replica_hands`, `DROP TABLE session_workspaces`, `DROP TABLE machines`,
 		`DELETE FROM schema_migrations WHERE version >= 9`,
 	} {
 		if _, err := db.Exec(q); err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}{
 		{"APIKeys", testAPIKeys},
 		{"EnvironmentKeys", testEnvironmentKeys},
+		{"Machines", testMachines},
 		{"Work", testWork},
 		{"OneOpenWork", testOneOpenWork},
 		{"AgentVersions", testAgentVersions},
@@ -552,5 +554,47 @@ func testEnvironmentKeys(t *testing.T, s store.Store) {
 	}
 	if l, _ := s.ListEnvironmentKeys(ctx, "env_b"); len(l) != 0 {
 		t.Fatalf("keys of another environment listed: %+v", l)
+	}
+}
+
+func testMachines(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	m := store.Machine{ID: "mach_1", Name: "build-01", EnvironmentIDs: []string{"env_a", "env_b"}, Hash: "mh1", Hint: "wxyz", CreatedAt: time.Now()}
+	if err := s.CreateMachine(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateMachine(ctx, store.Machine{ID: "mach_2", Name: "x", EnvironmentIDs: []string{"env_a"}, Hash: "mh1", CreatedAt: time.Now()}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("duplicate hash: %v", err)
+	}
+	got, err := s.MachineByHash(ctx, "mh1")
+	if err != nil || got.ID != "mach_1" || got.Name != "build-01" || !slices.Equal(got.EnvironmentIDs, m.EnvironmentIDs) || got.Hint != "wxyz" || got.RevokedAt != nil {
+		t.Fatalf("by hash: %+v %v", got, err)
+	}
+	if _, err := s.MachineByHash(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown hash: %v", err)
+	}
+	if _, err := s.GetMachine(ctx, "mach_9"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	if _, err := s.RevokeMachine(ctx, "mach_9", time.Now()); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("revoke unknown: %v", err)
+	}
+	first := time.Now().Add(-time.Minute)
+	rm, err := s.RevokeMachine(ctx, "mach_1", first)
+	if err != nil || rm.RevokedAt == nil || !rm.RevokedAt.Equal(first.UTC().Truncate(time.Nanosecond)) {
+		t.Fatalf("revoke: %+v %v", rm, err)
+	}
+	if again, err := s.RevokeMachine(ctx, "mach_1", time.Now()); err != nil || !again.RevokedAt.Equal(*rm.RevokedAt) {
+		t.Fatalf("revoke twice moved the time: %+v %v", again, err)
+	}
+	if err := s.CreateMachine(ctx, store.Machine{ID: "mach_3", Name: "later", EnvironmentIDs: []string{"env_c"}, Hash: "mh3", Hint: "abcd", CreatedAt: time.Now().Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListMachines(ctx)
+	if err != nil || len(list) != 2 || list[0].ID != "mach_1" || list[0].RevokedAt == nil || list[1].ID != "mach_3" {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	if g, err := s.GetMachine(ctx, "mach_3"); err != nil || g.EnvironmentIDs[0] != "env_c" {
+		t.Fatalf("get: %+v %v", g, err)
 	}
 }

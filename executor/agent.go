@@ -1,0 +1,338 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Methods of the agent end (capability "agent"): an external agent loop
+// ("brain") that runs a session's turns.
+const (
+	MethodTurnStart         = "turn.start"
+	MethodTurnCancel        = "turn.cancel"
+	MethodSessionEvent      = "session.event"
+	MethodModelTokenRefresh = "model_token.refresh"
+	MethodToolsTokenRefresh = "tools_token.refresh"
+)
+
+// Reasons of the token refreshes (data.reason).
+const (
+	// ReasonTurnInactive: the turn the refresh names is not running (it
+	// ended, was cancelled, or its agent end was replaced).
+	ReasonTurnInactive = "turn_inactive"
+	// ReasonForbidden: the turn runs on another agent end.
+	ReasonForbidden = "forbidden"
+	// ReasonModelTokenUnavailable: no model token can be issued now.
+	ReasonModelTokenUnavailable = "model_token_unavailable"
+	// ReasonToolsTokenUnavailable: no tools token can be issued now.
+	ReasonToolsTokenUnavailable = "tools_token_unavailable"
+)
+
+// Error codes of a platform tool call's result (an open set, with the
+// tool result codes such as workspace_boundary).
+const (
+	ToolErrorEnvironmentUnavailable = "environment_unavailable"
+	ToolErrorPermissionDenied       = "permission_denied"
+	ToolErrorApprovalRequired       = "approval_required"
+	ToolErrorApprovalInvalid        = "approval_invalid"
+	ToolErrorInProgress             = "in_progress"
+	ToolErrorIdempotencyKeyReused   = "idempotency_key_reused"
+)
+
+// TokenGrant is a short-lived credential the harness gives an agent end:
+// a model token (for the model gateway) or a tools token (for the
+// platform tools endpoint).
+type TokenGrant struct {
+	// Provider and Model are set on a model grant.
+	Provider  string    `json:"provider,omitempty"`
+	Model     string    `json:"model,omitempty"`
+	BaseURL   string    `json:"base_url,omitempty"` // model gateway
+	URL       string    `json:"url,omitempty"`      // tools endpoint
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// TurnStart is what turn.start carries: everything an agent loop needs to
+// run one turn of a session.
+type TurnStart struct {
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	// Inputs are the events that started the turn (user messages, tool
+	// confirmations, custom tool results), as the API shows them.
+	Inputs []json.RawMessage `json:"inputs"`
+	// Transcript is the session's log before the inputs, as the API
+	// shows it: the conversation so far.
+	Transcript []json.RawMessage `json:"transcript,omitempty"`
+	// Agent is the session's agent configuration (model, system prompt,
+	// tools), as the API shows it.
+	Agent json.RawMessage `json:"agent,omitempty"`
+	Model *TokenGrant     `json:"model,omitempty"`
+	Tools *TokenGrant     `json:"tools,omitempty"`
+}
+
+type turnStartResult struct {
+	Accepted bool   `json:"accepted"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+type turnCancelParams struct {
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	Reason    string `json:"reason"`
+}
+
+type sessionEventParams struct {
+	SessionID string            `json:"session_id"`
+	TurnID    string            `json:"turn_id"`
+	Sequence  int64             `json:"sequence"`
+	Events    []json.RawMessage `json:"events"`
+}
+
+type sessionEventResult struct {
+	NextSequence int64 `json:"next_sequence"`
+}
+
+type tokenRefreshParams struct {
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+}
+
+// TurnSink receives what an agent end sends for one turn. Append must
+// append the events through the harness's write path, all or none, and
+// return a *RPCError for a refusal the agent end should read (for example
+// -32602 for an event it may not append); it is never called twice for the
+// same sequence. The refreshes return a fresh grant or a *RPCError whose
+// reason is model_token_unavailable / tools_token_unavailable.
+type TurnSink interface {
+	Append(ctx context.Context, events []json.RawMessage) error
+	RefreshModelToken(ctx context.Context) (TokenGrant, error)
+	RefreshToolsToken(ctx context.Context) (TokenGrant, error)
+}
+
+// AgentTurnRequest asks the hub to start a turn on an agent end.
+type AgentTurnRequest struct {
+	// EnvironmentID and MachineIDs say which agent ends may run the turn:
+	// those of the environment and those of the machines.
+	EnvironmentID string
+	MachineIDs    []string
+	Start         TurnStart
+	Sink          TurnSink
+}
+
+// ErrNoAgentEnd is returned by [Hub.StartTurn] when no agent end of the
+// session's scopes is connected; wait on [Hub.Changed] (or
+// [Hub.ChangedMachine]) and try again.
+var ErrNoAgentEnd = errors.New("executor: no agent end available for the session")
+
+// ErrAgentEndLost is the Err of an [AgentTurn] whose agent end's
+// connection ended (or was replaced) before the turn did.
+var ErrAgentEndLost = errors.New("executor: the agent end was lost before the turn ended")
+
+// AgentTurn is a turn running on an agent end.
+type AgentTurn struct {
+	SessionID, TurnID string
+	// ExecutorID is the agent end that runs it.
+	ExecutorID string
+
+	h    *Hub
+	conn *hubConn
+	sink TurnSink
+
+	seqMu sync.Mutex // held across an append, so one sequence appends once
+	next  int64
+
+	once sync.Once
+	done chan struct{}
+	err  error
+}
+
+// Done is closed when the turn ended: [AgentTurn.End], [AgentTurn.Cancel]
+// or the loss of its agent end (Err is then [ErrAgentEndLost]).
+func (t *AgentTurn) Done() <-chan struct{} { return t.done }
+
+// Err says why the turn ended, after Done.
+func (t *AgentTurn) Err() error {
+	<-t.done
+	return t.err
+}
+
+// NextSequence is the sequence the harness expects next.
+func (t *AgentTurn) NextSequence() int64 {
+	t.seqMu.Lock()
+	defer t.seqMu.Unlock()
+	return t.next
+}
+
+func (t *AgentTurn) finish(err error) {
+	t.once.Do(func() {
+		t.err = err
+		close(t.done)
+	})
+}
+
+func (t *AgentTurn) active() bool {
+	select {
+	case <-t.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// End ends the turn on the harness's side (it ended in the log): later
+// session.events and refreshes for it are refused with turn_inactive.
+func (t *AgentTurn) End() {
+	t.h.forgetTurn(t)
+	t.finish(nil)
+}
+
+// Cancel ends the turn and tells the agent end (turn.cancel) with reason,
+// for example "interrupt".
+func (t *AgentTurn) Cancel(ctx context.Context, reason string) {
+	t.End()
+	if err := t.conn.rpc.notify(ctx, MethodTurnCancel, turnCancelParams{SessionID: t.SessionID, TurnID: t.TurnID, Reason: reason}); err != nil {
+		t.h.logger.Debug("turn.cancel", "session", t.SessionID, "err", err)
+	}
+}
+
+// StartTurn sends turn.start to the least busy agent end that may run the
+// session's turn and returns the running turn. An agent end that refuses
+// answers a *RPCError whose reason is the session.error type to record.
+func (h *Hub) StartTurn(ctx context.Context, req AgentTurnRequest) (*AgentTurn, error) {
+	if req.Start.TurnID == "" {
+		req.Start.TurnID = newID("turn_")
+	}
+	h.mu.Lock()
+	c := h.pickAgentLocked(req)
+	if c == nil {
+		h.mu.Unlock()
+		return nil, ErrNoAgentEnd
+	}
+	t := &AgentTurn{SessionID: req.Start.SessionID, TurnID: req.Start.TurnID, ExecutorID: c.id, h: h, conn: c, sink: req.Sink, done: make(chan struct{})}
+	if c.turns == nil {
+		c.turns = make(map[string]*AgentTurn)
+	}
+	c.turns[t.TurnID] = t
+	h.mu.Unlock()
+	var res turnStartResult
+	if err := c.rpc.call(ctx, MethodTurnStart, req.Start, &res); err != nil {
+		t.End()
+		return nil, err
+	}
+	if !res.Accepted {
+		t.End()
+		return nil, WithReason(CodeResourceUnavailable, res.Reason, "").withDetail("the agent end refused the turn")
+	}
+	return t, nil
+}
+
+// pickAgentLocked chooses a registered agent end for req: the one running
+// the fewest turns.
+func (h *Hub) pickAgentLocked(req AgentTurnRequest) *hubConn {
+	scopes := []string{principal{EnvironmentID: req.EnvironmentID}.scope()}
+	for _, m := range req.MachineIDs {
+		scopes = append(scopes, principal{MachineID: m}.scope())
+	}
+	var best *hubConn
+	for _, s := range scopes {
+		for c := range h.byScope[s] {
+			if c.has(CapabilityAgent) && (best == nil || len(c.turns) < len(best.turns)) {
+				best = c
+			}
+		}
+	}
+	return best
+}
+
+func (h *Hub) forgetTurn(t *AgentTurn) {
+	h.mu.Lock()
+	if t.conn.turns[t.TurnID] == t {
+		delete(t.conn.turns, t.TurnID)
+	}
+	h.mu.Unlock()
+}
+
+// loseTurnsLocked ends the turns of a connection that is going away.
+func (c *hubConn) loseTurnsLocked() {
+	for id, t := range c.turns {
+		delete(c.turns, id)
+		t.finish(ErrAgentEndLost)
+	}
+}
+
+// turn finds a turn of this connection for a request about it: an unknown
+// or ended turn is turn_inactive (-32007), another connection's is
+// forbidden (-32001).
+func (c *hubConn) turn(sessionID, turnID string) (*AgentTurn, error) {
+	c.h.mu.Lock()
+	t := c.turns[turnID]
+	var other bool
+	if t == nil {
+		for oc := range c.h.conns {
+			if oc != c && oc.turns[turnID] != nil {
+				other = true
+				break
+			}
+		}
+	}
+	c.h.mu.Unlock()
+	switch {
+	case other:
+		return nil, WithReason(CodeForbidden, ReasonForbidden, "").withDetail(fmt.Sprintf("turn %s runs on another agent end", turnID))
+	case t == nil || t.SessionID != sessionID || !t.active():
+		return nil, WithReason(CodeSessionNotActive, ReasonTurnInactive, "").withDetail(fmt.Sprintf("turn %s of session %s is not running", turnID, sessionID))
+	}
+	return t, nil
+}
+
+// sessionEvent appends an agent end's events when their sequence is the
+// one expected: a gap or a replay is -32013 with data.expected_sequence,
+// and nothing is appended.
+func (c *hubConn) sessionEvent(ctx context.Context, params json.RawMessage) (any, error) {
+	var p sessionEventParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	if len(p.Events) == 0 {
+		return nil, NewRPCError(CodeInvalidParams, "").withDetail("events: at least one event")
+	}
+	t, err := c.turn(p.SessionID, p.TurnID)
+	if err != nil {
+		return nil, err
+	}
+	t.seqMu.Lock()
+	defer t.seqMu.Unlock()
+	if p.Sequence != t.next {
+		e := NewRPCError(CodeConflict, "").withDetail(fmt.Sprintf("sequence %d: expected %d", p.Sequence, t.next))
+		e.Data.ExpectedSequence = ptr(t.next)
+		return nil, e
+	}
+	if !t.active() {
+		return nil, WithReason(CodeSessionNotActive, ReasonTurnInactive, "").withDetail("the turn ended")
+	}
+	if err := t.sink.Append(ctx, p.Events); err != nil {
+		return nil, err
+	}
+	t.next += int64(len(p.Events))
+	return sessionEventResult{NextSequence: t.next}, nil
+}
+
+// refreshToken answers model_token.refresh and tools_token.refresh.
+func (c *hubConn) refreshToken(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	var p tokenRefreshParams
+	if err := decodeParams(params, &p); err != nil {
+		return nil, err
+	}
+	t, err := c.turn(p.SessionID, p.TurnID)
+	if err != nil {
+		return nil, err
+	}
+	if method == MethodModelTokenRefresh {
+		return t.sink.RefreshModelToken(ctx)
+	}
+	return t.sink.RefreshToolsToken(ctx)
+}

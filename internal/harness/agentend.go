@@ -1,0 +1,246 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// AgentEndMetadataKey is the session metadata key that hands a session's
+// turns to an external agent end: "true" opts in.
+const AgentEndMetadataKey = "reins.agent_end"
+
+// ServedByAgentEnd reports whether the session's turns run on an agent end.
+func ServedByAgentEnd(sess *ma.Session) bool {
+	return sess.Metadata[AgentEndMetadataKey] == "true"
+}
+
+// AgentEnds starts turns on external agent ends.
+type AgentEnds interface {
+	// StartTurn sends turn.start to an agent end that may run the
+	// session's turn; what it appends must be handed to sink. A non-nil
+	// Wait means no agent end is connected: the session waits on it.
+	StartTurn(ctx context.Context, sess *ma.Session, start TurnStart, sink TurnSink) (AgentTurn, *Wait, error)
+}
+
+// TurnStart is what an agent end is told at the start of a turn: the
+// events that start it, the log before them and the agent, as the API
+// shows them.
+type TurnStart struct {
+	Inputs     []json.RawMessage
+	Transcript []json.RawMessage
+	Agent      json.RawMessage
+}
+
+// TurnSink takes an agent end's batches of events to the runner of the
+// turn. Append returns once the batch is appended, or refused:
+// ErrTurnInactive, or an *InvalidEventsError (nothing appended).
+type TurnSink interface {
+	Append(ctx context.Context, events []json.RawMessage) error
+}
+
+// AgentTurn is a turn running on an agent end.
+type AgentTurn interface {
+	Done() <-chan struct{}
+	Err() error
+	End()
+	Cancel(ctx context.Context, reason string)
+}
+
+// EventTurnEnd is the last event an agent end appends in a turn.
+const EventTurnEnd = "turn.end"
+
+// ErrTurnInactive refuses events for a turn that is over.
+var ErrTurnInactive = errors.New("the turn is not running")
+
+// InvalidEventsError refuses a batch with an event an agent end may not
+// append.
+type InvalidEventsError struct{ Detail string }
+
+func (e *InvalidEventsError) Error() string { return e.Detail }
+
+// agentEventTypes are the events an agent end may append.
+var agentEventTypes = []string{ma.EventAgentMessage, ma.EventAgentThinking, ma.EventAgentCustomToolUse,
+	ma.EventSpanModelRequestStart, ma.EventSpanModelRequestEnd, EventTurnEnd}
+
+// agentBatch is one session.event on its way to the runner, which appends
+// it through its own write path and answers on reply.
+type agentBatch struct {
+	events []json.RawMessage
+	reply  chan error
+}
+
+// turnSink hands an agent end's batches to the runner that runs the turn.
+type turnSink struct {
+	batches chan agentBatch
+	gone    chan struct{} // closed when the runner stops reading
+}
+
+// Append implements TurnSink.
+func (s *turnSink) Append(ctx context.Context, events []json.RawMessage) error {
+	b := agentBatch{events: events, reply: make(chan error, 1)}
+	select {
+	case s.batches <- b:
+	case <-s.gone:
+		return ErrTurnInactive
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-b.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// turnStart is what the agent end is told: the inputs since the session
+// last went idle, the log before them, and the agent.
+func turnStart(sess *ma.Session, live []ma.Event) (TurnStart, error) {
+	cut := 0
+	for i, ev := range live {
+		if ev.Type == ma.EventStatusIdle {
+			cut = i + 1
+		}
+	}
+	st := TurnStart{Inputs: []json.RawMessage{}}
+	for i, ev := range live {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return st, err
+		}
+		switch {
+		case i < cut:
+			st.Transcript = append(st.Transcript, b)
+		case ev.Type == ma.EventUserMessage || ev.Type == ma.EventUserCustomToolResult || ev.Type == ma.EventUserToolConfirmation:
+			st.Inputs = append(st.Inputs, b)
+		default:
+			st.Transcript = append(st.Transcript, b) // what this turn already did
+		}
+	}
+	agent, err := json.Marshal(sess.Agent)
+	st.Agent = agent
+	return st, err
+}
+
+// agentTurn runs one turn on an agent end: it starts it, appends what the
+// agent end sends (through update, the runner's one write path) until the
+// end of the turn, an interrupt, or the loss of the agent end.
+func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) error {
+	tctx, done := r.turnContext(ctx, gen)
+	defer done()
+	start, err := turnStart(sess, r.log.live())
+	if err != nil {
+		return err
+	}
+	sink := &turnSink{batches: make(chan agentBatch), gone: make(chan struct{})}
+	defer close(sink.gone)
+	turn, wait, err := r.h.cfg.AgentEnds.StartTurn(tctx, sess, start, sink)
+	switch {
+	case wait != nil:
+		return r.reschedule(ctx, gen, wait)
+	case tctx.Err() != nil:
+		return ctx.Err() // an interrupt: the next step reads it
+	case err != nil:
+		return r.agentEndFailed(ctx, fmt.Sprintf("the agent end refused the turn: %v", err))
+	}
+	defer turn.End()
+	custom := false
+	for {
+		select {
+		case b := <-sink.batches:
+			ended, err := r.appendAgentEvents(ctx, b.events, &custom)
+			var ie *InvalidEventsError
+			if err != nil && !errors.As(err, &ie) && !errors.Is(err, ErrTurnInactive) {
+				b.reply <- errors.New("the event could not be appended")
+				return err
+			}
+			b.reply <- err
+			if ended {
+				return nil
+			}
+		case <-turn.Done():
+			return r.agentEndFailed(ctx, "the agent end running the turn was lost; the turn starts again on the next agent end that connects")
+		case <-tctx.Done():
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), turnCancelWait)
+			turn.Cancel(cctx, "interrupt")
+			cancel()
+			return ctx.Err() // nil for an interrupt: the next step reads it
+		}
+	}
+}
+
+// turnCancelWait bounds the turn.cancel notification.
+const turnCancelWait = 5 * time.Second
+
+// appendAgentEvents checks and appends one batch; ended reports that the
+// batch ended the turn. A refused batch is an *InvalidEventsError (or ErrTurnInactive) and
+// nothing of it is appended.
+func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, custom *bool) (ended bool, err error) {
+	plan := planTools(&r.sess.Agent)
+	evs := make([]*ma.Event, 0, len(raw))
+	for i, b := range raw {
+		var ev ma.Event
+		if err := json.Unmarshal(b, &ev); err != nil {
+			return false, invalidEvent(i, err.Error())
+		}
+		if !slices.Contains(agentEventTypes, ev.Type) {
+			return false, invalidEvent(i, fmt.Sprintf("type %q: an agent end appends %v", ev.Type, agentEventTypes))
+		}
+		if ended {
+			return false, invalidEvent(i, "nothing may follow turn.end")
+		}
+		if ev.Type == EventTurnEnd {
+			ended = true
+			continue
+		}
+		if ev.Type == ma.EventAgentCustomToolUse && !plan.custom[ev.Name] {
+			return false, invalidEvent(i, fmt.Sprintf("%q is not a custom tool of the agent", ev.Name))
+		}
+		ev.ID, ev.ProcessedAt = "", nil
+		evs = append(evs, &ev)
+	}
+	hasCustom := *custom || slices.ContainsFunc(evs, func(ev *ma.Event) bool { return ev.Type == ma.EventAgentCustomToolUse })
+	err = r.update(ctx, func(tx store.Tx) error {
+		if tx.Session().Status != ma.StatusRunning {
+			return ErrTurnInactive
+		}
+		now := r.h.now()
+		for _, ev := range evs {
+			ev.ProcessedAt = &now
+		}
+		if err := tx.Append(evs...); err != nil {
+			return err
+		}
+		if ended && !hasCustom {
+			return r.idle(tx, ma.StopEndTurn, nil)
+		}
+		return nil // custom tool uses: the next step waits for their results
+	})
+	if err != nil {
+		return false, err
+	}
+	*custom = hasCustom
+	return ended, nil
+}
+
+func invalidEvent(i int, detail string) error {
+	return &InvalidEventsError{Detail: fmt.Sprintf("events[%d]: %s", i, detail)}
+}
+
+// agentEndFailed records a turn that could not go on on its agent end: a
+// retrying unknown_error; the next step starts the turn again (and waits
+// in rescheduling while no agent end is connected).
+func (r *runner) agentEndFailed(ctx context.Context, message string) error {
+	return r.update(ctx, func(tx store.Tx) error {
+		now := r.h.now()
+		return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+			Error: &ma.SessionError{Type: ma.ErrorUnknown, Message: message, RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
+	})
+}

@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/secret"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// maxMachineEnvironments bounds a machine's environment scope.
+const maxMachineEnvironments = 100
+
+// machine is a machine as listed (never its token).
+type machine struct {
+	Type           string   `json:"type"`
+	ID             string   `json:"id"`
+	Name           string   `json:"name"`
+	EnvironmentIDs []string `json:"environment_ids"`
+	Hint           string   `json:"hint"`
+	CreatedAt      string   `json:"created_at"`
+	RevokedAt      *string  `json:"revoked_at"`
+}
+
+func machineView(m store.Machine) machine {
+	return machine{Type: "machine", ID: m.ID, Name: m.Name, EnvironmentIDs: m.EnvironmentIDs, Hint: m.Hint,
+		CreatedAt: ma.Time(m.CreatedAt), RevokedAt: ma.TimePtr(m.RevokedAt)}
+}
+
+// createMachine enrolls a machine: its token, in this response only, lets
+// machine-scoped executors (processes, agent ends) serve sessions of the
+// self-hosted environments named in environment_ids.
+func (s *Server) createMachine(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Name           string   `json:"name"`
+		EnvironmentIDs []string `json:"environment_ids"`
+	}
+	if err := decode(r, &body); err != nil {
+		return err
+	}
+	if body.Name == "" || len(body.Name) > 256 {
+		return badRequest("name: required, at most 256 bytes")
+	}
+	if len(body.EnvironmentIDs) == 0 || len(body.EnvironmentIDs) > maxMachineEnvironments {
+		return badRequest("environment_ids: between 1 and %d environments", maxMachineEnvironments)
+	}
+	envs := slices.Clone(body.EnvironmentIDs)
+	slices.Sort(envs)
+	envs = slices.Compact(envs)
+	for _, id := range envs {
+		env, err := s.cfg.Store.GetEnvironment(r.Context(), id)
+		if errors.Is(err, store.ErrNotFound) {
+			return badRequest("environment_ids: environment %s does not exist", id)
+		}
+		if err != nil {
+			return err
+		}
+		if err := env.CheckOutsideExecutors(); err != nil {
+			return badRequest("environment_ids: %v", err)
+		}
+		if env.ArchivedAt != nil {
+			return badRequest("environment_ids: environment %s is archived", id)
+		}
+	}
+	token, hash := secret.New(secret.MachineTokenPrefix)
+	m := store.Machine{ID: ids.New("mach_"), Name: body.Name, EnvironmentIDs: envs, Hash: hash, Hint: token[len(token)-4:], CreatedAt: time.Now().UTC()}
+	if err := s.cfg.Store.CreateMachine(r.Context(), m); err != nil {
+		return err
+	}
+	writeJSON(w, struct {
+		machine
+		Token string `json:"token"`
+	}{machineView(m), token})
+	return nil
+}
+
+func (s *Server) listMachines(w http.ResponseWriter, r *http.Request) error {
+	ms, err := s.cfg.Store.ListMachines(r.Context())
+	if err != nil {
+		return err
+	}
+	page := ma.Page[machine]{Data: make([]machine, len(ms))}
+	for i, m := range ms {
+		page.Data[i] = machineView(m)
+	}
+	writeJSON(w, page)
+	return nil
+}
+
+func (s *Server) getMachine(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.cfg.Store.GetMachine(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, machineView(m))
+	return nil
+}
+
+// revokeMachine revokes a machine's token: exchanges with it are refused
+// from now on and the executors it connected are cut off.
+func (s *Server) revokeMachine(w http.ResponseWriter, r *http.Request) error {
+	m, err := s.cfg.Store.RevokeMachine(r.Context(), r.PathValue("id"), time.Now())
+	if err != nil {
+		return err
+	}
+	if s.cfg.Lifecycle != nil {
+		s.cfg.Lifecycle.MachineRevoked(r.Context(), m)
+	}
+	writeJSON(w, machineView(m))
+	return nil
+}
