@@ -278,6 +278,11 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.Lifecycle = replicaLifecycle{ht, b}
 	hc.ValidatePackages = packages.Validate
 	hc.Models = models
+	if hc.FileSpoolDir == "" {
+		// Uploads cut off by a crash are left here; nothing else is.
+		hc.FileSpoolDir = filepath.Join(cfg.DataDir, "uploads")
+		os.RemoveAll(hc.FileSpoolDir)
+	}
 	api := httpapi.New(hc)
 	idle := func() {
 		streams.CloseIdleConnections()
