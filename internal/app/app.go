@@ -191,7 +191,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	b := bus.New()
-	hcfg := harness.Config{Store: st, Bus: b, Model: models, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger}
+	hcfg := harness.Config{Store: st, Bus: b, Model: fileSources{next: models, files: st}, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger}
 	var relay *pgnotify.Relay
 	if cfg.DatabaseURL != "" {
 		// Replicas may share the database: sessions run under leases and

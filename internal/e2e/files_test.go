@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/fakeanthropic"
+	provider "github.com/reinsdev/reins/internal/model/anthropic"
 )
 
 // TestFilesAPI drives /v1/files with the official Go SDK: upload, get,
@@ -107,5 +110,60 @@ func TestFilesAPI(t *testing.T) {
 	left, err := s.client.Beta.Files.List(ctx, anthropic.BetaFileListParams{})
 	if err != nil || len(left.Data) != 1 {
 		t.Fatalf("after the refusals: %+v %v", left, err)
+	}
+}
+
+// TestFileSourcesReachTheModel: a user message's image and document
+// blocks with file sources reach the Messages API inline (the image as
+// base64, the text file as a text document); the event log keeps the file
+// ids; an unknown file id is a 404.
+func TestFileSourcesReachTheModel(t *testing.T) {
+	s, fake := startWithFakeAnthropic(t)
+	ctx := context.Background()
+	// A 1x1 PNG.
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+	img, err := s.client.Beta.Files.Upload(ctx, anthropic.BetaFileUploadParams{File: anthropic.File(bytes.NewReader(png), "dot.png", "image/png")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := s.client.Beta.Files.Upload(ctx, anthropic.BetaFileUploadParams{File: anthropic.File(strings.NewReader("the secret word is marmalade"), "word.txt", "text/plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.newAgent(t, provider.DefaultModel)
+	sess := s.newSession(t, a.ID, s.newEnv(t, "env").ID)
+	message := func(imgID, docID string) anthropic.BetaManagedAgentsEventParamsUnion {
+		return anthropic.BetaManagedAgentsEventParamsUnion{OfUserMessage: &anthropic.BetaManagedAgentsUserMessageEventParams{
+			Content: []anthropic.BetaManagedAgentsUserMessageEventParamsContentUnion{
+				{OfImage: &anthropic.BetaManagedAgentsImageBlockParam{Source: anthropic.BetaManagedAgentsImageBlockSourceUnionParam{OfFile: &anthropic.BetaManagedAgentsFileImageSourceParam{FileID: imgID}}}},
+				{OfDocument: &anthropic.BetaManagedAgentsDocumentBlockParam{Source: anthropic.BetaManagedAgentsDocumentBlockSourceUnionParam{OfFile: &anthropic.BetaManagedAgentsFileDocumentSourceParam{FileID: docID}}}},
+				{OfText: &anthropic.BetaManagedAgentsTextBlockParam{Text: "what is the word?"}},
+			},
+		}}
+	}
+	_, err = s.client.Beta.Sessions.Events.Send(ctx, sess.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{message(img.ID, "file_missing")}})
+	apiErr(t, err, http.StatusNotFound, "not_found_error")
+	_, err = s.client.Beta.Sessions.Events.Send(ctx, sess.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{message(doc.ID, doc.ID)}})
+	apiErr(t, err, http.StatusBadRequest, "invalid_request_error") // a text file as an image
+
+	fake.Push(fakeanthropic.Text("marmalade"))
+	st := s.openStream(t, sess.ID)
+	echo := s.send(t, sess.ID, message(img.ID, doc.ID))
+	if !strings.Contains(string(echo[0].Content[1].Source), doc.ID) {
+		t.Fatalf("echo lost the file id: %s", echo[0].Content[1].Source)
+	}
+	st.until(isIdle)
+	reqs := fake.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	raw := string(reqs[0].Raw)
+	for _, want := range []string{`"media_type":"image/png"`, base64.StdEncoding.EncodeToString(png), `"data":"the secret word is marmalade"`} {
+		if !strings.Contains(raw, want) {
+			t.Fatalf("model request lacks %s: %s", want, raw)
+		}
+	}
+	if strings.Contains(raw, "file_") {
+		t.Fatalf("a file id reached the model: %s", raw)
 	}
 }

@@ -171,6 +171,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		if err := s.checkFiles(r.Context(), fmt.Sprintf("initial_events[%d].content", i), ev.Content); err != nil {
+			return err
+		}
 		if ev.Type != ma.EventUserMessage {
 			return badRequest("initial_events[%d].type: only user.message is accepted here; got %q", i, ev.Type)
 		}
