@@ -97,4 +97,3 @@ func (s *Store) ReadFileChunk(ctx context.Context, id string, n int) ([]byte, er
 	err := s.r.QueryRow(ctx, `SELECT data FROM file_chunks WHERE file_id = ? AND n = ?`, id, n).Scan(&data)
 	return data, notFound(err, fmt.Sprintf("piece %d of file", n), id)
 }
-
