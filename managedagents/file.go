@@ -23,3 +23,14 @@ type FileScope struct {
 	ID   string `json:"id"`
 	Type string `json:"type"` // "session"
 }
+
+// SessionResource is a resource of a session: a file of the Files API
+// placed in its workspace.
+type SessionResource struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"` // "file"
+	FileID    string `json:"file_id,omitempty"`
+	MountPath string `json:"mount_path"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}

@@ -271,6 +271,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, counted(&s.streams, s.streamEvents))
 
 	s.fileRoutes()
+	s.resourceRoutes()
 
 	if s.cfg.Vaults.Keyring != nil {
 		s.vaultRoutes(s.cfg.Vaults)
