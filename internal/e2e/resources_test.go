@@ -132,3 +132,36 @@ func TestFileResources(t *testing.T) {
 }
 
 func md5sum(b []byte) [16]byte { return md5.Sum(b) }
+
+// TestWebToolsRefused: enabling web_fetch or web_search, which reins does
+// not run, is a clear 400, never a tool silently left out.
+func TestWebToolsRefused(t *testing.T) {
+	s := start(t, options{})
+	for name, c := range map[string]anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{
+		"web_fetch":  {OfWebFetch: &anthropic.BetaManagedAgentsWebFetchToolConfigParams{Enabled: anthropic.Bool(true)}},
+		"web_search": {OfWebSearch: &anthropic.BetaManagedAgentsWebSearchToolConfigParams{}}, // enabled by the toolset's default
+	} {
+		_, err := s.client.Beta.Agents.New(context.Background(), anthropic.BetaAgentNewParams{
+			Name:  "web",
+			Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
+			Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+				Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{c},
+			}}},
+		})
+		apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
+		if !strings.Contains(err.Error(), name+" is not supported") {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	// Turned off explicitly, they are accepted.
+	_, err := s.client.Beta.Agents.New(context.Background(), anthropic.BetaAgentNewParams{
+		Name:  "no web",
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
+		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+			Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{{OfWebFetch: &anthropic.BetaManagedAgentsWebFetchToolConfigParams{Enabled: anthropic.Bool(false)}}},
+		}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
