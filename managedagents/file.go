@@ -24,13 +24,24 @@ type FileScope struct {
 	Type string `json:"type"` // "session"
 }
 
-// SessionResource is a resource of a session: a file of the Files API
-// placed in its workspace.
+// SessionResource is a resource of a session: a file of the Files API or
+// a git repository, placed in its workspace.
 type SessionResource struct {
-	ID        string `json:"id"`
-	Type      string `json:"type"` // "file"
-	FileID    string `json:"file_id,omitempty"`
-	MountPath string `json:"mount_path"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
+	ID     string `json:"id"`
+	Type   string `json:"type"` // "file" or "github_repository"
+	FileID string `json:"file_id,omitempty"`
+	URL    string `json:"url,omitempty"`
+	// Checkout is the branch or commit of a github_repository (nil: the
+	// remote's default branch).
+	Checkout  *Checkout `json:"checkout,omitempty"`
+	MountPath string    `json:"mount_path"`
+	CreatedAt string    `json:"created_at"`
+	UpdatedAt string    `json:"updated_at"`
+}
+
+// Checkout is what a github_repository resource checks out.
+type Checkout struct {
+	Type string `json:"type"` // "branch" or "commit"
+	Name string `json:"name,omitempty"`
+	SHA  string `json:"sha,omitempty"`
 }

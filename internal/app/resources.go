@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
@@ -52,8 +53,15 @@ func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *harness
 		if err != nil {
 			return errorResult(fmt.Errorf("resource %s: %w", r.ID, err))
 		}
-		if err := t.placeFile(ctx, sess, r.FileID, rel); err != nil {
-			return errorResult(fmt.Errorf("could not place file %s at %s: %w", r.FileID, r.MountPath, err))
+		switch r.Type {
+		case "github_repository":
+			if err := t.bash(ctx, sess, cloneCommand(r, rel)); err != nil {
+				return errorResult(fmt.Errorf("could not clone %s into %s: %w", r.URL, r.MountPath, err))
+			}
+		default:
+			if err := t.placeFile(ctx, sess, r.FileID, rel); err != nil {
+				return errorResult(fmt.Errorf("could not place file %s at %s: %w", r.FileID, r.MountPath, err))
+			}
 		}
 		t.mu.Lock()
 		placed[r.ID] = rel
@@ -63,7 +71,7 @@ func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *harness
 		if want[id] {
 			continue
 		}
-		if err := t.bash(ctx, sess, "rm -f -- "+shellQuote(rel)); err != nil {
+		if err := t.bash(ctx, sess, "rm -rf -- "+shellQuote(rel)); err != nil {
 			return errorResult(fmt.Errorf("could not remove the deleted resource at %s: %w", rel, err))
 		}
 		t.mu.Lock()
@@ -124,7 +132,7 @@ func (t *hubTools) placeFile(ctx context.Context, sess *ma.Session, fileID, rel 
 // bash runs one command in the session's workspace root, in a subshell
 // (the model's shell keeps its directory and variables).
 func (t *hubTools) bash(ctx context.Context, sess *ma.Session, cmd string) error {
-	input, _ := json.Marshal(map[string]string{"command": "( cd \"$HOME\" && " + cmd + "\n) && echo " + resourceOK})
+	input, _ := json.Marshal(map[string]any{"command": "( cd \"$HOME\" && " + cmd + "\n) && echo " + resourceOK, "timeout_ms": placeTimeout.Milliseconds()})
 	res := t.runTool(ctx, sess, harness.ToolCall{ID: ids.New("reins_resource_"), Name: "bash", Input: input})
 	var out []string
 	for _, b := range res.Content {
@@ -137,10 +145,34 @@ func (t *hubTools) bash(ctx context.Context, sess *ma.Session, cmd string) error
 	return nil
 }
 
+// placeTimeout bounds one placing command (a clone); the bash tool caps
+// it at its own maximum.
+const placeTimeout = 10 * time.Minute
+
 // resourceOK is what a placing command prints when it succeeded.
 const resourceOK = "REINS_RESOURCE_OK"
 
 // shellQuote quotes s for bash.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// cloneCommand clones a repository at rel, unless something is there
+// already (the clone of an earlier placement, with the agent's changes).
+// The clone goes through the sandbox's egress proxy even to hosts that
+// no_proxy names: inside the sandbox those are its own loopback.
+func cloneCommand(r ma.SessionResource, rel string) string {
+	dst, tmp := shellQuote(rel), shellQuote(rel+".reins-part")
+	var b strings.Builder
+	fmt.Fprintf(&b, "if [ ! -e %s ]; then rm -rf -- %s && mkdir -p -- \"$(dirname -- %s)\" && ", dst, tmp, dst)
+	b.WriteString(`NO_PROXY= no_proxy= GIT_TERMINAL_PROMPT=0 git -c http.proxy="${HTTP_PROXY:-}" -c advice.detachedHead=false clone --quiet `)
+	if r.Checkout != nil && r.Checkout.Type == "branch" {
+		fmt.Fprintf(&b, "--branch %s ", shellQuote(r.Checkout.Name))
+	}
+	fmt.Fprintf(&b, "-- %s %s 2>&1", shellQuote(r.URL), tmp)
+	if r.Checkout != nil && r.Checkout.Type == "commit" {
+		fmt.Fprintf(&b, " && git -C %s -c advice.detachedHead=false checkout --quiet %s 2>&1", tmp, shellQuote(r.Checkout.SHA))
+	}
+	fmt.Fprintf(&b, " && mv -- %s %s; fi", tmp, dst)
+	return b.String()
 }

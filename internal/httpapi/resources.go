@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 
@@ -71,44 +73,115 @@ func (s *Server) decodeResource(ctx context.Context, field string, raw json.RawM
 	if err := decodeBytes(raw, &p); err != nil {
 		return ma.SessionResource{}, fieldPrefix(field+": ", err)
 	}
+	var res ma.SessionResource
+	var mount string
 	switch p.Type {
 	case "file":
-	case "memory_store":
-		return ma.SessionResource{}, badRequest("%s.type: memory_store resources are not supported by this server yet (memory stores do not exist here)", field)
+		if p.URL != "" || len(p.Checkout) > 0 || p.Token != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != "" {
+			return res, badRequest("%s: only type, file_id and mount_path are fields of a file resource", field)
+		}
+		if p.FileID == "" {
+			return res, badRequest("%s.file_id: required", field)
+		}
+		f, err := s.cfg.Store.GetFile(ctx, p.FileID)
+		if errors.Is(err, store.ErrNotFound) || err == nil && expired(f.File, time.Now()) {
+			return res, notFound("%s.file_id: file %s not found", field, p.FileID)
+		}
+		if err != nil {
+			return res, err
+		}
+		res = ma.SessionResource{Type: "file", FileID: p.FileID}
+		mount = WorkspaceMount + "/uploads/" + p.FileID
 	case "github_repository":
-		return ma.SessionResource{}, badRequest("%s.type: github_repository resources are not supported by this server yet; clone the repository with the bash tool instead", field)
+		if p.FileID != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != "" {
+			return res, badRequest("%s: only type, url, checkout, authorization_token and mount_path are fields of a github_repository resource", field)
+		}
+		if p.Token != "" {
+			return res, badRequest("%s.authorization_token: private repositories are not supported by this server yet; give a URL the session can clone without credentials", field)
+		}
+		repo, err := repository(field, p.URL, p.Checkout)
+		if err != nil {
+			return res, err
+		}
+		res, mount = repo, WorkspaceMount+"/"+repoName(repo.URL)
+	case "memory_store":
+		return res, badRequest("%s.type: memory_store resources are not supported by this server yet (memory stores do not exist here)", field)
 	case "":
-		return ma.SessionResource{}, badRequest("%s.type: required", field)
+		return res, badRequest("%s.type: required", field)
 	default:
-		return ma.SessionResource{}, badRequest("%s.type: unknown resource type %q; expected file", field, p.Type)
+		return res, badRequest("%s.type: unknown resource type %q; expected file or github_repository", field, p.Type)
 	}
-	if p.URL != "" || len(p.Checkout) > 0 || p.Token != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != "" {
-		return ma.SessionResource{}, badRequest("%s: only type, file_id and mount_path are fields of a file resource", field)
-	}
-	if p.FileID == "" {
-		return ma.SessionResource{}, badRequest("%s.file_id: required", field)
-	}
-	f, err := s.cfg.Store.GetFile(ctx, p.FileID)
-	if errors.Is(err, store.ErrNotFound) || err == nil && expired(f.File, time.Now()) {
-		return ma.SessionResource{}, notFound("%s.file_id: file %s not found", field, p.FileID)
-	}
-	if err != nil {
-		return ma.SessionResource{}, err
-	}
-	mount := WorkspaceMount + "/uploads/" + p.FileID
 	if p.MountPath != nil {
 		mount = *p.MountPath
 	}
 	rel, err := MountPath(mount)
 	if err != nil {
-		return ma.SessionResource{}, badRequest("%s.mount_path: %v", field, err)
+		return res, badRequest("%s.mount_path: %v", field, err)
 	}
 	if taken[rel] {
-		return ma.SessionResource{}, badRequest("%s.mount_path: %s is the mount path of another resource of the session", field, mount)
+		return res, badRequest("%s.mount_path: %s is the mount path of another resource of the session", field, mount)
 	}
 	taken[rel] = true
 	now := ma.Time(time.Now())
-	return ma.SessionResource{ID: ids.New(resourcePrefix), Type: "file", FileID: p.FileID, MountPath: WorkspaceMount + "/" + rel, CreatedAt: now, UpdatedAt: now}, nil
+	res.ID, res.MountPath, res.CreatedAt, res.UpdatedAt = ids.New(resourcePrefix), WorkspaceMount+"/"+rel, now, now
+	return res, nil
+}
+
+// gitRef is what a branch name may hold: no whitespace, control
+// characters or leading dash.
+var (
+	gitRef = regexp.MustCompile(`^[A-Za-z0-9._/][A-Za-z0-9._/+@-]{0,254}$`)
+	gitSHA = regexp.MustCompile(`^[0-9a-fA-F]{7,64}$`)
+)
+
+// repository validates a github_repository's URL and checkout. The clone
+// runs in the session's sandbox, through its egress policy, so any http(s)
+// git URL is accepted; credentials in the URL are refused (they would be
+// stored and shown in clear).
+func repository(field, raw string, checkout json.RawMessage) (ma.SessionResource, error) {
+	res := ma.SessionResource{Type: "github_repository", URL: raw}
+	u, err := url.Parse(raw)
+	if raw == "" {
+		return res, badRequest("%s.url: required", field)
+	}
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return res, badRequest("%s.url: must be an http(s) git URL; got %q", field, raw)
+	}
+	if u.User != nil {
+		return res, badRequest("%s.url: must not hold credentials", field)
+	}
+	if len(checkout) == 0 || string(checkout) == "null" {
+		return res, nil
+	}
+	var c ma.Checkout
+	if err := decodeBytes(checkout, &c); err != nil {
+		return res, fieldPrefix(field+".checkout: ", err)
+	}
+	switch c.Type {
+	case "branch":
+		if c.SHA != "" || !gitRef.MatchString(c.Name) || strings.Contains(c.Name, "..") {
+			return res, badRequest("%s.checkout: a branch checkout needs a valid name; got %q", field, c.Name)
+		}
+	case "commit":
+		if c.Name != "" || !gitSHA.MatchString(c.SHA) {
+			return res, badRequest("%s.checkout: a commit checkout needs a hexadecimal sha; got %q", field, c.SHA)
+		}
+	default:
+		return res, badRequest("%s.checkout.type: must be branch or commit; got %q", field, c.Type)
+	}
+	res.Checkout = &c
+	return res, nil
+}
+
+// repoName is the directory a repository is cloned into by default: the
+// last element of its URL's path, without .git.
+func repoName(raw string) string {
+	u, _ := url.Parse(raw)
+	name := strings.TrimSuffix(path.Base(strings.TrimSuffix(u.Path, "/")), ".git")
+	if name == "" || name == "." || name == "/" {
+		return "repository"
+	}
+	return name
 }
 
 // decodeResources validates the resources of a session create.
@@ -216,6 +289,9 @@ func (s *Server) updateResource(w http.ResponseWriter, r *http.Request) error {
 	res, err := s.findResource(r)
 	if err != nil {
 		return err
+	}
+	if res.Type == "github_repository" {
+		return badRequest("authorization_token: private repositories are not supported by this server yet")
 	}
 	return badRequest("resource %s: a %s resource has nothing to update (authorization_token is for github_repository resources)", res.ID, res.Type)
 }
