@@ -51,6 +51,7 @@ type serveOptions struct {
 	pipIndexURL      string
 	npmRegistry      string
 	bodyTimeout      time.Duration
+	maxFileSize      int64
 	limits           httpapi.KeyLimits
 	maxRequests      int
 	debugAddr        string
@@ -112,8 +113,10 @@ refused at start.`,
 		"npm registry (e.g. a mirror) that cloud environments' npm packages are installed from instead of registry.npmjs.org; installs may reach its host. A mirror on an internal address also needs --egress-allow (REINS_NPM_REGISTRY)")
 	f.DurationVar(&o.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout,
 		"how long a client may take to send a request body; a slower one gets 408 and loses its connection. Responses (streams, long polls) are not bounded (REINS_BODY_TIMEOUT)")
+	f.Int64Var(&o.maxFileSize, "max-file-size", httpapi.DefaultMaxFileSize,
+		"bytes one upload to /v1/files may hold; a larger one gets 413 (REINS_MAX_FILE_SIZE)")
 	f.IntVar(&o.limits.CreatesPerMinute, "creates-per-minute", 300,
-		"requests that create a resource (agents, environments, sessions, vaults, credentials, environment keys) per minute and key, 0 for no limit; over it 429 with retry-after (REINS_CREATES_PER_MINUTE)")
+		"requests that create a resource (agents, environments, sessions, vaults, credentials, environment keys, files, session resources) per minute and key, 0 for no limit; over it 429 with retry-after (REINS_CREATES_PER_MINUTE)")
 	f.IntVar(&o.limits.RequestsPerMinute, "requests-per-minute", 600,
 		"other API requests per minute and key, 0 for no limit; over it 429 with retry-after (REINS_REQUESTS_PER_MINUTE)")
 	f.IntVar(&o.maxRequests, "max-requests", 1024,
@@ -136,7 +139,7 @@ refused at start.`,
 		{"shutdown-grace", "REINS_SHUTDOWN_GRACE"}, {"log-level", "REINS_LOG_LEVEL"}, {"outbound-allow", "REINS_OUTBOUND_ALLOW"},
 		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"},
 		{"sandbox-memory-budget", "REINS_SANDBOX_MEMORY_BUDGET"}, {"sandbox-process-budget", "REINS_SANDBOX_PROCESS_BUDGET"},
-		{"body-timeout", "REINS_BODY_TIMEOUT"}, {"creates-per-minute", "REINS_CREATES_PER_MINUTE"},
+		{"body-timeout", "REINS_BODY_TIMEOUT"}, {"max-file-size", "REINS_MAX_FILE_SIZE"}, {"creates-per-minute", "REINS_CREATES_PER_MINUTE"},
 		{"requests-per-minute", "REINS_REQUESTS_PER_MINUTE"}, {"streams-per-key", "REINS_STREAMS_PER_KEY"}, {"max-requests", "REINS_MAX_REQUESTS"},
 		{"debug-addr", "REINS_DEBUG_ADDR"}, {"metrics-addr", "REINS_METRICS_ADDR"}, {"otlp-endpoint", "REINS_OTLP_ENDPOINT"},
 	}...)
@@ -346,7 +349,7 @@ func firstStart(ctx context.Context, a *app.App, o *serveOptions, bootstrap stri
 // httpConfig returns the API's settings of the flags: the body timeout,
 // the per-key limits and the bound on requests at once.
 func (o *serveOptions) httpConfig() httpapi.Config {
-	return httpapi.Config{BodyTimeout: o.bodyTimeout, Limits: o.limits, MaxRequests: o.maxRequests}
+	return httpapi.Config{BodyTimeout: o.bodyTimeout, Limits: o.limits, MaxRequests: o.maxRequests, MaxFileSize: o.maxFileSize}
 }
 
 // packages returns the packages mirrors of the flags, checked.

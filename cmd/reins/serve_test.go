@@ -88,7 +88,7 @@ func TestServeLimitFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := o.httpConfig()
-	want := httpapi.Config{BodyTimeout: 5 * time.Second, Limits: httpapi.KeyLimits{CreatesPerMinute: 0, RequestsPerMinute: 1200, Streams: 8}}
+	want := httpapi.Config{BodyTimeout: 5 * time.Second, Limits: httpapi.KeyLimits{CreatesPerMinute: 0, RequestsPerMinute: 1200, Streams: 8}, MaxFileSize: httpapi.DefaultMaxFileSize}
 	if got.BodyTimeout != want.BodyTimeout || got.Limits != want.Limits {
 		t.Errorf("API configuration %+v, want %+v", got, want)
 	}

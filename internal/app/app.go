@@ -203,7 +203,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	b := bus.New()
-	hcfg := harness.Config{Store: st, Bus: b, Model: models, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger}
+	hcfg := harness.Config{Store: st, Bus: b, Model: fileSources{next: models, files: st}, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger}
 	var relay *pgnotify.Relay
 	if cfg.DatabaseURL != "" {
 		// Replicas may share the database: sessions run under leases and
@@ -292,6 +292,12 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.ValidatePackages = packages.Validate
 	hc.Models = models
 	hc.ExecutorList = executorList{hub}
+
+	if hc.FileSpoolDir == "" {
+		// Uploads cut off by a crash are left here; nothing else is.
+		hc.FileSpoolDir = filepath.Join(cfg.DataDir, "uploads")
+		os.RemoveAll(hc.FileSpoolDir)
+	}
 	api := httpapi.New(hc)
 	idle := func() {
 		streams.CloseIdleConnections()

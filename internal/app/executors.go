@@ -124,6 +124,9 @@ type hubTools struct {
 	leases  map[string]*executor.Lease
 	locals  map[string]*executor.Client
 	secrets map[string][]secret // per session: injected values to redact from results
+	// resources are the resources placed in each session's workspace
+	// during its current placement.
+	resources placedResources
 }
 
 // secret is an environment_variable credential opened for a session.
@@ -137,7 +140,7 @@ type secret struct {
 func newHubTools(hub *executor.Hub, st store.Store, keys *vault.Keyring, workspace string, log *slog.Logger) *hubTools {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &hubTools{hub: hub, st: st, keys: keys, workspace: workspace, log: log, ctx: ctx, cancel: cancel,
-		leases: map[string]*executor.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}}
+		leases: map[string]*executor.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}, resources: placedResources{}}
 }
 
 // credentials opens the session's environment_variable credentials.
@@ -470,6 +473,7 @@ func (t *hubTools) Release(sessionID string) {
 	l := t.leases[sessionID]
 	delete(t.leases, sessionID)
 	delete(t.secrets, sessionID)
+	delete(t.resources, sessionID)
 	t.mu.Unlock()
 	if t.hands != nil {
 		t.hands.forget(sessionID)

@@ -32,6 +32,9 @@ const WorkspaceResetNotice = "[reins] This session moved to another server, whic
 // the session last used (see workspaceNotice).
 func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
 	notice := t.workspaceNotice(ctx, sess.ID)
+	if failed := t.syncResources(ctx, sess); failed != nil {
+		return *failed
+	}
 	res := t.runTool(ctx, sess, call)
 	if notice != "" {
 		res.Content = append([]ma.ContentBlock{{Type: "text", Text: notice}}, res.Content...)

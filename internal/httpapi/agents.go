@@ -194,6 +194,9 @@ func resolveTools(params []toolParam, servers []ma.MCPServer) ([]ma.Tool, error)
 					}
 					rc.PermissionPolicy = r.PermissionPolicy
 				}
+				if rc.Enabled && (c.Name == "web_fetch" || c.Name == "web_search") {
+					return nil, badRequest("%s: %s is not supported by this server yet; it is never offered to the model, so it cannot be enabled (set enabled: false, or leave it out)", cf, c.Name)
+				}
 				t.Configs = append(t.Configs, *rc)
 			}
 			if p.Type == ma.ToolTypeAgentToolset {

@@ -1,8 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
+
+	"github.com/reinsdev/reins/internal/store"
 
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -63,13 +69,44 @@ func validateSource(field, blockType string, raw json.RawMessage) error {
 			return badRequest("%s.url: required", field)
 		}
 	case "file":
-		return badRequest("%s: file sources are not supported by this server yet", field)
+		if src.FileID == "" {
+			return badRequest("%s.file_id: required", field)
+		}
 	case "text":
 		if blockType != "document" || src.Data == "" {
 			return badRequest("%s: text sources are for documents and need data", field)
 		}
 	default:
 		return badRequest("%s.type: unknown source type %q", field, src.Type)
+	}
+	return nil
+}
+
+// checkFiles answers 404 for a file source, in blocks or in the content of
+// their blocks, that names no file of the Files API.
+func (s *Server) checkFiles(ctx context.Context, field string, blocks []ma.ContentBlock) error {
+	for i, b := range blocks {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if err := s.checkFiles(ctx, f+".content", b.Content); err != nil {
+			return err
+		}
+		var src struct {
+			Type   string `json:"type"`
+			FileID string `json:"file_id"`
+		}
+		if len(b.Source) == 0 || json.Unmarshal(b.Source, &src) != nil || src.Type != "file" {
+			continue
+		}
+		meta, err := s.cfg.Store.GetFile(ctx, src.FileID)
+		if errors.Is(err, store.ErrNotFound) || err == nil && expired(meta.File, time.Now()) {
+			return notFound("%s.source.file_id: file %s not found", f, src.FileID)
+		}
+		if err != nil {
+			return err
+		}
+		if b.Type == "image" && !strings.HasPrefix(meta.MimeType, "image/") {
+			return badRequest("%s.source: file %s is %s, not an image", f, src.FileID, meta.MimeType)
+		}
 	}
 	return nil
 }

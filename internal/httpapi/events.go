@@ -124,6 +124,9 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		if err := s.checkFiles(r.Context(), fmt.Sprintf("events[%d].content", i), ev.Content); err != nil {
+			return err
+		}
 		if ev.Type == ma.EventSystemMessage {
 			systems++
 			if systems > 1 {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,11 @@ type Config struct {
 	Logger  *slog.Logger
 	// MaxBody bounds content-carrying request bodies (default 32 MiB).
 	MaxBody int64
+	// MaxFileSize bounds the content of one upload to /v1/files (default
+	// DefaultMaxFileSize); FileSpoolDir holds uploads while they arrive
+	// (default the system's temporary directory).
+	MaxFileSize  int64
+	FileSpoolDir string
 	// BodyTimeout bounds the time a client takes to send a request body
 	// (default 30 s); a slower one gets a 408 and loses its connection.
 	// The response is not bounded: streams and long polls last.
@@ -157,6 +163,12 @@ func New(cfg Config) *Server {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
+	if cfg.MaxFileSize <= 0 {
+		cfg.MaxFileSize = DefaultMaxFileSize
+	}
+	if cfg.FileSpoolDir == "" {
+		cfg.FileSpoolDir = os.TempDir()
+	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
 	}
@@ -270,6 +282,9 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sessions/{id}/events", big, s.bodyBudget(s.sendEvents))
 	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
 	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, counted(&s.streams, s.streamEvents))
+
+	s.fileRoutes()
+	s.resourceRoutes()
 
 	if s.cfg.Vaults.Keyring != nil {
 		s.vaultRoutes(s.cfg.Vaults)

@@ -141,8 +141,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := validateMetadata("metadata", p.Metadata); err != nil {
 		return err
 	}
-	if len(p.Resources) > 0 {
-		return badRequest("resources: session resources are not supported by this server yet")
+	resources, err := s.decodeResources(r.Context(), p.Resources)
+	if err != nil {
+		return err
 	}
 	if len(p.Budget) > 0 && string(p.Budget) != "null" {
 		return badRequest("budget: session budgets are not supported by this server yet")
@@ -169,6 +170,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	for i, raw := range p.InitialEvents {
 		ev, err := decodeEventParam(fmt.Sprintf("initial_events[%d]", i), json.RawMessage(raw))
 		if err != nil {
+			return err
+		}
+		if err := s.checkFiles(r.Context(), fmt.Sprintf("initial_events[%d].content", i), ev.Content); err != nil {
 			return err
 		}
 		if ev.Type != ma.EventUserMessage {
@@ -200,7 +204,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := ma.Time(time.Now())
 	sess := ma.Session{ID: ids.New(ids.Session), Type: "session", Title: p.Title, Status: ma.StatusIdle, EnvironmentID: env.ID,
-		Agent: agent, Resources: []ma.Raw{}, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.Raw{},
+		Agent: agent, Resources: resources, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.Raw{},
 		Budget: ma.Raw("null"), CreatedAt: now, UpdatedAt: now}
 	sess, err = s.cfg.Sessions.Create(r.Context(), sess, initial)
 	if err != nil {

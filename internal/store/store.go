@@ -39,6 +39,7 @@ type Store interface {
 	Sessions
 	Leases
 	Replicas
+	Files
 	// Close releases the backend's resources.
 	Close() error
 }

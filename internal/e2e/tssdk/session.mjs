@@ -1,6 +1,6 @@
 // Drives a reins server with the official Anthropic TypeScript SDK:
 // node session.mjs BASE_URL API_KEY. Exits non-zero on any mismatch.
-import Anthropic from '@anthropic-ai/sdk';
+import Anthropic, { toFile } from '@anthropic-ai/sdk';
 
 const [baseURL, apiKey] = process.argv.slice(2);
 const client = new Anthropic({ baseURL, apiKey, maxRetries: 0 });
@@ -44,4 +44,14 @@ try {
 } catch (err) {
   check(err instanceof Anthropic.NotFoundError, `missing session error: ${err}`);
 }
+// Files: an upload and its download, byte for byte.
+const bytes = Buffer.from(Array.from({ length: 300000 }, (_, i) => (i * 7) % 256));
+const uploaded = await client.beta.files.upload({ file: await toFile(bytes, 'data.bin', { type: 'application/octet-stream' }) });
+check(uploaded.id.startsWith('file_') && uploaded.size_bytes === bytes.length && uploaded.filename === 'data.bin', `upload: ${JSON.stringify(uploaded)}`);
+const meta = await client.beta.files.retrieveMetadata(uploaded.id);
+check(meta.id === uploaded.id, 'file metadata');
+const downloaded = Buffer.from(await (await client.beta.files.download(uploaded.id)).arrayBuffer());
+check(downloaded.equals(bytes), `download: ${downloaded.length} bytes, want the ${bytes.length} uploaded`);
+await client.beta.files.delete(uploaded.id);
+
 console.log('ok', seen.length, 'stream events,', listed.length, 'listed');

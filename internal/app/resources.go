@@ -1,0 +1,178 @@
+package app
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// resourcePiece is the file content one placing command carries (its
+// base64 stays well under an executor frame).
+const resourcePiece = store.FileChunk
+
+// placedResources is, per session, the resources placed in the workspace
+// of its current placement: resource id → path relative to the workspace.
+type placedResources map[string]map[string]string
+
+// syncResources places the session's file resources that its workspace
+// lacks and removes those deleted since, with the session's own bash tool
+// (so that it works the same in a sandbox and on a self-hosted executor,
+// as the sandbox's user). A failure is the tool result the model gets.
+func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *harness.ToolResult {
+	res, err := httpapi.SessionResources(sess)
+	if err != nil {
+		return errorResult(err)
+	}
+	t.mu.Lock()
+	placed := t.resources[sess.ID]
+	if placed == nil && len(res) == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	if placed == nil {
+		placed = map[string]string{}
+		t.resources[sess.ID] = placed
+	}
+	t.mu.Unlock()
+	want := map[string]bool{}
+	for _, r := range res {
+		want[r.ID] = true
+		if _, ok := placed[r.ID]; ok {
+			continue
+		}
+		rel, err := httpapi.MountPath(r.MountPath)
+		if err != nil {
+			return errorResult(fmt.Errorf("resource %s: %w", r.ID, err))
+		}
+		switch r.Type {
+		case "github_repository":
+			if err := t.bash(ctx, sess, cloneCommand(r, rel)); err != nil {
+				return errorResult(fmt.Errorf("could not clone %s into %s: %w", r.URL, r.MountPath, err))
+			}
+		default:
+			if err := t.placeFile(ctx, sess, r.FileID, rel); err != nil {
+				return errorResult(fmt.Errorf("could not place file %s at %s: %w", r.FileID, r.MountPath, err))
+			}
+		}
+		t.mu.Lock()
+		placed[r.ID] = rel
+		t.mu.Unlock()
+	}
+	for id, rel := range placed {
+		if want[id] {
+			continue
+		}
+		if err := t.bash(ctx, sess, "rm -rf -- "+shellQuote(rel)); err != nil {
+			return errorResult(fmt.Errorf("could not remove the deleted resource at %s: %w", rel, err))
+		}
+		t.mu.Lock()
+		delete(placed, id)
+		t.mu.Unlock()
+	}
+	return nil
+}
+
+func errorResult(err error) *harness.ToolResult {
+	r := harness.ErrorResult("[reins] The session's resources could not be set up, so the tool did not run: " + err.Error())
+	return &r
+}
+
+// placeFile writes a file's content at rel, read-only: piece by piece to a
+// temporary name beside it, then renamed.
+func (t *hubTools) placeFile(ctx context.Context, sess *ma.Session, fileID, rel string) error {
+	f, err := t.st.GetFile(ctx, fileID)
+	if err != nil {
+		return err
+	}
+	dst, tmp := shellQuote(rel), shellQuote(rel+".reins-part")
+	dir := "."
+	if i := strings.LastIndex(rel, "/"); i > 0 {
+		dir = rel[:i]
+	}
+	first := fmt.Sprintf("mkdir -p -- %s && rm -f -- %s %s && : > %s", shellQuote(dir), tmp, dst, tmp)
+	if err := t.bash(ctx, sess, first); err != nil {
+		return err
+	}
+	var piece []byte
+	flush := func() error {
+		if len(piece) == 0 {
+			return nil
+		}
+		cmd := fmt.Sprintf("base64 -d >> %s <<'REINS_EOF'\n%s\nREINS_EOF", tmp, base64.StdEncoding.EncodeToString(piece))
+		piece = piece[:0]
+		return t.bash(ctx, sess, cmd)
+	}
+	for n := 0; int64(n)*store.FileChunk < f.SizeBytes; n++ {
+		chunk, err := t.st.ReadFileChunk(ctx, fileID, n)
+		if err != nil {
+			return err
+		}
+		piece = append(piece, chunk...)
+		if len(piece) >= resourcePiece {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return t.bash(ctx, sess, fmt.Sprintf("chmod 0444 %s && mv -f -- %s %s", tmp, tmp, dst))
+}
+
+// bash runs one command in the session's workspace root, in a subshell
+// (the model's shell keeps its directory and variables).
+func (t *hubTools) bash(ctx context.Context, sess *ma.Session, cmd string) error {
+	input, _ := json.Marshal(map[string]any{"command": "( cd \"$HOME\" && " + cmd + "\n) && echo " + resourceOK, "timeout_ms": placeTimeout.Milliseconds()})
+	res := t.runTool(ctx, sess, harness.ToolCall{ID: ids.New("reins_resource_"), Name: "bash", Input: input})
+	var out []string
+	for _, b := range res.Content {
+		out = append(out, b.Text)
+	}
+	text := strings.TrimSpace(strings.Join(out, "\n"))
+	if res.IsError || !strings.HasSuffix(text, resourceOK) {
+		return fmt.Errorf("%s", text)
+	}
+	return nil
+}
+
+// placeTimeout bounds one placing command (a clone); the bash tool caps
+// it at its own maximum.
+const placeTimeout = 10 * time.Minute
+
+// resourceOK is what a placing command prints when it succeeded.
+const resourceOK = "REINS_RESOURCE_OK"
+
+// shellQuote quotes s for bash.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// cloneCommand clones a repository at rel, unless something is there
+// already (the clone of an earlier placement, with the agent's changes).
+// The clone goes through the sandbox's egress proxy even to hosts that
+// no_proxy names: inside the sandbox those are its own loopback.
+func cloneCommand(r ma.SessionResource, rel string) string {
+	dst, tmp := shellQuote(rel), shellQuote(rel+".reins-part")
+	var b strings.Builder
+	fmt.Fprintf(&b, "if [ ! -e %s ]; then rm -rf -- %s && mkdir -p -- \"$(dirname -- %s)\" && ", dst, tmp, dst)
+	b.WriteString(`NO_PROXY= no_proxy= GIT_TERMINAL_PROMPT=0 git -c http.proxy="${HTTP_PROXY:-}" -c advice.detachedHead=false clone --quiet `)
+	if r.Checkout != nil && r.Checkout.Type == "branch" {
+		fmt.Fprintf(&b, "--branch %s ", shellQuote(r.Checkout.Name))
+	}
+	fmt.Fprintf(&b, "-- %s %s 2>&1", shellQuote(r.URL), tmp)
+	if r.Checkout != nil && r.Checkout.Type == "commit" {
+		fmt.Fprintf(&b, " && git -C %s -c advice.detachedHead=false checkout --quiet %s 2>&1", tmp, shellQuote(r.Checkout.SHA))
+	}
+	fmt.Fprintf(&b, " && mv -- %s %s; fi", tmp, dst)
+	return b.String()
+}

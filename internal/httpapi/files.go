@@ -1,0 +1,347 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// File limits.
+const (
+	// DefaultMaxFileSize bounds one upload's content.
+	DefaultMaxFileSize = 100 << 20
+	// multipartSlack is what a multipart body may carry beyond the file:
+	// boundaries, part headers and the small form fields.
+	multipartSlack = 64 << 10
+	// Bounds of expires_in_seconds (the SDK's documented range).
+	minFileTTL = 3600
+	maxFileTTL = 7776000
+	// maxFileIDs bounds the ids[] filter of the files list.
+	maxFileIDs = 100
+)
+
+// fileRoutes registers the Files API.
+func (s *Server) fileRoutes() {
+	s.handle("POST /v1/files", s.cfg.MaxFileSize+multipartSlack, s.uploadFile)
+	s.handle("GET /v1/files", smallBody, s.listFiles)
+	s.handle("GET /v1/files/{id}", smallBody, s.getFile)
+	s.handle("DELETE /v1/files/{id}", smallBody, noBody(s.deleteFile))
+	s.handle("GET /v1/files/{id}/content", smallBody, s.downloadFile)
+}
+
+func tooLarge(limit int64) *apiError {
+	return errf(http.StatusRequestEntityTooLarge, ma.ErrRequestTooLarge, "file: larger than the %d bytes this server accepts", limit)
+}
+
+// spooled is an upload's content, written to a temporary file while it was
+// counted and hashed.
+type spooled struct {
+	f      *os.File
+	size   int64
+	sha256 string
+	head   []byte // the first bytes, to sniff the type
+	name   string // the part's file name
+	ctype  string // the part's Content-Type
+}
+
+func (sp *spooled) close() {
+	if sp != nil && sp.f != nil {
+		sp.f.Close()
+		os.Remove(sp.f.Name())
+	}
+}
+
+func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
+	if r.ContentLength > s.cfg.MaxFileSize+multipartSlack {
+		return tooLarge(s.cfg.MaxFileSize)
+	}
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return badRequest("request body: must be multipart/form-data with a file part")
+	}
+	mr := multipart.NewReader(r.Body, params["boundary"])
+	var sp *spooled
+	defer func() { sp.close() }()
+	var ttl int64
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return uploadReadError(err)
+		}
+		switch part.FormName() {
+		case "file":
+			if sp != nil {
+				return badRequest("file: only one file per upload")
+			}
+			if sp, err = s.spool(part); err != nil {
+				return err
+			}
+		case "expires_in_seconds":
+			b, err := io.ReadAll(io.LimitReader(part, 32))
+			if err != nil {
+				return uploadReadError(err)
+			}
+			ttl, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			if err != nil || ttl < minFileTTL || ttl > maxFileTTL {
+				return badRequest("expires_in_seconds: must be an integer from %d to %d, got %q", minFileTTL, maxFileTTL, b)
+			}
+		default:
+			return badRequest("%s: unknown field", part.FormName())
+		}
+	}
+	if sp == nil {
+		return badRequest("file: required")
+	}
+	f := s.newFile(sp, ttl)
+	if _, err := sp.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if err := s.cfg.Store.CreateFile(r.Context(), f, sp.f); err != nil {
+		return err
+	}
+	writeJSON(w, f.File)
+	return nil
+}
+
+// uploadReadError answers a failed read of an upload: 413 past the body
+// limit, the body timeout's 408, else 400.
+func uploadReadError(err error) error {
+	var mbe *http.MaxBytesError
+	var ae *apiError
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge(mbe.Limit - multipartSlack)
+	case errors.As(err, &ae):
+		return ae
+	}
+	return badRequest("request body: cannot read the multipart form: %v", err)
+}
+
+// spool copies a file part to a temporary file, counting and hashing it,
+// so that the store's transaction does not wait on the client.
+func (s *Server) spool(part *multipart.Part) (*spooled, error) {
+	if err := os.MkdirAll(s.cfg.FileSpoolDir, 0o700); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(s.cfg.FileSpoolDir, "upload-*")
+	if err != nil {
+		return nil, err
+	}
+	sp := &spooled{f: tmp, name: part.FileName(), ctype: part.Header.Get("Content-Type")}
+	h := sha256.New()
+	head := &headWriter{max: 512}
+	n, err := io.Copy(io.MultiWriter(tmp, h, head), io.LimitReader(part, s.cfg.MaxFileSize+1))
+	if err != nil {
+		sp.close()
+		return nil, uploadReadError(err)
+	}
+	if n > s.cfg.MaxFileSize {
+		sp.close()
+		return nil, tooLarge(s.cfg.MaxFileSize)
+	}
+	sp.size, sp.sha256, sp.head = n, hex.EncodeToString(h.Sum(nil)), head.b
+	return sp, nil
+}
+
+// headWriter keeps the first max bytes written to it.
+type headWriter struct {
+	b   []byte
+	max int
+}
+
+func (h *headWriter) Write(p []byte) (int, error) {
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// newFile is the metadata of an upload.
+func (s *Server) newFile(sp *spooled, ttl int64) store.File {
+	now := time.Now()
+	mimeType := fileMimeType(sp)
+	f := store.File{File: ma.File{ID: ids.New(ids.File), Type: "file", Filename: fileName(sp.name, mimeType), MimeType: mimeType,
+		SizeBytes: sp.size, CreatedAt: ma.Time(now), Downloadable: true}, SHA256: sp.sha256}
+	if ttl > 0 {
+		exp := ma.Time(now.Add(time.Duration(ttl) * time.Second))
+		f.ExpiresAt = &exp
+	}
+	return f
+}
+
+// fileMimeType is the part's declared type unless it is the generic
+// application/octet-stream; then the file name's extension, then the
+// content's first bytes decide.
+func fileMimeType(sp *spooled) string {
+	if mt, _, err := mime.ParseMediaType(sp.ctype); err == nil && mt != "application/octet-stream" {
+		return mt
+	}
+	if ext := path.Ext(sp.name); ext != "" {
+		if mt, _, err := mime.ParseMediaType(mime.TypeByExtension(ext)); err == nil {
+			return mt
+		}
+	}
+	mt, _, _ := mime.ParseMediaType(http.DetectContentType(sp.head))
+	return mt
+}
+
+// fileName keeps the last path component of the part's file name; an empty
+// one is "unnamed" with the type's extension.
+func fileName(name, mimeType string) string {
+	name = path.Base(strings.ReplaceAll(name, "\\", "/"))
+	if name != "." && name != "/" && name != "" {
+		return name
+	}
+	name = "unnamed"
+	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
+		name += exts[0]
+	}
+	return name
+}
+
+// liveFile returns a file that exists and has not expired.
+func (s *Server) liveFile(r *http.Request, id string) (store.File, error) {
+	f, err := s.cfg.Store.GetFile(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && expired(f.File, time.Now()) {
+		return f, notFound("file %s not found", id)
+	}
+	return f, err
+}
+
+func expired(f ma.File, now time.Time) bool {
+	if f.ExpiresAt == nil {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, *f.ExpiresAt)
+	return err == nil && !now.Before(t)
+}
+
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request) error {
+	f, err := s.liveFile(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, f.File)
+	return nil
+}
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := s.cfg.Store.DeleteFile(r.Context(), id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("file %s not found", id)
+		}
+		return err
+	}
+	writeJSON(w, ma.Deleted{ID: id, Type: "file_deleted"})
+	return nil
+}
+
+func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
+	q := query{r}
+	fq := store.FileQuery{ScopeID: q.str("scope_id"), IDs: q.list("ids")}
+	fq.Desc = true
+	if len(fq.IDs) > 0 {
+		if q.str("page") != "" || q.str("limit") != "" {
+			return badRequest("ids: cannot be combined with page or limit")
+		}
+		if len(fq.IDs) > maxFileIDs {
+			return badRequest("ids: at most %d ids, got %d", maxFileIDs, len(fq.IDs))
+		}
+		fq.Limit = maxFileIDs
+	} else {
+		var err error
+		if fq.Limit, err = q.limit(20, 1000); err != nil {
+			return err
+		}
+		if page := q.str("page"); page != "" {
+			c, err := decodeCursor(page, "desc")
+			if err != nil {
+				return err
+			}
+			fq.After = c.Pos
+		}
+	}
+	items, err := s.cfg.Store.ListFiles(r.Context(), fq)
+	if err != nil {
+		return err
+	}
+	page := ma.Page[ma.File]{Data: []ma.File{}}
+	now := time.Now()
+	for _, it := range items {
+		if !expired(it.Value.File, now) {
+			page.Data = append(page.Data, it.Value.File)
+		}
+	}
+	// The cursor follows what was read, expired files included, so that
+	// a page of expired files does not end the list.
+	if len(fq.IDs) == 0 && len(items) == fq.Limit {
+		page.NextPage = cursor{Pos: items[len(items)-1].Pos, Order: "desc"}.encode()
+	}
+	writeJSON(w, page)
+	return nil
+}
+
+func (s *Server) downloadFile(w http.ResponseWriter, r *http.Request) error {
+	f, err := s.liveFile(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	first, err := s.cfg.Store.ReadFileChunk(r.Context(), f.ID, 0)
+	if errors.Is(err, store.ErrNotFound) && f.SizeBytes == 0 {
+		first, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", f.MimeType)
+	h.Set("Content-Length", strconv.FormatInt(f.SizeBytes, 10))
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Filename}))
+	// Each piece is written once the next is read, and the last once the
+	// whole content's SHA-256 matched: a corrupt file is never delivered
+	// whole (the client sees a truncated response).
+	sum := sha256.New()
+	sum.Write(first)
+	pending := first
+	for n := 1; int64(n)*store.FileChunk < f.SizeBytes; n++ {
+		chunk, err := s.cfg.Store.ReadFileChunk(r.Context(), f.ID, n)
+		if err != nil {
+			s.abortDownload(r, f, fmt.Errorf("read piece %d: %w", n, err))
+		}
+		sum.Write(chunk)
+		if _, err := w.Write(pending); err != nil {
+			return nil // the client left
+		}
+		pending = chunk
+	}
+	if got := hex.EncodeToString(sum.Sum(nil)); got != f.SHA256 {
+		s.abortDownload(r, f, fmt.Errorf("content's SHA-256 is %s, stored as %s", got, f.SHA256))
+	}
+	w.Write(pending)
+	return nil
+}
+
+// abortDownload cuts a download whose headers are sent: the client sees a
+// truncated response, never content that is wrong.
+func (s *Server) abortDownload(r *http.Request, f store.File, err error) {
+	s.log.Error("file download failed", "file", f.ID, "request_id", requestID(r), "err", err)
+	panic(http.ErrAbortHandler)
+}

@@ -1,0 +1,371 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// Session resources: files of the Files API placed, read-only, in the
+// session's workspace before its first tool runs. The workspace is what
+// the tools see as /workspace (a self-hosted executor's workspace
+// directory), and every mount path lies inside it.
+const (
+	// WorkspaceMount is the absolute path of the workspace in mount paths.
+	WorkspaceMount = "/workspace"
+	// maxResources bounds a session's resources.
+	maxResources = 100
+	// resourcePrefix starts resource ids.
+	resourcePrefix = "sesrsc_"
+)
+
+type resourceParam struct {
+	Type      string  `json:"type"`
+	FileID    string  `json:"file_id"`
+	MountPath *string `json:"mount_path"`
+	// github_repository and memory_store fields, read to refuse them
+	// clearly.
+	URL           string          `json:"url"`
+	Checkout      json.RawMessage `json:"checkout"`
+	Token         string          `json:"authorization_token"`
+	MemoryStoreID string          `json:"memory_store_id"`
+	Access        string          `json:"access"`
+	Instructions  string          `json:"instructions"`
+}
+
+// MountPath turns a resource's mount path into the path relative to the
+// workspace root, refusing one that leaves the workspace. A relative path
+// is taken from the workspace root.
+func MountPath(p string) (string, error) {
+	if strings.ContainsRune(p, 0) {
+		return "", errors.New("contains a NUL byte")
+	}
+	abs := p
+	if !strings.HasPrefix(p, "/") {
+		abs = WorkspaceMount + "/" + p
+	}
+	clean := path.Clean(abs)
+	rel, ok := strings.CutPrefix(clean, WorkspaceMount+"/")
+	if !ok || rel == "" || strings.HasPrefix(rel, "../") || rel == ".." {
+		return "", fmt.Errorf("%q is outside the session's workspace (%s)", p, WorkspaceMount)
+	}
+	if rel == ".reins" || strings.HasPrefix(rel, ".reins/") {
+		return "", fmt.Errorf("%q is reserved", p)
+	}
+	return rel, nil
+}
+
+// decodeResource validates one resource of a create or add request and
+// returns it as stored.
+func (s *Server) decodeResource(ctx context.Context, field string, raw json.RawMessage, taken map[string]bool) (ma.SessionResource, error) {
+	var p resourceParam
+	if err := decodeBytes(raw, &p); err != nil {
+		return ma.SessionResource{}, fieldPrefix(field+": ", err)
+	}
+	var res ma.SessionResource
+	var mount string
+	switch p.Type {
+	case "file":
+		if p.URL != "" || len(p.Checkout) > 0 || p.Token != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != "" {
+			return res, badRequest("%s: only type, file_id and mount_path are fields of a file resource", field)
+		}
+		if p.FileID == "" {
+			return res, badRequest("%s.file_id: required", field)
+		}
+		f, err := s.cfg.Store.GetFile(ctx, p.FileID)
+		if errors.Is(err, store.ErrNotFound) || err == nil && expired(f.File, time.Now()) {
+			return res, notFound("%s.file_id: file %s not found", field, p.FileID)
+		}
+		if err != nil {
+			return res, err
+		}
+		res = ma.SessionResource{Type: "file", FileID: p.FileID}
+		mount = WorkspaceMount + "/uploads/" + p.FileID
+	case "github_repository":
+		if p.FileID != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != "" {
+			return res, badRequest("%s: only type, url, checkout, authorization_token and mount_path are fields of a github_repository resource", field)
+		}
+		if p.Token != "" {
+			return res, badRequest("%s.authorization_token: private repositories are not supported by this server yet; give a URL the session can clone without credentials", field)
+		}
+		repo, err := repository(field, p.URL, p.Checkout)
+		if err != nil {
+			return res, err
+		}
+		res, mount = repo, WorkspaceMount+"/"+repoName(repo.URL)
+	case "memory_store":
+		return res, badRequest("%s.type: memory_store resources are not supported by this server yet (memory stores do not exist here)", field)
+	case "":
+		return res, badRequest("%s.type: required", field)
+	default:
+		return res, badRequest("%s.type: unknown resource type %q; expected file or github_repository", field, p.Type)
+	}
+	if p.MountPath != nil {
+		mount = *p.MountPath
+	}
+	rel, err := MountPath(mount)
+	if err != nil {
+		return res, badRequest("%s.mount_path: %v", field, err)
+	}
+	if taken[rel] {
+		return res, badRequest("%s.mount_path: %s is the mount path of another resource of the session", field, mount)
+	}
+	taken[rel] = true
+	now := ma.Time(time.Now())
+	res.ID, res.MountPath, res.CreatedAt, res.UpdatedAt = ids.New(resourcePrefix), WorkspaceMount+"/"+rel, now, now
+	return res, nil
+}
+
+// gitRef is what a branch name may hold: no whitespace, control
+// characters or leading dash.
+var (
+	gitRef = regexp.MustCompile(`^[A-Za-z0-9._/][A-Za-z0-9._/+@-]{0,254}$`)
+	gitSHA = regexp.MustCompile(`^[0-9a-fA-F]{7,64}$`)
+)
+
+// repository validates a github_repository's URL and checkout. The clone
+// runs in the session's sandbox, through its egress policy, so any http(s)
+// git URL is accepted; credentials in the URL are refused (they would be
+// stored and shown in clear).
+func repository(field, raw string, checkout json.RawMessage) (ma.SessionResource, error) {
+	res := ma.SessionResource{Type: "github_repository", URL: raw}
+	u, err := url.Parse(raw)
+	if raw == "" {
+		return res, badRequest("%s.url: required", field)
+	}
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return res, badRequest("%s.url: must be an http(s) git URL; got %q", field, raw)
+	}
+	if u.User != nil {
+		return res, badRequest("%s.url: must not hold credentials", field)
+	}
+	if len(checkout) == 0 || string(checkout) == "null" {
+		return res, nil
+	}
+	var c ma.Checkout
+	if err := decodeBytes(checkout, &c); err != nil {
+		return res, fieldPrefix(field+".checkout: ", err)
+	}
+	switch c.Type {
+	case "branch":
+		if c.SHA != "" || !gitRef.MatchString(c.Name) || strings.Contains(c.Name, "..") {
+			return res, badRequest("%s.checkout: a branch checkout needs a valid name; got %q", field, c.Name)
+		}
+	case "commit":
+		if c.Name != "" || !gitSHA.MatchString(c.SHA) {
+			return res, badRequest("%s.checkout: a commit checkout needs a hexadecimal sha; got %q", field, c.SHA)
+		}
+	default:
+		return res, badRequest("%s.checkout.type: must be branch or commit; got %q", field, c.Type)
+	}
+	res.Checkout = &c
+	return res, nil
+}
+
+// repoName is the directory a repository is cloned into by default: the
+// last element of its URL's path, without .git.
+func repoName(raw string) string {
+	u, _ := url.Parse(raw)
+	name := strings.TrimSuffix(path.Base(strings.TrimSuffix(u.Path, "/")), ".git")
+	if name == "" || name == "." || name == "/" {
+		return "repository"
+	}
+	return name
+}
+
+// decodeResources validates the resources of a session create.
+func (s *Server) decodeResources(ctx context.Context, raws []json.RawMessage) ([]ma.Raw, error) {
+	if len(raws) > maxResources {
+		return nil, badRequest("resources: at most %d resources, got %d", maxResources, len(raws))
+	}
+	out := []ma.Raw{}
+	taken := map[string]bool{}
+	for i, raw := range raws {
+		res, err := s.decodeResource(ctx, fmt.Sprintf("resources[%d]", i), raw, taken)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// SessionResources decodes a session's resources.
+func SessionResources(sess *ma.Session) ([]ma.SessionResource, error) {
+	out := make([]ma.SessionResource, 0, len(sess.Resources))
+	for _, raw := range sess.Resources {
+		var r ma.SessionResource
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("resource of session %s: %w", sess.ID, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (s *Server) resourceRoutes() {
+	s.handle("GET /v1/sessions/{id}/resources", smallBody, s.listResources)
+	s.handle("POST /v1/sessions/{id}/resources", smallBody, s.addResource)
+	s.handle("GET /v1/sessions/{id}/resources/{rid}", smallBody, s.getResource)
+	s.handle("POST /v1/sessions/{id}/resources/{rid}", smallBody, s.updateResource)
+	s.handle("DELETE /v1/sessions/{id}/resources/{rid}", smallBody, noBody(s.deleteResource))
+}
+
+func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
+	q := query{r}
+	limit, err := q.limit(20, 1000)
+	if err != nil {
+		return err
+	}
+	after := int64(0)
+	if page := q.str("page"); page != "" {
+		c, err := decodeCursor(page, "asc")
+		if err != nil {
+			return err
+		}
+		after = c.Pos
+	}
+	sess, err := s.cfg.Store.GetSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	all, err := SessionResources(&sess)
+	if err != nil {
+		return err
+	}
+	page := ma.Page[ma.SessionResource]{Data: []ma.SessionResource{}}
+	for i := int(after); i < len(all) && len(page.Data) < limit; i++ {
+		page.Data = append(page.Data, all[i])
+		if len(page.Data) == limit && i+1 < len(all) {
+			page.NextPage = cursor{Pos: int64(i + 1), Order: "asc"}.encode()
+		}
+	}
+	writeJSON(w, page)
+	return nil
+}
+
+func (s *Server) findResource(r *http.Request) (ma.SessionResource, error) {
+	sess, err := s.cfg.Store.GetSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return ma.SessionResource{}, err
+	}
+	all, err := SessionResources(&sess)
+	if err != nil {
+		return ma.SessionResource{}, err
+	}
+	for _, res := range all {
+		if res.ID == r.PathValue("rid") {
+			return res, nil
+		}
+	}
+	return ma.SessionResource{}, notFound("resource %s of session %s not found", r.PathValue("rid"), sess.ID)
+}
+
+func (s *Server) getResource(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.findResource(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, res)
+	return nil
+}
+
+func (s *Server) updateResource(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.findResource(r)
+	if err != nil {
+		return err
+	}
+	if res.Type == "github_repository" {
+		return badRequest("authorization_token: private repositories are not supported by this server yet")
+	}
+	return badRequest("resource %s: a %s resource has nothing to update (authorization_token is for github_repository resources)", res.ID, res.Type)
+}
+
+// changeResources runs fn on the resources of a live session and records
+// the change with a session.updated event.
+func (s *Server) changeResources(r *http.Request, fn func(cur []ma.SessionResource) ([]ma.SessionResource, error)) error {
+	_, err := s.cfg.Sessions.Update(r.Context(), r.PathValue("id"), func(tx store.Tx) error {
+		cur := tx.Session()
+		if cur.ArchivedAt != nil {
+			return conflict("session %s is archived and read-only", cur.ID)
+		}
+		all, err := SessionResources(cur)
+		if err != nil {
+			return err
+		}
+		next, err := fn(all)
+		if err != nil {
+			return err
+		}
+		cur.Resources = make([]ma.Raw, len(next))
+		for i, res := range next {
+			if cur.Resources[i], err = json.Marshal(res); err != nil {
+				return err
+			}
+		}
+		now := ma.Time(time.Now())
+		cur.UpdatedAt = now
+		return tx.Append(&ma.Event{Type: ma.EventSessionUpdated, ProcessedAt: &now})
+	})
+	return err
+}
+
+func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
+	var raw json.RawMessage
+	if err := decode(r, &raw); err != nil {
+		return err
+	}
+	var added ma.SessionResource
+	err := s.changeResources(r, func(cur []ma.SessionResource) ([]ma.SessionResource, error) {
+		if len(cur) >= maxResources {
+			return nil, badRequest("resources: a session has at most %d resources", maxResources)
+		}
+		taken := map[string]bool{}
+		for _, res := range cur {
+			rel, _ := MountPath(res.MountPath)
+			taken[rel] = true
+		}
+		var err error
+		if added, err = s.decodeResource(r.Context(), "resource", raw, taken); err != nil {
+			return nil, err
+		}
+		return append(cur, added), nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, added)
+	return nil
+}
+
+func (s *Server) deleteResource(w http.ResponseWriter, r *http.Request) error {
+	rid := r.PathValue("rid")
+	err := s.changeResources(r, func(cur []ma.SessionResource) ([]ma.SessionResource, error) {
+		for i, res := range cur {
+			if res.ID == rid {
+				return append(cur[:i:i], cur[i+1:]...), nil
+			}
+		}
+		return nil, notFound("resource %s of session %s not found", rid, r.PathValue("id"))
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, ma.Deleted{ID: rid, Type: "session_resource_deleted"})
+	return nil
+}

@@ -1,0 +1,4 @@
+package ids
+
+// Prefix of file identifiers (the Files API).
+const File = "file_"

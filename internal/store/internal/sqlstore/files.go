@@ -1,0 +1,99 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/reinsdev/reins/internal/store"
+)
+
+// CreateFile implements store.Files.
+func (s *Store) CreateFile(ctx context.Context, f store.File, content io.Reader) error {
+	body, err := json.Marshal(f.File)
+	if err != nil {
+		return err
+	}
+	scope := ""
+	if f.Scope != nil {
+		scope = f.Scope.ID
+	}
+	return s.d.WithTx(ctx, func(tx Querier) error {
+		var size int64
+		buf := make([]byte, store.FileChunk)
+		for n := 0; ; n++ {
+			k, err := io.ReadFull(content, buf)
+			if k > 0 {
+				size += int64(k)
+				if _, err := tx.Exec(ctx, `INSERT INTO file_chunks (file_id, n, data) VALUES (?, ?, ?)`, f.ID, n, buf[:k]); err != nil {
+					return err
+				}
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("read content of file %s: %w", f.ID, err)
+			}
+		}
+		if size != f.SizeBytes {
+			return fmt.Errorf("file %s: content has %d bytes, metadata says %d", f.ID, size, f.SizeBytes)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO files (id, scope_id, created_at, sha256, body) VALUES (?, ?, ?, ?, ?)`,
+			f.ID, scope, unixOf(f.CreatedAt), f.SHA256, body)
+		return s.conflict(err, "file "+f.ID)
+	})
+}
+
+func scanFile(row Row) (store.Item[store.File], error) {
+	var it store.Item[store.File]
+	var body []byte
+	if err := row.Scan(&it.Pos, &it.Value.SHA256, &body); err != nil {
+		return it, err
+	}
+	err := json.Unmarshal(body, &it.Value.File)
+	return it, err
+}
+
+// GetFile implements store.Files.
+func (s *Store) GetFile(ctx context.Context, id string) (store.File, error) {
+	it, err := scanFile(s.r.QueryRow(ctx, `SELECT pos, sha256, body FROM files WHERE id = ?`, id))
+	return it.Value, notFound(err, "file", id)
+}
+
+// ListFiles implements store.Files.
+func (s *Store) ListFiles(ctx context.Context, l store.FileQuery) ([]store.Item[store.File], error) {
+	var q query
+	if l.ScopeID != "" {
+		q.and("scope_id = ?", l.ScopeID)
+	}
+	if len(l.IDs) > 0 {
+		q.in("id", l.IDs)
+	}
+	q.since("created_at", nil, l.CreatedGTE, nil, l.CreatedLTE)
+	return list(ctx, s.r, scanFile, `SELECT pos, sha256, body FROM files`, "pos", &q, l.ListQuery)
+}
+
+// DeleteFile implements store.Files.
+func (s *Store) DeleteFile(ctx context.Context, id string) error {
+	return s.d.WithTx(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, `DELETE FROM files WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("file %s: %w", id, store.ErrNotFound)
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM file_chunks WHERE file_id = ?`, id)
+		return err
+	})
+}
+
+// ReadFileChunk implements store.Files.
+func (s *Store) ReadFileChunk(ctx context.Context, id string, n int) ([]byte, error) {
+	var data []byte
+	err := s.r.QueryRow(ctx, `SELECT data FROM file_chunks WHERE file_id = ? AND n = ?`, id, n).Scan(&data)
+	return data, notFound(err, fmt.Sprintf("piece %d of file", n), id)
+}
