@@ -121,7 +121,8 @@ func TestConsoleHandsAndSecrets(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`main form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`dialog .secret`)))
 	apiKey := textOf(t, ctx, "dialog .secret")
-	run(t, ctx, "close the API key", chromedp.Click(chromedp.CSS(`dialog button:last-child`)), waitJS(textIn("main table", "laptop cli")))
+	run(t, ctx, "close the API key", chromedp.Click(chromedp.CSS(`dialog button:last-child`)), waitJS(`!document.querySelector("dialog")`),
+		waitJS(textIn("main table", "laptop cli")))
 	if !strings.HasPrefix(apiKey, "sk-reins-") || strings.Contains(pageHTML(t, ctx), apiKey) {
 		t.Fatalf("API key %q: wrong shape, or still on the page", apiKey)
 	}
