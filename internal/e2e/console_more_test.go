@@ -251,7 +251,7 @@ func TestConsoleSteer(t *testing.T) {
 	a := s.newAgent(t, "scripted", customTool("get_weather"), toolset(true))
 	sess := s.newSession(t, a.ID, s.newEnv(t, "env").ID)
 	send := func(msg string) chromedp.Action[chromedp.Void] {
-		return chromedp.Steps(setValue(`textarea[name="message"]`, msg), chromedp.Click(chromedp.CSS(`form.composer button[type="submit"]`)))
+		return chromedp.Steps(setValue(`textarea[name="message"]`, msg), pressSend)
 	}
 	run(t, ctx, "open", chromedp.Navigate(base+"#/sessions/"+sess.ID), waitJS(textIn(".conn", "live")))
 
