@@ -118,7 +118,8 @@ func TestConsoleHandsAndSecrets(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`main form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`dialog .secret`)))
 	apiKey := textOf(t, ctx, "dialog .secret")
-	run(t, ctx, "close the API key", chromedp.Click(chromedp.CSS(`dialog button:last-child`)), waitJS(textIn("main table", "laptop cli")))
+	run(t, ctx, "close the API key", chromedp.Click(chromedp.CSS(`dialog button:last-child`)), waitJS(`!document.querySelector("dialog")`),
+		waitJS(textIn("main table", "laptop cli")))
 	if !strings.HasPrefix(apiKey, "sk-reins-") || strings.Contains(pageHTML(t, ctx), apiKey) {
 		t.Fatalf("API key %q: wrong shape, or still on the page", apiKey)
 	}
@@ -202,7 +203,7 @@ func TestConsoleSteer(t *testing.T) {
 	a := s.newAgent(t, "scripted", customTool("get_weather"), toolset(true))
 	sess := s.newSession(t, a.ID, s.newEnv(t, "env").ID)
 	send := func(msg string) chromedp.Action[chromedp.Void] {
-		return chromedp.Steps(setValue(`textarea[name="message"]`, msg), chromedp.Click(chromedp.CSS(`form.composer button[type="submit"]`)))
+		return chromedp.Steps(setValue(`textarea[name="message"]`, msg), pressSend)
 	}
 	run(t, ctx, "open", chromedp.Navigate(base+"#/sessions/"+sess.ID), waitJS(textIn(".conn", "live")))
 

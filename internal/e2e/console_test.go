@@ -114,6 +114,12 @@ func setValue(sel, v string) chromedp.Action[chromedp.Void] {
 		e.dispatchEvent(new Event("input", {bubbles: true})); e.dispatchEvent(new Event("change", {bubbles: true})); })()`, sel, v))
 }
 
+// pressSend presses the composer's Send button. It is pressed through the
+// DOM, not at its coordinates: while events stream in the transcript
+// grows and scrolls, and a click at coordinates measured a moment before
+// can land beside the button on a loaded machine.
+var pressSend = chromedp.Evaluate[chromedp.Void](`void document.querySelector('form.composer button[type="submit"]').click()`)
+
 // textIn is a JavaScript test: some element matching sel contains s.
 func textIn(sel, s string) string {
 	return fmt.Sprintf(`[...document.querySelectorAll(%q)].some(e => e.textContent.includes(%q))`, sel, s)
@@ -195,7 +201,7 @@ func TestConsole(t *testing.T) {
 	send := func(msg string) chromedp.Action[chromedp.Void] {
 		return chromedp.Steps(
 			setValue(`textarea[name="message"]`, msg),
-			chromedp.Click(chromedp.CSS(`form.composer button[type="submit"]`)),
+			pressSend,
 		)
 	}
 	run(t, ctx, "streamed reply",
