@@ -399,7 +399,7 @@ func sameMasterKey(ctx context.Context, st store.Store, keys *vault.Keyring) err
 		return fmt.Errorf("record the master key's id: %w", err)
 	}
 	if id != keys.KeyID() {
-		return fmt.Errorf("this process's master key (id %s, from %s or <data-dir>/%s) is not the one this database's vault secrets are sealed under (id %s): start every process on this database with the same %s", keys.KeyID(), vault.EnvKey, vault.KeyFile, id, vault.EnvKey)
+		return fmt.Errorf("this process's master key (id %s, from %s or <data-dir>/%s) is not the one this database's vault secrets are sealed under (id %s): start every process on this database with the same %s. If that key is lost, the credentials sealed under it cannot be opened by any key: delete the row vault_key_id from the database's settings table to start with this key, then recreate the credentials", keys.KeyID(), vault.EnvKey, vault.KeyFile, id, vault.EnvKey)
 	}
 	return nil
 }
