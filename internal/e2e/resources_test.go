@@ -179,4 +179,15 @@ func TestWebToolsRefused(t *testing.T) {
 	if !strings.Contains(err.Error(), "web_fetch is not supported for Claude models") {
 		t.Fatal(err)
 	}
+	// Nor can a session override its model to Claude.
+	_, err = s.client.Beta.Sessions.New(context.Background(), anthropic.BetaSessionNewParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfBetaManagedAgentsAgentWithOverridess: &anthropic.BetaManagedAgentsAgentWithOverridesParams{
+			ID: a.ID, Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-6"},
+		}},
+		EnvironmentID: s.newEnv(t, "web").ID,
+	})
+	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
+	if !strings.Contains(err.Error(), "agent.tools[0].configs[0]: web_fetch is not supported for Claude models") {
+		t.Fatal(err)
+	}
 }
