@@ -123,6 +123,10 @@ func (f *Fetcher) fetch(ctx context.Context, pol egress.Policy, u *url.URL) (str
 		return "", err
 	}
 	defer resp.Body.Close()
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if !textual(ct) {
+		return "", fmt.Errorf("the response is %s, not text; web_fetch returns text and HTML pages only", ct)
+	}
 	maxBytes := cmpOr(f.MaxBytes, DefaultMaxBytes)
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
@@ -131,10 +135,6 @@ func (f *Fetcher) fetch(ctx context.Context, pol egress.Policy, u *url.URL) (str
 	cut := int64(len(body)) > maxBytes
 	if cut {
 		body = body[:maxBytes]
-	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if !textual(ct) {
-		return "", fmt.Errorf("the response is %s, not text; web_fetch returns text and HTML pages only", ct)
 	}
 	text := string(body)
 	if ct == "text/html" || ct == "application/xhtml+xml" {
