@@ -31,6 +31,7 @@ import (
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	"github.com/reinsdev/reins/internal/telemetry"
 	"github.com/reinsdev/reins/internal/vault"
+	"github.com/reinsdev/reins/internal/webfetch"
 	"github.com/reinsdev/reins/internal/workqueue"
 )
 
@@ -272,6 +273,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
 	hcfg.Tools, hcfg.Workers, hcfg.MCP, hcfg.Credentials = tools, wk, mcpHost, credentialCheck{st}
 	hcfg.AgentEnds = agentEnds{hub: hub, st: st}
+	hcfg.WebFetch = &webfetch.Fetcher{Transport: guard.Transport(), Policy: webFetchPolicy(st)}
 	h := harness.New(hcfg)
 	var previews *previewRelay
 	if relay != nil {

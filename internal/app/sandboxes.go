@@ -19,6 +19,7 @@ import (
 	"github.com/reinsdev/reins/internal/sandbox"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/vault"
+	"github.com/reinsdev/reins/internal/webfetch"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/tools"
 )
@@ -291,6 +292,21 @@ func (s *sandboxes) packages(ctx context.Context, a executor.Assignment, env *ma
 // policy is the environment's network policy as the egress proxy applies
 // it. Environment changes apply to sandboxes started afterwards.
 func (s *sandboxes) policy(ctx context.Context, a executor.Assignment, env *ma.Environment) (egress.Policy, error) {
+	return networkPolicy(env, func() (*ma.Session, error) {
+		sess, err := s.st.GetSession(ctx, a.SessionID)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", a.SessionID, err)
+		}
+		return &sess, nil
+	})
+}
+
+// networkPolicy is the one rule of which hosts a session of env may reach,
+// for the egress proxy of its sandboxes and for web_fetch: every host
+// unless its networking is limited, else its allowed_hosts plus, as it
+// asks, the package registries and the hosts of the session's MCP servers
+// (session is called only then).
+func networkPolicy(env *ma.Environment, session func() (*ma.Session, error)) (egress.Policy, error) {
 	n := env.Config.Networking
 	if n == nil || n.Type != "limited" {
 		return egress.Policy{Unrestricted: true}, nil
@@ -300,13 +316,25 @@ func (s *sandboxes) policy(ctx context.Context, a executor.Assignment, env *ma.E
 		hosts = append(hosts, egress.PackageRegistryHosts()...)
 	}
 	if n.AllowMCPServers != nil && *n.AllowMCPServers {
-		sess, err := s.st.GetSession(ctx, a.SessionID)
+		sess, err := session()
 		if err != nil {
-			return egress.Policy{}, fmt.Errorf("session %s: %w", a.SessionID, err)
+			return egress.Policy{}, err
 		}
-		hosts = append(hosts, mcpHosts(&sess)...)
+		hosts = append(hosts, mcpHosts(sess)...)
 	}
 	return egress.Policy{AllowedHosts: hosts}, nil
+}
+
+// webFetchPolicy is the network policy of web_fetch calls: that of the
+// session's environment.
+func webFetchPolicy(st store.Store) webfetch.PolicyFunc {
+	return func(ctx context.Context, sess *ma.Session) (egress.Policy, error) {
+		env, err := st.GetEnvironment(ctx, sess.EnvironmentID)
+		if err != nil {
+			return egress.Policy{}, fmt.Errorf("environment %s: %w", sess.EnvironmentID, err)
+		}
+		return networkPolicy(&env, func() (*ma.Session, error) { return sess, nil })
+	}
 }
 
 // mcpHosts returns the hosts of the MCP servers of the session's agent.

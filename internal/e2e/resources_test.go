@@ -133,35 +133,61 @@ func TestFileResources(t *testing.T) {
 
 func md5sum(b []byte) [16]byte { return md5.Sum(b) }
 
-// TestWebToolsRefused: enabling web_fetch or web_search, which reins does
-// not run, is a clear 400, never a tool silently left out.
+// TestWebToolsRefused: enabling web_search (no search backend) or, for a
+// Claude model, web_fetch is a clear 400, never a tool silently left out;
+// web_fetch for another model is accepted.
 func TestWebToolsRefused(t *testing.T) {
-	s := start(t, options{})
-	for name, c := range map[string]anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{
-		"web_fetch":  {OfWebFetch: &anthropic.BetaManagedAgentsWebFetchToolConfigParams{Enabled: anthropic.Bool(true)}},
-		"web_search": {OfWebSearch: &anthropic.BetaManagedAgentsWebSearchToolConfigParams{}}, // enabled by the toolset's default
+	s, _ := startWithFakeAnthropic(t)
+	for _, c := range []struct {
+		name, model string
+		config      anthropic.BetaManagedAgentsAgentToolConfigParamsUnion
+		want        string
+	}{
+		{"web_fetch", "claude-sonnet-4-6", anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{OfWebFetch: &anthropic.BetaManagedAgentsWebFetchToolConfigParams{Enabled: anthropic.Bool(true)}}, "web_fetch is not supported for Claude models"},
+		{"web_search", "scripted", anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{OfWebSearch: &anthropic.BetaManagedAgentsWebSearchToolConfigParams{}}, "web_search is not supported"}, // enabled by the toolset's default
 	} {
 		_, err := s.client.Beta.Agents.New(context.Background(), anthropic.BetaAgentNewParams{
 			Name:  "web",
-			Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
+			Model: anthropic.BetaManagedAgentsModelConfigParams{ID: c.model},
 			Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
-				Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{c},
+				Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{c.config},
 			}}},
 		})
 		apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
-		if !strings.Contains(err.Error(), name+" is not supported") {
-			t.Fatalf("%s: %v", name, err)
+		if !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v", c.name, err)
 		}
 	}
-	// Turned off explicitly, they are accepted.
+	// Turned off explicitly, they are accepted; web_fetch is accepted for
+	// a model other than Claude, but the agent cannot then switch to Claude.
 	_, err := s.client.Beta.Agents.New(context.Background(), anthropic.BetaAgentNewParams{
 		Name:  "no web",
-		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-6"},
 		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
 			Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{{OfWebFetch: &anthropic.BetaManagedAgentsWebFetchToolConfigParams{Enabled: anthropic.Bool(false)}}},
 		}}},
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.newAgent(t, "scripted", webFetchTools())
+	_, err = s.client.Beta.Agents.Update(context.Background(), a.ID, anthropic.BetaAgentUpdateParams{
+		Version: anthropic.Int(a.Version),
+		Model:   anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-6"},
+	})
+	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
+	if !strings.Contains(err.Error(), "web_fetch is not supported for Claude models") {
+		t.Fatal(err)
+	}
+	// Nor can a session override its model to Claude.
+	_, err = s.client.Beta.Sessions.New(context.Background(), anthropic.BetaSessionNewParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfBetaManagedAgentsAgentWithOverridess: &anthropic.BetaManagedAgentsAgentWithOverridesParams{
+			ID: a.ID, Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-6"},
+		}},
+		EnvironmentID: s.newEnv(t, "web").ID,
+	})
+	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
+	if !strings.Contains(err.Error(), "agent.tools[0].configs[0]: web_fetch is not supported for Claude models") {
 		t.Fatal(err)
 	}
 }

@@ -36,6 +36,9 @@ type Config struct {
 	// Tools runs built-in tools; nil answers every call with an error
 	// result.
 	Tools ToolRunner
+	// WebFetch, if set, runs the web_fetch tool in this process; nil
+	// answers its calls with an error result.
+	WebFetch ToolRunner
 	// Workers, if set, tells which sessions pull workers serve.
 	Workers WorkerHost
 	// AgentEnds, if set, runs the turns of sessions whose metadata opts

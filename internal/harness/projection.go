@@ -6,6 +6,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/model"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/tools/toolset"
 )
 
 // toolUse is a tool use the model asked for, as the log records it.
@@ -169,7 +170,7 @@ func (p *projector) feed(ev ma.Event) {
 	case ma.EventAgentMessage:
 		p.tb.add(model.RoleAssistant, contentToBlocks(ev.Content)...)
 	case ma.EventAgentToolUse, ma.EventAgentCustomToolUse, ma.EventAgentMCPToolUse:
-		u := &toolUse{ev: ev, clientRuns: p.client && ev.Type == ma.EventAgentToolUse && ev.EvaluatedPermission != "deny"}
+		u := &toolUse{ev: ev, clientRuns: p.client && ev.Type == ma.EventAgentToolUse && ev.EvaluatedPermission != "deny" && ev.Name != toolset.WebFetch}
 		p.v.uses = append(p.v.uses, u)
 		p.v.byID[ev.ID] = u
 		p.open = append(p.open, u)

@@ -12,6 +12,7 @@ import (
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/tools/toolset"
 )
 
 // runner drives one session until it has nothing to do.
@@ -784,7 +785,9 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 	for _, u := range uses {
 		r.h.log.Debug("tool call", "session", r.id, "tool", u.ev.Name, "type", u.ev.Type, "event", u.ev.ID)
 	}
-	builtins := slices.ContainsFunc(uses, func(u *toolUse) bool { return u.ev.Type == ma.EventAgentToolUse })
+	builtins := slices.ContainsFunc(uses, func(u *toolUse) bool {
+		return u.ev.Type == ma.EventAgentToolUse && u.ev.Name != toolset.WebFetch // run here, not placed
+	})
 	if p, ok := r.h.cfg.Tools.(Placer); ok && builtins {
 		tctx, done := r.turnContext(ctx, gen)
 		wait, err := p.Place(tctx, sess)
@@ -800,7 +803,7 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 				now := r.h.now()
 				isErr := true
 				for _, u := range uses {
-					if u.ev.Type != ma.EventAgentToolUse {
+					if u.ev.Type != ma.EventAgentToolUse || u.ev.Name == toolset.WebFetch {
 						continue
 					}
 					if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, IsError: &isErr, ProcessedAt: &now,
@@ -842,7 +845,7 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 		}
 		_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.ev.Name, "")
 		tctx, done := r.turnContext(ctx, gen)
-		res := r.h.cfg.Tools.RunTool(tctx, sess, ToolCall{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
+		res := r.toolRunner(u.ev.Name).RunTool(tctx, sess, ToolCall{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
 		done()
 		end(callOutcome(ctx, interrupted, res.IsError))
@@ -865,6 +868,18 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 		}
 	}
 	return nil
+}
+
+// toolRunner returns what runs the named built-in tool: the executors,
+// or, for web_fetch, this process.
+func (r *runner) toolRunner(name string) ToolRunner {
+	if name != toolset.WebFetch {
+		return r.h.cfg.Tools
+	}
+	if r.h.cfg.WebFetch == nil {
+		return noWebFetch{}
+	}
+	return r.h.cfg.WebFetch
 }
 
 // callMCP calls an MCP tool and records its result. A server that cannot

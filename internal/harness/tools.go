@@ -90,6 +90,13 @@ func (noTools) RunTool(_ context.Context, sess *ma.Session, call ToolCall) ToolR
 	return ErrorResult(fmt.Sprintf("The tool %s could not run: no executor serves environment %s.", call.Name, sess.EnvironmentID))
 }
 
+// noWebFetch answers web_fetch calls when the server has no fetcher.
+type noWebFetch struct{}
+
+func (noWebFetch) RunTool(context.Context, *ma.Session, ToolCall) ToolResult {
+	return ErrorResult("The tool web_fetch could not run: this server does not run web_fetch.")
+}
+
 // ErrorResult is an error tool result with one text block.
 func ErrorResult(text string) ToolResult {
 	return ToolResult{IsError: true, Content: []ma.ContentBlock{{Type: "text", Text: text}}}
@@ -117,6 +124,13 @@ func planTools(agent *ma.SessionAgent) *toolPlan {
 				p.offered = append(p.offered, model.Tool{Name: b.Name, Description: b.Description, InputSchema: b.InputSchema})
 				p.builtin[b.Name] = c.PermissionPolicy.Type
 			}
+			// web_fetch, which reins runs itself, is offered only when a
+			// per-tool config enables it: the toolset default does not.
+			if c, ok := webFetchConfig(t); ok && c.Enabled {
+				w := toolset.WebFetchTool()
+				p.offered = append(p.offered, model.Tool{Name: w.Name, Description: w.Description, InputSchema: w.InputSchema})
+				p.builtin[w.Name] = c.PermissionPolicy.Type
+			}
 		case ma.ToolTypeCustom:
 			schema := t.InputSchema
 			if len(schema) == 0 {
@@ -127,6 +141,17 @@ func planTools(agent *ma.SessionAgent) *toolPlan {
 		}
 	}
 	return p
+}
+
+// webFetchConfig returns the effective web_fetch configuration of an agent
+// toolset, and whether the toolset has a config for it.
+func webFetchConfig(t ma.Tool) (ma.ToolConfig, bool) {
+	for _, c := range t.Configs {
+		if c.Name == toolset.WebFetch {
+			return ResolveToolConfig(t, toolset.WebFetch), true
+		}
+	}
+	return ma.ToolConfig{}, false
 }
 
 // ResolveToolConfig returns the effective configuration of the named tool

@@ -110,6 +110,26 @@ func resolveConfig(field string, c *toolConfigParam, defaultPolicy string) (*ma.
 	return out, nil
 }
 
+// checkWebFetch refuses web_fetch enabled for a Claude model: reins runs
+// web_fetch itself only for other models, and does not yet pass it to the
+// Messages API as Anthropic's server tool.
+func checkWebFetch(modelID string, tools []ma.Tool) error {
+	if !strings.HasPrefix(modelID, "claude-") {
+		return nil
+	}
+	for i, t := range tools {
+		if t.Type != ma.ToolTypeAgentToolset {
+			continue
+		}
+		for j, c := range t.Configs {
+			if c.Name == toolset.WebFetch && c.Enabled {
+				return badRequest("tools[%d].configs[%d]: web_fetch is not supported for Claude models (%s) by this server yet; reins runs web_fetch itself only for other models (set enabled: false, or leave it out)", i, j, modelID)
+			}
+		}
+	}
+	return nil
+}
+
 // resolveTools validates tools and mcp_servers and returns the resolved
 // tools as the API echoes them.
 func resolveTools(params []toolParam, servers []ma.MCPServer) ([]ma.Tool, error) {
@@ -194,8 +214,8 @@ func resolveTools(params []toolParam, servers []ma.MCPServer) ([]ma.Tool, error)
 					}
 					rc.PermissionPolicy = r.PermissionPolicy
 				}
-				if rc.Enabled && (c.Name == "web_fetch" || c.Name == "web_search") {
-					return nil, badRequest("%s: %s is not supported by this server yet; it is never offered to the model, so it cannot be enabled (set enabled: false, or leave it out)", cf, c.Name)
+				if rc.Enabled && c.Name == toolset.WebSearch {
+					return nil, badRequest("%s: web_search is not supported by this server: it has no search backend, so the tool is never offered to the model and cannot be enabled (set enabled: false, or leave it out)", cf)
 				}
 				t.Configs = append(t.Configs, *rc)
 			}
@@ -303,6 +323,9 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 	}
 	tools, err := resolveTools(p.Tools, servers)
 	if err != nil {
+		return err
+	}
+	if err := checkWebFetch(p.Model.ID, tools); err != nil {
 		return err
 	}
 	now := ma.Time(time.Now())
@@ -432,6 +455,9 @@ func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) error {
 				return cur, false, err
 			}
 			next.Metadata = applyMetadata(cur.Metadata, p.Metadata)
+		}
+		if err := checkWebFetch(next.Model.ID, next.Tools); err != nil {
+			return cur, false, err
 		}
 		if agentEqual(cur, next) {
 			return cur, false, nil

@@ -109,6 +109,9 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 			}
 			sa.Tools, sa.MCPServers = tools, servers
 		}
+		if err := checkWebFetch(sa.Model.ID, sa.Tools); err != nil {
+			return sa, fieldPrefix("agent.", err)
+		}
 	}
 	return sa, nil
 }
@@ -335,6 +338,9 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
 			}
 			tools, err := resolveTools(params, servers)
 			if err != nil {
+				return fieldPrefix("agent.", err)
+			}
+			if err := checkWebFetch(cur.Agent.Model.ID, tools); err != nil {
 				return fieldPrefix("agent.", err)
 			}
 			cur.Agent.Tools, cur.Agent.MCPServers = tools, servers

@@ -53,10 +53,24 @@ func Names() []string {
 	return names
 }
 
+// Names of the web tools of the agent toolset.
+const (
+	WebFetch  = "web_fetch"
+	WebSearch = "web_search"
+)
+
+// WebFetchTool is web_fetch as reins offers it to models other than
+// Claude: the server fetches the page itself (it is not one of
+// [Builtins], which executors run).
+func WebFetchTool() Tool {
+	return Tool{WebFetch, "Fetch a web page (http or https URL) and return its text; HTML is converted to plain text, and long pages are truncated.",
+		json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","description":"The http or https URL to fetch."}},"required":["url"]}`)}
+}
+
 // AgentToolset returns the names of every tool of agent_toolset_20260401:
-// the built-in tools, then web_fetch and web_search. An agent may configure
-// the web tools, but reins does not run them: they are never offered to
-// the model.
+// the built-in tools, then web_fetch and web_search. web_fetch is offered
+// when a per-tool config enables it (models other than Claude); web_search
+// is never offered.
 func AgentToolset() []string {
-	return append(Names(), "web_fetch", "web_search")
+	return append(Names(), WebFetch, WebSearch)
 }
