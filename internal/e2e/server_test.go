@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,12 +48,20 @@ func start(t *testing.T, o options) *server {
 	return startWith(t, o, nil)
 }
 
-// startWith is start with a hook to adjust the app configuration.
 // replicasMasterKey is the master key of the tests' servers on
 // PostgreSQL, which must all have the same.
 const replicasMasterKey = "replicas-master-key-32-bytes-ok!"
 
+// startWith is start with a hook to adjust the app configuration.
 func startWith(t *testing.T, o options, adjust func(*app.Config)) *server {
+	t.Helper()
+	s, _ := startStoppable(t, o, adjust)
+	return s
+}
+
+// startStoppable is startWith with a shutdown the test may call (it
+// returns once the server stopped); the cleanup calls it otherwise.
+func startStoppable(t *testing.T, o options, adjust func(*app.Config)) (*server, func()) {
 	t.Helper()
 	ctx := context.Background()
 	if o.dir == "" {
@@ -93,15 +102,19 @@ func startWith(t *testing.T, o options, adjust func(*app.Config)) *server {
 	// connection dialed for a burst of requests but never used (StateNew).
 	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	s.client = anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(key), option.WithMaxRetries(0), option.WithHTTPClient(hc))
-	t.Cleanup(func() {
-		hc.CloseIdleConnections()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := a.Shutdown(sctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return s
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			hc.CloseIdleConnections()
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := a.Shutdown(sctx); err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return s, stop
 }
 
 func text(s string) []anthropic.BetaManagedAgentsUserMessageEventParamsContentUnion {

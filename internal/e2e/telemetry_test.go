@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -23,7 +19,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/reinsdev/reins/internal/app"
-	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/pgtest"
 	"github.com/reinsdev/reins/internal/telemetry"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -255,7 +250,7 @@ func attr(s *tracepb.Span, key string) string {
 // service.instance.id.
 func TestTraces(t *testing.T) {
 	rc := newOTLPReceiver(t)
-	s, shutdown := startStoppable(t, func(c *app.Config) {
+	s, shutdown := startStoppable(t, options{}, func(c *app.Config) {
 		c.Tracing = &telemetry.TracingConfig{Endpoint: rc.srv.URL}
 		c.ReplicaID = "replica-t"
 	})
@@ -312,7 +307,7 @@ func TestTraces(t *testing.T) {
 func TestTelemetryOffByDefault(t *testing.T) {
 	rc := newOTLPReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.srv.URL)
-	s, shutdown := startStoppable(t, nil)
+	s, shutdown := startStoppable(t, options{}, nil)
 	a := s.newAgent(t, "scripted", toolset(false))
 	sess := s.newSession(t, a.ID, s.newEnv(t, "cloud").ID)
 	s.bashTurn(t, sess.ID, "hi")
@@ -332,48 +327,6 @@ func TestTelemetryOffByDefault(t *testing.T) {
 	if len(rc.spans) != 0 {
 		t.Errorf("%d spans sent", len(rc.spans))
 	}
-}
-
-// startStoppable is start with a shutdown the test may call (it returns
-// once the server stopped); the cleanup calls it otherwise.
-func startStoppable(t *testing.T, adjust func(*app.Config)) (*server, func()) {
-	t.Helper()
-	ctx := context.Background()
-	cfg := app.Config{DataDir: t.TempDir(), HTTP: httpapi.Config{PingInterval: 200 * time.Millisecond, PollInterval: 100 * time.Millisecond}}
-	if adjust != nil {
-		adjust(&cfg)
-	}
-	a, err := app.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _, err := httpapi.CreateKey(ctx, a.Store, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(ctx, ln); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{app: a, url: "http://" + ln.Addr().String(), key: key}
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	s.client = anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(key), option.WithMaxRetries(0), option.WithHTTPClient(hc))
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			hc.CloseIdleConnections()
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := a.Shutdown(sctx); err != nil {
-				t.Errorf("shutdown: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return s, stop
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writes.
