@@ -189,17 +189,7 @@ func TestAgentEndLostMidTurn(t *testing.T) {
 	if last := evs[len(evs)-1]; last.StopReason == nil || last.StopReason.Type != ma.StopEndTurn {
 		t.Fatalf("idle = %+v", last.StopReason)
 	}
-	var list ma.Page[ma.Event]
-	if _, err := call(s.url, s.key, "GET", "/v1/sessions/"+sessID+"/events?limit=100", nil, &list); err != nil {
-		t.Fatal(err)
-	}
-	var texts []string
-	for _, ev := range list.Data {
-		if ev.Type == ma.EventAgentMessage {
-			texts = append(texts, ev.Content[0].Text)
-		}
-	}
-	if !slices.Equal(texts, []string{"first half", "second half"}) {
+	if texts, _ := agentMessages(t, s, sessID); !slices.Equal(texts, []string{"first half", "second half"}) {
 		t.Fatalf("agent messages %q", texts)
 	}
 }
@@ -287,17 +277,7 @@ func TestAgentEndProcessKilledMidTurn(t *testing.T) {
 	if last := evs[len(evs)-1]; last.StopReason == nil || last.StopReason.Type != ma.StopEndTurn {
 		t.Fatalf("idle = %+v (%v)", last.StopReason, types(evs))
 	}
-	var list ma.Page[ma.Event]
-	if _, err := call(s.url, s.key, "GET", "/v1/sessions/"+sessID+"/events?limit=100", nil, &list); err != nil {
-		t.Fatal(err)
-	}
-	var answers []string
-	for _, ev := range list.Data {
-		if ev.Type == ma.EventAgentMessage {
-			answers = append(answers, ev.Content[0].Text)
-		}
-	}
-	if !slices.Equal(answers, []string{"You said: kill me"}) {
+	if answers, _ := agentMessages(t, s, sessID); !slices.Equal(answers, []string{"You said: kill me"}) {
 		t.Fatalf("agent messages %q", answers)
 	}
 }
@@ -349,6 +329,21 @@ func TestAgentEndRefusedEvents(t *testing.T) {
 	if err := within(t, results, "the agent end's checks"); err != nil {
 		t.Fatal(err)
 	}
+	texts, evs := agentMessages(t, s, sessID)
+	for _, ev := range evs {
+		if ev.Type == ma.EventAgentToolUse || ev.Type == ma.EventAgentCustomToolUse {
+			t.Fatalf("a refused %s was appended", ev.Type)
+		}
+	}
+	if !slices.Equal(texts, []string{"fine"}) {
+		t.Fatalf("agent messages %q", texts)
+	}
+}
+
+// agentMessages lists the session's events (up to 100) and returns the
+// texts of its agent messages, in order, and the events.
+func agentMessages(t *testing.T, s *server, sessID string) ([]string, []ma.Event) {
+	t.Helper()
 	var list ma.Page[ma.Event]
 	if _, err := call(s.url, s.key, "GET", "/v1/sessions/"+sessID+"/events?limit=100", nil, &list); err != nil {
 		t.Fatal(err)
@@ -358,11 +353,6 @@ func TestAgentEndRefusedEvents(t *testing.T) {
 		if ev.Type == ma.EventAgentMessage {
 			texts = append(texts, ev.Content[0].Text)
 		}
-		if ev.Type == ma.EventAgentToolUse || ev.Type == ma.EventAgentCustomToolUse {
-			t.Fatalf("a refused %s was appended", ev.Type)
-		}
 	}
-	if !slices.Equal(texts, []string{"fine"}) {
-		t.Fatalf("agent messages %q", texts)
-	}
+	return texts, list.Data
 }
