@@ -79,7 +79,7 @@ type Agent struct {
 	Model             ModelConfig `json:"model"`
 	Tools             []Tool      `json:"tools"`
 	MCPServers        []MCPServer `json:"mcp_servers"`
-	Skills            []Raw       `json:"skills"`
+	Skills            []SkillRef  `json:"skills"`
 	Multiagent        Raw         `json:"multiagent"`
 	ExecutionIdentity Raw         `json:"execution_identity"`
 	Metadata          Metadata    `json:"metadata"`
@@ -99,7 +99,7 @@ type SessionAgent struct {
 	Model       ModelConfig `json:"model"`
 	Tools       []Tool      `json:"tools"`
 	MCPServers  []MCPServer `json:"mcp_servers"`
-	Skills      []Raw       `json:"skills"`
+	Skills      []SkillRef  `json:"skills"`
 	Multiagent  Raw         `json:"multiagent"`
 	Version     int64       `json:"version"`
 }

@@ -75,7 +75,7 @@ func (a *App) SeedDemo(ctx context.Context, modelID string) (*Demo, error) {
 	agent := ma.Agent{ID: ids.New(ids.Agent), Type: "agent", Name: "demo", Description: "A demo agent seeded at first start.",
 		System: "You are a helpful assistant running on reins.", Model: ma.ModelConfig{ID: modelID},
 		Tools:      []ma.Tool{{Type: ma.ToolTypeAgentToolset, DefaultConfig: &ma.ToolConfig{Enabled: true, PermissionPolicy: allow}, Configs: []ma.ToolConfig{}}},
-		MCPServers: []ma.MCPServer{}, Skills: []ma.Raw{}, Multiagent: ma.Raw("null"), ExecutionIdentity: ma.Raw("null"),
+		MCPServers: []ma.MCPServer{}, Skills: []ma.SkillRef{}, Multiagent: ma.Raw("null"), ExecutionIdentity: ma.Raw("null"),
 		Metadata: ma.Metadata{}, Version: 1, CreatedAt: now, UpdatedAt: now}
 	if err := a.Store.CreateAgent(ctx, agent); err != nil {
 		return nil, err

@@ -334,7 +334,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 		meta = ma.Metadata{}
 	}
 	a := ma.Agent{ID: ids.New(ids.Agent), Type: "agent", Name: *p.Name, Description: p.Description, System: p.System,
-		Model: p.Model.ModelConfig, Tools: tools, MCPServers: servers, Skills: []ma.Raw{}, Multiagent: ma.Raw("null"),
+		Model: p.Model.ModelConfig, Tools: tools, MCPServers: servers, Skills: []ma.SkillRef{}, Multiagent: ma.Raw("null"),
 		ExecutionIdentity: ma.Raw("null"), Metadata: meta, Version: 1, CreatedAt: now, UpdatedAt: now}
 	if err := s.cfg.Store.CreateAgent(r.Context(), a); err != nil {
 		return err

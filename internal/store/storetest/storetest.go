@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	t.Run("Vaults", func(t *testing.T) { RunVaults(t, open) })
 	t.Run("Files", func(t *testing.T) { runFiles(t, open) })
+	t.Run("Skills", func(t *testing.T) { runSkills(t, open) })
 }
 
 func now() string { return ma.Time(time.Now()) }

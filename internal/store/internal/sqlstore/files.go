@@ -21,25 +21,8 @@ func (s *Store) CreateFile(ctx context.Context, f store.File, content io.Reader)
 		scope = f.Scope.ID
 	}
 	return s.d.WithTx(ctx, func(tx Querier) error {
-		var size int64
-		buf := make([]byte, store.FileChunk)
-		for n := 0; ; n++ {
-			k, err := io.ReadFull(content, buf)
-			if k > 0 {
-				size += int64(k)
-				if _, err := tx.Exec(ctx, `INSERT INTO file_chunks (file_id, n, data) VALUES (?, ?, ?)`, f.ID, n, buf[:k]); err != nil {
-					return err
-				}
-			}
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("read content of file %s: %w", f.ID, err)
-			}
-		}
-		if size != f.SizeBytes {
-			return fmt.Errorf("file %s: content has %d bytes, metadata says %d", f.ID, size, f.SizeBytes)
+		if err := putChunks(ctx, tx, f.ID, content, f.SizeBytes); err != nil {
+			return fmt.Errorf("file %s: %w", f.ID, err)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO files (id, scope_id, created_at, sha256, body) VALUES (?, ?, ?, ?, ?)`,
 			f.ID, scope, unixOf(f.CreatedAt), f.SHA256, body)
@@ -93,7 +76,40 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 
 // ReadFileChunk implements store.Files.
 func (s *Store) ReadFileChunk(ctx context.Context, id string, n int) ([]byte, error) {
-	var data []byte
-	err := s.r.QueryRow(ctx, `SELECT data FROM file_chunks WHERE file_id = ? AND n = ?`, id, n).Scan(&data)
+	data, err := s.readChunk(ctx, id, n)
 	return data, notFound(err, fmt.Sprintf("piece %d of file", n), id)
+}
+
+// putChunks stores content, read to EOF, in file_chunks under key, in
+// pieces of store.FileChunk bytes; a content of another size than size is
+// an error.
+func putChunks(ctx context.Context, tx Querier, key string, content io.Reader, size int64) error {
+	var got int64
+	buf := make([]byte, store.FileChunk)
+	for n := 0; ; n++ {
+		k, err := io.ReadFull(content, buf)
+		if k > 0 {
+			got += int64(k)
+			if _, err := tx.Exec(ctx, `INSERT INTO file_chunks (file_id, n, data) VALUES (?, ?, ?)`, key, n, buf[:k]); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read content: %w", err)
+		}
+	}
+	if got != size {
+		return fmt.Errorf("content has %d bytes, metadata says %d", got, size)
+	}
+	return nil
+}
+
+// readChunk returns piece n of the content under key.
+func (s *Store) readChunk(ctx context.Context, key string, n int) ([]byte, error) {
+	var data []byte
+	err := s.r.QueryRow(ctx, `SELECT data FROM file_chunks WHERE file_id = ? AND n = ?`, key, n).Scan(&data)
+	return data, err
 }

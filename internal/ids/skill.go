@@ -1,0 +1,4 @@
+package ids
+
+// Prefix of skill identifiers (the Skills API).
+const Skill = "skill_"
