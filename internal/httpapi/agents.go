@@ -267,7 +267,7 @@ type agentCreate struct {
 	Model       modelParam        `json:"model"`
 	Tools       []toolParam       `json:"tools"`
 	MCPServers  []ma.MCPServer    `json:"mcp_servers"`
-	Skills      []json.RawMessage `json:"skills"`
+	Skills      []skillParam      `json:"skills"`
 	Multiagent  json.RawMessage   `json:"multiagent"`
 	// ExecutionIdentity is accepted when null only.
 	ExecutionIdentity json.RawMessage   `json:"execution_identity"`
@@ -305,9 +305,6 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 	if err := checkLen("system", p.System, 0, 100000); err != nil {
 		return err
 	}
-	if len(p.Skills) > 0 {
-		return badRequest("skills: not supported by this server yet")
-	}
 	if err := unsupported(map[string]json.RawMessage{"multiagent": p.Multiagent, "execution_identity": p.ExecutionIdentity}); err != nil {
 		return err
 	}
@@ -328,13 +325,17 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 	if err := checkWebFetch(p.Model.ID, tools); err != nil {
 		return err
 	}
+	skills, err := s.resolveSkills(r.Context(), "skills", p.Skills)
+	if err != nil {
+		return err
+	}
 	now := ma.Time(time.Now())
 	meta := ma.Metadata(p.Metadata)
 	if meta == nil {
 		meta = ma.Metadata{}
 	}
 	a := ma.Agent{ID: ids.New(ids.Agent), Type: "agent", Name: *p.Name, Description: p.Description, System: p.System,
-		Model: p.Model.ModelConfig, Tools: tools, MCPServers: servers, Skills: []ma.SkillRef{}, Multiagent: ma.Raw("null"),
+		Model: p.Model.ModelConfig, Tools: tools, MCPServers: servers, Skills: skills, Multiagent: ma.Raw("null"),
 		ExecutionIdentity: ma.Raw("null"), Metadata: meta, Version: 1, CreatedAt: now, UpdatedAt: now}
 	if err := s.cfg.Store.CreateAgent(r.Context(), a); err != nil {
 		return err
@@ -365,7 +366,7 @@ type agentUpdate struct {
 	Model       modelParam         `json:"model"`
 	Tools       *[]toolParam       `json:"tools"`
 	MCPServers  *[]ma.MCPServer    `json:"mcp_servers"`
-	Skills      *[]json.RawMessage `json:"skills"`
+	Skills      *[]skillParam      `json:"skills"`
 	// Multiagent and ExecutionIdentity are accepted when null only.
 	Multiagent        json.RawMessage `json:"multiagent"`
 	ExecutionIdentity json.RawMessage `json:"execution_identity"`
@@ -385,6 +386,17 @@ func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) error {
 	}
 	if p.Model.set {
 		if err := s.checkModel("model", p.Model.ID); err != nil {
+			return err
+		}
+	}
+	// Skills are resolved to their versions outside the transaction.
+	var skills []ma.SkillRef
+	if _, ok := raw["skills"]; ok {
+		var params []skillParam
+		if p.Skills != nil {
+			params = *p.Skills
+		}
+		if skills, err = s.resolveSkills(r.Context(), "skills", params); err != nil {
 			return err
 		}
 	}
@@ -424,8 +436,8 @@ func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) error {
 			}
 			next.Model = p.Model.ModelConfig
 		}
-		if p.Skills != nil && len(*p.Skills) > 0 {
-			return cur, false, badRequest("skills: not supported by this server yet")
+		if skills != nil {
+			next.Skills = skills
 		}
 		servers := cur.MCPServers
 		if _, ok := raw["mcp_servers"]; ok {

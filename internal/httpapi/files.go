@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -304,27 +305,44 @@ func (s *Server) downloadFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	first, err := s.cfg.Store.ReadFileChunk(r.Context(), f.ID, 0)
-	if errors.Is(err, store.ErrNotFound) && f.SizeBytes == 0 {
+	read := func(ctx context.Context, n int) ([]byte, error) { return s.cfg.Store.ReadFileChunk(ctx, f.ID, n) }
+	return s.streamContent(w, r, stored{what: "file " + f.ID, size: f.SizeBytes, sha256: f.SHA256, read: read},
+		f.MimeType, f.Filename)
+}
+
+// stored is content kept in pieces of store.FileChunk bytes, with its size
+// and SHA-256.
+type stored struct {
+	what   string // for the log
+	size   int64
+	sha256 string
+	read   func(ctx context.Context, n int) ([]byte, error)
+}
+
+// streamContent answers with stored content, piece by piece, as an
+// attachment of the given type and file name.
+func (s *Server) streamContent(w http.ResponseWriter, r *http.Request, c stored, mimeType, filename string) error {
+	first, err := c.read(r.Context(), 0)
+	if errors.Is(err, store.ErrNotFound) && c.size == 0 {
 		first, err = nil, nil
 	}
 	if err != nil {
 		return err
 	}
 	h := w.Header()
-	h.Set("Content-Type", f.MimeType)
-	h.Set("Content-Length", strconv.FormatInt(f.SizeBytes, 10))
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Filename}))
+	h.Set("Content-Type", mimeType)
+	h.Set("Content-Length", strconv.FormatInt(c.size, 10))
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filename}))
 	// Each piece is written once the next is read, and the last once the
-	// whole content's SHA-256 matched: a corrupt file is never delivered
-	// whole (the client sees a truncated response).
+	// whole content's SHA-256 matched: a corrupt content is never
+	// delivered whole (the client sees a truncated response).
 	sum := sha256.New()
 	sum.Write(first)
 	pending := first
-	for n := 1; int64(n)*store.FileChunk < f.SizeBytes; n++ {
-		chunk, err := s.cfg.Store.ReadFileChunk(r.Context(), f.ID, n)
+	for n := 1; int64(n)*store.FileChunk < c.size; n++ {
+		chunk, err := c.read(r.Context(), n)
 		if err != nil {
-			s.abortDownload(r, f, fmt.Errorf("read piece %d: %w", n, err))
+			s.abortDownload(r, c.what, fmt.Errorf("read piece %d: %w", n, err))
 		}
 		sum.Write(chunk)
 		if _, err := w.Write(pending); err != nil {
@@ -332,8 +350,8 @@ func (s *Server) downloadFile(w http.ResponseWriter, r *http.Request) error {
 		}
 		pending = chunk
 	}
-	if got := hex.EncodeToString(sum.Sum(nil)); got != f.SHA256 {
-		s.abortDownload(r, f, fmt.Errorf("content's SHA-256 is %s, stored as %s", got, f.SHA256))
+	if got := hex.EncodeToString(sum.Sum(nil)); got != c.sha256 {
+		s.abortDownload(r, c.what, fmt.Errorf("content's SHA-256 is %s, stored as %s", got, c.sha256))
 	}
 	w.Write(pending)
 	return nil
@@ -341,7 +359,7 @@ func (s *Server) downloadFile(w http.ResponseWriter, r *http.Request) error {
 
 // abortDownload cuts a download whose headers are sent: the client sees a
 // truncated response, never content that is wrong.
-func (s *Server) abortDownload(r *http.Request, f store.File, err error) {
-	s.log.Error("file download failed", "file", f.ID, "request_id", requestID(r), "err", err)
+func (s *Server) abortDownload(r *http.Request, what string, err error) {
+	s.log.Error("download failed", "content", what, "request_id", requestID(r), "err", err)
 	panic(http.ErrAbortHandler)
 }

@@ -284,6 +284,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, counted(&s.streams, s.streamEvents))
 
 	s.fileRoutes()
+	s.skillRoutes()
 	s.resourceRoutes()
 
 	if s.cfg.Vaults.Keyring != nil {

@@ -22,7 +22,7 @@ type agentRef struct {
 	System     optString          `json:"system"`
 	Tools      *[]toolParam       `json:"tools"`
 	MCPServers *[]ma.MCPServer    `json:"mcp_servers"`
-	Skills     *[]json.RawMessage `json:"skills"`
+	Skills     *[]skillParam      `json:"skills"`
 	raw        map[string]json.RawMessage
 }
 
@@ -67,6 +67,7 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 	}
 	sa := ma.SessionAgent{ID: a.ID, Type: "agent", Name: a.Name, Description: a.Description, System: a.System, Model: a.Model,
 		Tools: a.Tools, MCPServers: a.MCPServers, Skills: a.Skills, Multiagent: a.Multiagent, Version: a.Version}
+	skillsGiven := false
 	if ref.Type == "agent_with_overrides" {
 		if _, ok := ref.raw["model"]; ok {
 			if !ref.Model.set {
@@ -83,8 +84,15 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 		if ref.System.Set {
 			sa.System = ref.System.Value
 		}
-		if ref.Skills != nil && len(*ref.Skills) > 0 {
-			return sa, badRequest("agent.skills: not supported by this server yet")
+		if _, ok := ref.raw["skills"]; ok {
+			var params []skillParam
+			if ref.Skills != nil {
+				params = *ref.Skills
+			}
+			if sa.Skills, err = s.resolveSkills(r.Context(), "agent.skills", params); err != nil {
+				return sa, err
+			}
+			skillsGiven = true
 		}
 		_, toolsGiven := ref.raw["tools"]
 		_, serversGiven := ref.raw["mcp_servers"]
@@ -111,6 +119,11 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 		}
 		if err := checkWebFetch(sa.Model.ID, sa.Tools); err != nil {
 			return sa, fieldPrefix("agent.", err)
+		}
+	}
+	if !skillsGiven {
+		if err := s.checkSkills(r.Context(), "agent.skills", sa.Skills); err != nil {
+			return sa, err
 		}
 	}
 	return sa, nil
