@@ -261,14 +261,14 @@ func resolveTools(params []toolParam, servers []ma.MCPServer) ([]ma.Tool, error)
 }
 
 type agentCreate struct {
-	Name        *string           `json:"name"`
-	Description string            `json:"description"`
-	System      string            `json:"system"`
-	Model       modelParam        `json:"model"`
-	Tools       []toolParam       `json:"tools"`
-	MCPServers  []ma.MCPServer    `json:"mcp_servers"`
-	Skills      []skillParam      `json:"skills"`
-	Multiagent  json.RawMessage   `json:"multiagent"`
+	Name        *string         `json:"name"`
+	Description string          `json:"description"`
+	System      string          `json:"system"`
+	Model       modelParam      `json:"model"`
+	Tools       []toolParam     `json:"tools"`
+	MCPServers  []ma.MCPServer  `json:"mcp_servers"`
+	Skills      []skillParam    `json:"skills"`
+	Multiagent  json.RawMessage `json:"multiagent"`
 	// ExecutionIdentity is accepted when null only.
 	ExecutionIdentity json.RawMessage   `json:"execution_identity"`
 	Metadata          map[string]string `json:"metadata"`
@@ -359,14 +359,14 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
 }
 
 type agentUpdate struct {
-	Version     *int64             `json:"version"`
-	Name        optString          `json:"name"`
-	Description optString          `json:"description"`
-	System      optString          `json:"system"`
-	Model       modelParam         `json:"model"`
-	Tools       *[]toolParam       `json:"tools"`
-	MCPServers  *[]ma.MCPServer    `json:"mcp_servers"`
-	Skills      *[]skillParam      `json:"skills"`
+	Version     *int64          `json:"version"`
+	Name        optString       `json:"name"`
+	Description optString       `json:"description"`
+	System      optString       `json:"system"`
+	Model       modelParam      `json:"model"`
+	Tools       *[]toolParam    `json:"tools"`
+	MCPServers  *[]ma.MCPServer `json:"mcp_servers"`
+	Skills      *[]skillParam   `json:"skills"`
 	// Multiagent and ExecutionIdentity are accepted when null only.
 	Multiagent        json.RawMessage `json:"multiagent"`
 	ExecutionIdentity json.RawMessage `json:"execution_identity"`

@@ -15,14 +15,14 @@ import (
 // agentRef is a session's agent: an id string, {type:"agent",id,version} or
 // {type:"agent_with_overrides",...}.
 type agentRef struct {
-	Type       string             `json:"type"`
-	ID         string             `json:"id"`
-	Version    int64              `json:"version"`
-	Model      modelParam         `json:"model"`
-	System     optString          `json:"system"`
-	Tools      *[]toolParam       `json:"tools"`
-	MCPServers *[]ma.MCPServer    `json:"mcp_servers"`
-	Skills     *[]skillParam      `json:"skills"`
+	Type       string          `json:"type"`
+	ID         string          `json:"id"`
+	Version    int64           `json:"version"`
+	Model      modelParam      `json:"model"`
+	System     optString       `json:"system"`
+	Tools      *[]toolParam    `json:"tools"`
+	MCPServers *[]ma.MCPServer `json:"mcp_servers"`
+	Skills     *[]skillParam   `json:"skills"`
 	raw        map[string]json.RawMessage
 }
 

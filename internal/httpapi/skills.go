@@ -254,7 +254,9 @@ func (s *Server) downloadSkillVersion(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	read := func(ctx context.Context, n int) ([]byte, error) { return s.cfg.Store.ReadSkillChunk(ctx, v.SkillID, v.ID, n) }
+	read := func(ctx context.Context, n int) ([]byte, error) {
+		return s.cfg.Store.ReadSkillChunk(ctx, v.SkillID, v.ID, n)
+	}
 	return s.streamContent(w, r, stored{what: fmt.Sprintf("skill %s version %s", v.SkillID, v.ID), size: v.SizeBytes, sha256: v.SHA256, read: read},
 		"application/zip", v.Name+".zip")
 }
