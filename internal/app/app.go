@@ -273,6 +273,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
 	hcfg.Tools, hcfg.Workers, hcfg.MCP, hcfg.Credentials = tools, wk, mcpHost, credentialCheck{st}
 	hcfg.AgentEnds = agentEnds{hub: hub, st: st}
+	hcfg.Skills = skillPrompts{st: st, sandboxed: ht.sandboxes != nil}
 	hcfg.WebFetch = &webfetch.Fetcher{Transport: guard.Transport(), Policy: webFetchPolicy(st)}
 	h := harness.New(hcfg)
 	var previews *previewRelay

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -23,8 +24,8 @@ const resourcePiece = store.FileChunk
 // of its current placement: resource id → path relative to the workspace.
 type placedResources map[string]map[string]string
 
-// syncResources places the session's file resources that its workspace
-// lacks and removes those deleted since, with the session's own bash tool
+// syncResources places the session's file resources and skills that its
+// workspace lacks and removes the resources deleted since, with the session's own bash tool
 // (so that it works the same in a sandbox and on a self-hosted executor,
 // as the sandbox's user). A failure is the tool result the model gets.
 func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *harness.ToolResult {
@@ -34,7 +35,7 @@ func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *harness
 	}
 	t.mu.Lock()
 	placed := t.resources[sess.ID]
-	if placed == nil && len(res) == 0 {
+	if placed == nil && len(res) == 0 && len(sess.Agent.Skills) == 0 {
 		t.mu.Unlock()
 		return nil
 	}
@@ -65,6 +66,26 @@ func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *harness
 		}
 		t.mu.Lock()
 		placed[r.ID] = rel
+		t.mu.Unlock()
+	}
+	for _, ref := range sess.Agent.Skills {
+		key := skillKey(ref)
+		want[key] = true
+		if _, ok := placed[key]; ok {
+			continue
+		}
+		rel, err := t.placeSkill(ctx, sess, ref)
+		if errors.Is(err, store.ErrNotFound) {
+			// Deleted since the session began: the system prompt
+			// leaves it out too.
+			t.log.Warn("a session's skill version was deleted; it is not placed", "session", sess.ID, "skill", ref.SkillID, "version", ref.Version)
+			continue
+		}
+		if err != nil {
+			return errorResult(fmt.Errorf("could not place skill %s: %w", ref.SkillID, err))
+		}
+		t.mu.Lock()
+		placed[key] = rel
 		t.mu.Unlock()
 	}
 	for id, rel := range placed {

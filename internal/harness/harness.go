@@ -49,6 +49,9 @@ type Config struct {
 	// Credentials, if set, checks the sessions' vault credentials before
 	// each model call.
 	Credentials CredentialChecker
+	// Skills, if set, describes the skills of a session's agent at the
+	// end of its system prompt (their bodies are read on demand).
+	Skills SkillPrompter
 	Retry       RetryPolicy
 	// MaxTokens bounds each model response (0 = the provider's default).
 	MaxTokens int

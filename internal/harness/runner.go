@@ -534,6 +534,13 @@ func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v 
 	if sess.Agent.Model.Effort != nil {
 		req.Effort = sess.Agent.Model.Effort.Type
 	}
+	if p := r.h.cfg.Skills; p != nil && len(sess.Agent.Skills) > 0 {
+		text, err := p.SkillsPrompt(ctx, sess)
+		if err != nil {
+			return fmt.Errorf("describe the session's skills: %w", err)
+		}
+		req.System = joinPrompt(req.System, text)
+	}
 	window := r.h.contextWindow(req.Model)
 	if estimateTokens(req.System, req.Messages, req.Tools) > int(float64(window)*compactAt) {
 		if through, summary, ok := compaction(r.log.live(), window); ok {

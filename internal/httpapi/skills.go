@@ -200,7 +200,7 @@ func newestFirst(r *http.Request) (store.ListQuery, error) {
 func (s *Server) skillVersion(ctx context.Context, field, skillID, version string, latest bool) (store.SkillVersion, error) {
 	sk, err := s.getSkillOr404(ctx, skillID)
 	if err != nil {
-		return store.SkillVersion{}, err
+		return store.SkillVersion{}, fieldPrefix(field, err)
 	}
 	if latest && (version == "latest" || version == "") {
 		if sk.LatestVersionID == "" {
