@@ -52,7 +52,7 @@ type Config struct {
 	// Skills, if set, describes the skills of a session's agent at the
 	// end of its system prompt (their bodies are read on demand).
 	Skills SkillPrompter
-	Retry       RetryPolicy
+	Retry  RetryPolicy
 	// MaxTokens bounds each model response (0 = the provider's default).
 	MaxTokens int
 	// ContextWindow returns a model's context window in tokens (0: the
