@@ -5,11 +5,15 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/lib/environments"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/fakeanthropic"
@@ -426,4 +430,73 @@ func systemPrompt(t *testing.T, body map[string]any) string {
 		return b.String()
 	}
 	return ""
+}
+
+// TestOfficialWorkerDownloadsSkills: the official SDK's environment
+// worker, with its environment key, downloads a session's skills into
+// {workdir}/skills/<name>/ (it reads the versions and their zip content);
+// the model, told the path relative to the workspace, reads SKILL.md
+// there. The key cannot change skills.
+func TestOfficialWorkerDownloadsSkills(t *testing.T) {
+	s := start(t, options{})
+	ctx := context.Background()
+	sk, err := s.client.Beta.Skills.New(ctx, anthropic.BetaSkillNewParams{
+		Files: skillFiles("pdf-tools/SKILL.md", skillMD("pdf-tools", "Extracts text from PDF files.")),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	envID, key := s.selfHosted(t, "pull")
+	a, err := s.client.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{
+		Name: "worker skill", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
+		Tools:  []anthropic.BetaAgentNewParamsToolUnion{toolset(false)},
+		Skills: []anthropic.BetaManagedAgentsSkillParamsUnion{anthropic.BetaManagedAgentsSkillParamsOfCustom(sk.ID)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the key may do with skills.
+	if _, err := call(s.url, key, "GET", "/v1/skills/"+sk.ID+"/versions/latest", nil, nil); err != nil {
+		t.Fatalf("the environment key cannot read a skill version: %v", err)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"DELETE", "/v1/skills/" + sk.ID + "/versions/" + sk.LatestVersionID},
+		{"GET", "/v1/skills"},
+		{"DELETE", "/v1/skills/" + sk.ID},
+		{"POST", "/v1/skills/" + sk.ID + "/versions"},
+	} {
+		if status, _ := call(s.url, key, c.method, c.path, nil, nil); status != http.StatusForbidden {
+			t.Fatalf("%s %s with the environment key: %d, want 403", c.method, c.path, status)
+		}
+	}
+
+	sess := s.newSession(t, a.ID, envID)
+	st := s.openStream(t, sess.ID)
+	workdir := t.TempDir()
+	wctx, cancel := context.WithCancel(ctx)
+	idle := 2 * time.Second
+	worker := environments.NewEnvironmentWorker(anthropic.NewClient(option.WithBaseURL(s.url), option.WithMaxRetries(0)),
+		environments.EnvironmentWorkerOptions{EnvironmentID: envID, EnvironmentKey: key, Workdir: workdir, MaxIdle: &idle,
+			Logger: slog.New(slog.DiscardHandler)})
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(wctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}()
+	s.waitWorkState(t, envID, "active")
+	s.send(t, sess.ID, userMessage(`@tool read {"file_path":"skills/pdf-tools/SKILL.md"}`+"\n@then done"))
+	var result string
+	for _, f := range st.until(func(f frame) bool { return isIdle(f) && f.StopReason.Type == "end_turn" }) {
+		if f.Type == "user.tool_result" && f.ProcessedAt != nil {
+			for _, b := range f.Content {
+				result += b.Text
+			}
+		}
+	}
+	if !strings.Contains(result, "The secret step is: marmalade.") {
+		t.Fatalf("the worker's read of the skill: %q", result)
+	}
 }

@@ -394,13 +394,20 @@ func (s *Server) knownPath(r *http.Request) bool {
 	return false
 }
 
-// scope limits an environment key to its environment's work queue and to
+// scope limits an environment key to its environment's work queue, to
 // the session calls a worker makes (get, events list/send/stream) on that
-// environment's sessions. Another environment's session is "not found".
+// environment's sessions, and to reading skill versions (list, get,
+// content), which the official worker downloads for its sessions. Another
+// environment's session is "not found".
 func (s *Server) scope(r *http.Request, envID string) error {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	denied := errf(http.StatusForbidden, ma.ErrPermission, "an environment key can only use its environment's work queue and sessions")
+	denied := errf(http.StatusForbidden, ma.ErrPermission, "an environment key can only use its environment's work queue and sessions, and read skill versions")
 	switch {
+	case len(parts) >= 4 && parts[0] == "v1" && parts[1] == "skills" && parts[3] == "versions":
+		if r.Method != http.MethodGet || len(parts) > 6 || len(parts) == 6 && parts[5] != "content" {
+			return denied
+		}
+		return nil
 	case len(parts) >= 4 && parts[0] == "v1" && parts[1] == "environments" && parts[3] == "work":
 		if parts[2] != envID {
 			return denied
