@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -498,5 +499,50 @@ func TestOfficialWorkerDownloadsSkills(t *testing.T) {
 	}
 	if !strings.Contains(result, "The secret step is: marmalade.") {
 		t.Fatalf("the worker's read of the skill: %q", result)
+	}
+}
+
+// TestSkillOnReinsExecutor: a self-hosted session served by an executor
+// (the executor package's client over a real WebSocket) gets its skill's
+// files placed read-only in the executor's workspace, and reads SKILL.md
+// at the relative path the prompt gives.
+func TestSkillOnReinsExecutor(t *testing.T) {
+	s := start(t, options{})
+	ctx := context.Background()
+	sk, err := s.client.Beta.Skills.New(ctx, anthropic.BetaSkillNewParams{
+		Files: skillFiles("pdf-tools/SKILL.md", skillMD("pdf-tools", "Extracts text from PDF files."), "pdf-tools/scripts/extract.py", "print(1)\n"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	envID, key := s.selfHosted(t, "hands")
+	ws := startExecutorClient(t, s.url, key, "skills-hands")
+	a, err := s.client.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{
+		Name: "executor skill", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
+		Tools:  []anthropic.BetaAgentNewParamsToolUnion{toolset(false)},
+		Skills: []anthropic.BetaManagedAgentsSkillParamsUnion{anthropic.BetaManagedAgentsSkillParamsOfCustom(sk.ID)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := s.newSession(t, a.ID, envID)
+	st := s.openStream(t, sess.ID)
+	s.send(t, sess.ID, userMessage(`@tool read {"file_path":"skills/pdf-tools/SKILL.md"}`+"\n"+
+		`@tool bash {"command":"stat -c %a skills/pdf-tools/SKILL.md skills/pdf-tools/scripts/extract.py"}`+"\n@then done"))
+	var results []string
+	for _, f := range st.until(isIdle) {
+		if f.Type == "agent.tool_result" {
+			var out strings.Builder
+			for _, b := range f.Content {
+				out.WriteString(b.Text)
+			}
+			results = append(results, out.String())
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "The secret step is: marmalade.") || strings.Count(results[1], "444") != 2 {
+		t.Fatalf("tool results %q", results)
+	}
+	if m, _ := filepath.Glob(filepath.Join(ws, "*", "skills", "pdf-tools", "scripts", "extract.py")); len(m) != 1 {
+		t.Fatalf("the skill is not in the executor's workspace %s", ws)
 	}
 }
