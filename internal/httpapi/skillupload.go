@@ -50,7 +50,7 @@ type skillUpload struct {
 // directory and where to read it.
 type skillFile struct {
 	rel  string
-	open func() (io.Reader, error)
+	open func() (io.ReadCloser, error)
 }
 
 func (u *skillUpload) close() {
@@ -124,8 +124,10 @@ func (s *Server) readSkillUpload(r *http.Request, withDisplayName bool) (*skillU
 			if err := checkDisplayName(field, u.displayName); err != nil {
 				return nil, err
 			}
+		case withDisplayName:
+			return nil, badRequest("%s: unknown field (a skill upload takes files[] and display_name)", field)
 		default:
-			return nil, badRequest("%s: unknown field (a skill upload takes files[]%s)", field, map[bool]string{true: " and display_name"}[withDisplayName])
+			return nil, badRequest("%s: unknown field (a skill version upload takes files[] only)", field)
 		}
 	}
 	if len(parts) == 0 {
@@ -139,7 +141,9 @@ func (s *Server) readSkillUpload(r *http.Request, withDisplayName bool) (*skillU
 	} else {
 		for _, p := range parts {
 			sec := io.NewSectionReader(spool, p.off, p.size)
-			u.files = append(u.files, skillFile{rel: p.name, open: func() (io.Reader, error) { return io.NewSectionReader(sec, 0, sec.Size()), nil }})
+			u.files = append(u.files, skillFile{rel: p.name, open: func() (io.ReadCloser, error) {
+				return io.NopCloser(io.NewSectionReader(sec, 0, sec.Size())), nil
+			}})
 		}
 	}
 	if err := u.check(); err != nil {
@@ -203,7 +207,7 @@ func (u *skillUpload) readZip(name string, size, limit int64) error {
 		if total += f.UncompressedSize64; total > uint64(limit) {
 			return errf(http.StatusRequestEntityTooLarge, ma.ErrRequestTooLarge, "files[]: the archive's files are larger than the %d bytes this server accepts", limit)
 		}
-		u.files = append(u.files, skillFile{rel: f.Name, open: func() (io.Reader, error) {
+		u.files = append(u.files, skillFile{rel: f.Name, open: func() (io.ReadCloser, error) {
 			rc, err := f.Open()
 			if err != nil {
 				return nil, badRequest("files[]: %q in the archive cannot be read: %v", f.Name, err)
@@ -263,6 +267,7 @@ func (u *skillUpload) check() error {
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	head, err := io.ReadAll(io.LimitReader(r, maxFrontMatter))
 	if err != nil {
 		return err
@@ -411,10 +416,7 @@ func (u *skillUpload) archive(dir string, modified time.Time) (*skillArchive, er
 	for _, sf := range u.files {
 		w, err := zw.CreateHeader(&zip.FileHeader{Name: path.Join(u.name, sf.rel), Method: zip.Deflate, Modified: modified})
 		if err == nil {
-			var r io.Reader
-			if r, err = sf.open(); err == nil {
-				_, err = io.Copy(w, r)
-			}
+			err = copyFrom(w, sf)
 		}
 		if err != nil {
 			a.close()
@@ -431,6 +433,17 @@ func (u *skillUpload) archive(dir string, modified time.Time) (*skillArchive, er
 	}
 	a.size, a.sha256 = cw.n, hex.EncodeToString(h.Sum(nil))
 	return a, nil
+}
+
+// copyFrom copies a file of the upload to w.
+func copyFrom(w io.Writer, f skillFile) error {
+	r, err := f.open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = io.Copy(w, r)
+	return err
 }
 
 // countWriter counts what is written through it.
