@@ -319,6 +319,31 @@ func TestSkillUploadRefusals(t *testing.T) {
 	if len(a.Skills) != 1 || a.Skills[0].Version != sk.LatestVersionID || a.Skills[0].Type != "custom" {
 		t.Fatalf("agent skills %s", a.RawJSON())
 	}
+	// Updates: the same skill again is no change; [] clears; skills are a
+	// full replacement, pinned again.
+	update := func(skills ...anthropic.BetaManagedAgentsSkillParamsUnion) *anthropic.BetaManagedAgentsAgent {
+		t.Helper()
+		if skills == nil {
+			skills = []anthropic.BetaManagedAgentsSkillParamsUnion{}
+		}
+		got, err := s.client.Beta.Agents.Update(ctx, a.ID, anthropic.BetaAgentUpdateParams{Version: anthropic.Int(a.Version), Skills: skills})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if same := update(anthropic.BetaManagedAgentsSkillParamsOfCustom(sk.ID)); same.Version != a.Version {
+		t.Fatalf("the same skills made version %d", same.Version)
+	}
+	if a = update(); a.Version != 2 || len(a.Skills) != 0 {
+		t.Fatalf("cleared: %s", a.RawJSON())
+	}
+	if a = update(anthropic.BetaManagedAgentsSkillParamsOfCustom(sk.ID)); a.Version != 3 || len(a.Skills) != 1 || a.Skills[0].Version != sk.LatestVersionID {
+		t.Fatalf("skills again: %s", a.RawJSON())
+	}
+	_, err = s.client.Beta.Agents.Update(ctx, a.ID, anthropic.BetaAgentUpdateParams{Version: anthropic.Int(a.Version),
+		Skills: []anthropic.BetaManagedAgentsSkillParamsUnion{anthropic.BetaManagedAgentsSkillParamsOfAnthropic("pdf")}})
+	apiErrSays(t, err, http.StatusBadRequest, "Anthropic skills")
 	if _, err := s.client.Beta.Skills.Versions.Delete(ctx, sk.LatestVersionID, anthropic.BetaSkillVersionDeleteParams{SkillID: sk.ID}); err != nil {
 		t.Fatal(err)
 	}
