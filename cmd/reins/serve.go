@@ -114,9 +114,9 @@ refused at start.`,
 	f.DurationVar(&o.bodyTimeout, "body-timeout", httpapi.DefaultBodyTimeout,
 		"how long a client may take to send a request body; a slower one gets 408 and loses its connection. Responses (streams, long polls) are not bounded (REINS_BODY_TIMEOUT)")
 	f.Int64Var(&o.maxFileSize, "max-file-size", httpapi.DefaultMaxFileSize,
-		"bytes one upload to /v1/files may hold; a larger one gets 413 (REINS_MAX_FILE_SIZE)")
+		"bytes one upload to /v1/files, or one skill version's files, may hold; a larger one gets 413 (REINS_MAX_FILE_SIZE)")
 	f.IntVar(&o.limits.CreatesPerMinute, "creates-per-minute", 300,
-		"requests that create a resource (agents, environments, sessions, vaults, credentials, environment keys, files, session resources) per minute and key, 0 for no limit; over it 429 with retry-after (REINS_CREATES_PER_MINUTE)")
+		"requests that create a resource (agents, environments, sessions, vaults, credentials, environment keys, files, session resources, skills and skill versions) per minute and key, 0 for no limit; over it 429 with retry-after (REINS_CREATES_PER_MINUTE)")
 	f.IntVar(&o.limits.RequestsPerMinute, "requests-per-minute", 600,
 		"other API requests per minute and key, 0 for no limit; over it 429 with retry-after (REINS_REQUESTS_PER_MINUTE)")
 	f.IntVar(&o.maxRequests, "max-requests", 1024,
