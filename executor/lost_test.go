@@ -9,8 +9,10 @@ import (
 // closeCounter is a Session that counts its closes.
 type closeCounter struct{ closed int }
 
-func (s *closeCounter) CallTool(context.Context, string, json.RawMessage) ToolResult { return ToolResult{} }
-func (s *closeCounter) Close() error                                               { s.closed++; return nil }
+func (s *closeCounter) CallTool(context.Context, string, json.RawMessage) ToolResult {
+	return ToolResult{}
+}
+func (s *closeCounter) Close() error { s.closed++; return nil }
 
 // TestLostReportSparesANewLease: a heartbeat's "lost" answer about the
 // lease it was sent with does not end the session when the harness has
