@@ -300,6 +300,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.ValidatePackages = packages.Validate
 	hc.Models = models
 	hc.ExecutorList = executorList{hub}
+	hc.TurnTokens = turnTokens
 
 	if hc.FileSpoolDir == "" {
 		// Uploads cut off by a crash are left here; nothing else is.
