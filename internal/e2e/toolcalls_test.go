@@ -17,6 +17,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/turntoken"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -372,6 +373,74 @@ func TestPlatformToolsUnavailable(t *testing.T) {
 	_, err = tr.CallTool(context.Background(), executor.PlatformToolCall{Name: "bash", Input: bash("true")})
 	wantRefresh(t, "CallTool without tools", err, executor.ReasonToolsTokenUnavailable)
 	if err := tr.EndTurn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlatformToolsReplayAfterRestart: a completed call replays its first
+// outcome after a server restart without running again; a call whose
+// record lost its outcome (the server stopped after the tool ran) answers
+// the result the log has.
+func TestPlatformToolsReplayAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	s, stop := startStoppable(t, options{dir: dir}, nil)
+	envID, envKey := s.selfHosted(t, "hands")
+	sessID, token := brainSession(t, s, envID, toolsAgent)
+	startExecutorClient(t, s.url, envKey, "hands-1")
+	turns := brainTurns(t, s, token)
+	s.send(t, sessID, userMessage("count"))
+	tr := within(t, turns, "turn.start")
+	count := executor.PlatformToolCall{Name: "bash", Input: bash("echo x >> count.txt; wc -l < count.txt"), IdempotencyKey: "count"}
+	var first executor.PlatformToolResult
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if first = callTool(t, tr, count); first.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			break
+		}
+	}
+	if strings.TrimSpace(toolText(first)) != "1" {
+		t.Fatalf("first call: %+v", first)
+	}
+	stop()
+
+	s = startWith(t, options{dir: dir}, nil)
+	startExecutorClient(t, s.url, envKey, "hands-2")
+	turns = brainTurns(t, s, token)
+	// The turn cut off by the stop starts again on the new agent end.
+	tr = within(t, turns, "turn.start after the restart")
+	again := callTool(t, tr, count)
+	if again.ToolCallID != first.ToolCallID || toolText(again) != toolText(first) {
+		t.Fatalf("replay after the restart: %+v, want %+v", again, first)
+	}
+	// A record left without its outcome, whose tool use has a result.
+	ctx := context.Background()
+	rec, _, err := s.app.Store.BeginToolCall(ctx, store.ToolCall{SessionID: sessID, Key: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.app.Store.DeleteToolCall(ctx, sessID, "count"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.app.Store.BeginToolCall(ctx, store.ToolCall{SessionID: sessID, Key: "count", RequestHash: rec.RequestHash, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.app.Store.SetToolCallUse(ctx, sessID, "count", rec.ToolUseID); err != nil {
+		t.Fatal(err)
+	}
+	cut := callTool(t, tr, count)
+	if cut.Status != "completed" || cut.ToolCallID != first.ToolCallID || toolText(cut) != toolText(first) {
+		t.Fatalf("a record without outcome: %+v, want %+v", cut, first)
+	}
+	// The new executor has a new workspace: the log says what ran.
+	ran := 0
+	for _, ev := range s.listAll(t, sessID) {
+		if ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "count.txt; wc") {
+			ran++
+		}
+	}
+	if ran != 1 {
+		t.Fatalf("the counted call ran %d times, want 1", ran)
+	}
+	if err := tr.EndTurn(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

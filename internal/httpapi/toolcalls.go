@@ -84,7 +84,11 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !created {
-		writeJSON(w, replay(rec, requestHash(req)))
+		out, err := s.replay(ctx, rec, requestHash(req))
+		if err != nil {
+			return err
+		}
+		writeJSON(w, out)
 		return nil
 	}
 	out, err := s.runToolCall(ctx, claims, key, req)
@@ -135,8 +139,52 @@ func (s *Server) runToolCall(ctx context.Context, claims turntoken.Claims, key s
 }
 
 // replay answers a call whose key is recorded: its outcome, in_progress
-// while it runs, or idempotency_key_reused for another body.
-func replay(rec store.ToolCall, hash string) toolCallResponse {
+// while it runs, or idempotency_key_reused for another body. A call
+// without outcome whose tool use has a result in the log was cut off (by
+// a server stop) after its tool ran, or the next runner answered it: its
+// outcome is that result, recorded now.
+func (s *Server) replay(ctx context.Context, rec store.ToolCall, hash string) (toolCallResponse, error) {
+	if rec.Outcome == nil && rec.ToolUseID != "" && rec.RequestHash == hash {
+		res, err := s.toolResult(ctx, rec.SessionID, rec.ToolUseID)
+		if err != nil || res == nil {
+			return recorded(rec, hash), err
+		}
+		out := toolCallResponse{ToolCallID: rec.ToolUseID, Status: "completed", Content: res.Content, IsError: res.IsError != nil && *res.IsError}
+		if out.Content == nil {
+			out.Content = []ma.ContentBlock{}
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return out, err
+		}
+		return out, s.cfg.Store.FinishToolCall(ctx, rec.SessionID, rec.Key, b)
+	}
+	return recorded(rec, hash), nil
+}
+
+// toolResult returns the agent.tool_result of a tool use, nil if the log
+// has none.
+func (s *Server) toolResult(ctx context.Context, sessionID, toolUseID string) (*ma.Event, error) {
+	const batch = 1000
+	for after := int64(0); ; {
+		entries, err := s.cfg.Store.ReadLog(ctx, sessionID, after, batch)
+		if err != nil {
+			return nil, err
+		}
+		for i := range entries {
+			if ev := &entries[i].Event; ev.Type == ma.EventAgentToolResult && ev.ToolUseID == toolUseID {
+				return ev, nil
+			}
+			after = entries[i].Seq
+		}
+		if len(entries) < batch {
+			return nil, nil
+		}
+	}
+}
+
+// recorded answers from a call's record alone.
+func recorded(rec store.ToolCall, hash string) toolCallResponse {
 	switch {
 	case rec.RequestHash != hash:
 		return toolCallResponse{Status: "completed", IsError: true, ErrorCode: executor.ToolErrorIdempotencyKeyReused,
