@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/turntoken"
@@ -92,7 +91,7 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	out, err := s.runToolCall(ctx, claims, key, req)
-	if err != nil || out.ErrorCode == executor.ToolErrorEnvironmentUnavailable {
+	if err != nil || out.ErrorCode == harness.ToolErrorEnvironmentUnavailable {
 		// Nothing ran: the key may be used again.
 		if derr := s.cfg.Store.DeleteToolCall(ctx, sessionID, key); derr != nil && err == nil {
 			err = derr
@@ -187,10 +186,10 @@ func (s *Server) toolResult(ctx context.Context, sessionID, toolUseID string) (*
 func recorded(rec store.ToolCall, hash string) toolCallResponse {
 	switch {
 	case rec.RequestHash != hash:
-		return toolCallResponse{Status: "completed", IsError: true, ErrorCode: executor.ToolErrorIdempotencyKeyReused,
+		return toolCallResponse{Status: "completed", IsError: true, ErrorCode: harness.ToolErrorIdempotencyKeyReused,
 			Content: textContent("This Idempotency-Key was used for another call (another name, input or approval): use a new key for a new call.")}
 	case rec.Outcome == nil:
-		return toolCallResponse{ToolCallID: rec.ToolUseID, Status: "in_progress", IsError: true, ErrorCode: executor.ToolErrorInProgress,
+		return toolCallResponse{ToolCallID: rec.ToolUseID, Status: "in_progress", IsError: true, ErrorCode: harness.ToolErrorInProgress,
 			Content: textContent("The call with this Idempotency-Key is still running: call again with the same key for its outcome.")}
 	}
 	var out toolCallResponse
