@@ -444,3 +444,46 @@ func TestPlatformToolsReplayAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPlatformToolsReinsExecutor: bash through the tools endpoint runs on
+// a separate `reins executor` process serving the session's self-hosted
+// environment, and the SDK lists the call as the built-in loop records
+// one (agent.tool_use allowed, then its agent.tool_result).
+func TestPlatformToolsReinsExecutor(t *testing.T) {
+	bin, err := buildReins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, options{})
+	envID, envKey := s.selfHosted(t, "hands")
+	sessID, token := brainSession(t, s, envID, toolsAgent)
+	startExecutor(t, bin, s.url, envKey, "hands-proc")
+	turns := brainTurns(t, s, token)
+	s.send(t, sessID, userMessage("where are you"))
+	tr := within(t, turns, "turn.start")
+	var res executor.PlatformToolResult
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		res = callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("echo from-$((40+2)) > out.txt; cat out.txt"), IdempotencyKey: "where"})
+		if res.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			break // else the executor is still starting
+		}
+	}
+	if res.IsError || strings.TrimSpace(toolText(res)) != "from-42" {
+		t.Fatalf("bash on reins executor: %+v", res)
+	}
+	if err := tr.EndTurn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range s.listAll(t, sessID) {
+		switch {
+		case ev.Type == ma.EventAgentToolUse && ev.ID == res.ToolCallID && ev.Name == "bash" && ev.EvaluatedPermission == "allow":
+			got = append(got, "use")
+		case ev.Type == ma.EventAgentToolResult && ev.ToolUseID == res.ToolCallID && len(ev.Content) == 1 && strings.TrimSpace(ev.Content[0].Text) == "from-42":
+			got = append(got, "result")
+		}
+	}
+	if !slices.Equal(got, []string{"use", "result"}) {
+		t.Fatalf("the log has %v of the call, want its tool use then its result", got)
+	}
+}
