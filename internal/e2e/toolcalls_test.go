@@ -357,7 +357,8 @@ func TestPlatformToolsSelfHosted(t *testing.T) {
 
 // TestPlatformToolsUnavailable: an agent without built-in tools gets no
 // tools token: none in turn.start, and tools_token.refresh answers
-// tools_token_unavailable.
+// tools_token_unavailable; another agent end asking for the turn's tokens
+// is forbidden.
 func TestPlatformToolsUnavailable(t *testing.T) {
 	s := start(t, options{})
 	envID, _ := s.selfHosted(t, "brains")
@@ -372,6 +373,21 @@ func TestPlatformToolsUnavailable(t *testing.T) {
 	wantRefresh(t, "tools_token.refresh without tools", err, executor.ReasonToolsTokenUnavailable)
 	_, err = tr.CallTool(context.Background(), executor.PlatformToolCall{Name: "bash", Input: bash("true")})
 	wantRefresh(t, "CallTool without tools", err, executor.ReasonToolsTokenUnavailable)
+
+	// Another agent end asking for this turn's tokens: forbidden.
+	other := executor.NewClient(executor.Options{URL: s.url, MachineToken: token, Executor: executor.ExecutorInfo{Name: "other"}, HTTPClient: ownHTTPClient(t),
+		Capabilities: []string{executor.CapabilityAgent}, Sessions: &executor.BuiltinSessions{Dir: t.TempDir()},
+		Agent: executor.AgentHandlerFunc(func(context.Context, *executor.Turn) error { return nil }), BackoffMin: 10 * time.Millisecond})
+	done := make(chan struct{})
+	go func() { defer close(done); other.Run(context.Background()) }()
+	t.Cleanup(func() { other.Stop(); <-done })
+	params := map[string]string{"session_id": bare, "turn_id": tr.Start.TurnID}
+	for _, m := range []string{executor.MethodToolsTokenRefresh, executor.MethodModelTokenRefresh} {
+		for err = executor.ErrNotConnected; errors.Is(err, executor.ErrNotConnected); time.Sleep(10 * time.Millisecond) {
+			err = other.Call(context.Background(), m, params, nil)
+		}
+		wantRefresh(t, m+" from another agent end", err, executor.ReasonForbidden)
+	}
 	if err := tr.EndTurn(context.Background()); err != nil {
 		t.Fatal(err)
 	}
