@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/turntoken"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -23,9 +24,6 @@ type agentEnds struct {
 	st     store.Store
 	tokens *turntoken.Issuer
 }
-
-// ToolCallsPath is the path of a session's platform tools endpoint.
-func ToolCallsPath(sessionID string) string { return "/v1/sessions/" + sessionID + "/tool_calls" }
 
 // StartTurn implements harness.AgentEnds.
 func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harness.TurnStart, sink harness.TurnSink) (harness.AgentTurn, *harness.Wait, error) {
@@ -101,7 +99,7 @@ func (s rpcSink) toolsGrant() (executor.TokenGrant, error) {
 	if err != nil {
 		return executor.TokenGrant{}, detailed(executor.WithReason(executor.CodeResourceUnavailable, executor.ReasonToolsTokenUnavailable, ""), err.Error())
 	}
-	return executor.TokenGrant{URL: ToolCallsPath(s.sessionID), Token: tok, ExpiresAt: exp}, nil
+	return executor.TokenGrant{URL: httpapi.ToolCallsPath(s.sessionID), Token: tok, ExpiresAt: exp}, nil
 }
 
 // machinesOf lists the live machines whose scope holds the environment.

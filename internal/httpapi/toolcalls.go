@@ -21,6 +21,9 @@ import (
 // with an API key.
 const toolCallsPattern = "POST /v1/sessions/{id}/tool_calls"
 
+// ToolCallsPath is the path of a session's platform tools endpoint.
+func ToolCallsPath(sessionID string) string { return "/v1/sessions/" + sessionID + "/tool_calls" }
+
 // toolCallBody bounds a platform tool call's body.
 const toolCallBody = smallBody
 
@@ -226,7 +229,7 @@ func (s *Server) toolsToken(r *http.Request, sessionID string) (turntoken.Claims
 // requestHash identifies a call's body: name, input (as a JSON value) and
 // approval.
 func requestHash(req toolCallRequest) string {
-	var input any
+	var input any = map[string]any{} // no input is {}
 	if len(req.Input) > 0 {
 		json.Unmarshal(req.Input, &input) // checked by the caller
 	}
