@@ -503,3 +503,54 @@ func TestPlatformToolsReinsExecutor(t *testing.T) {
 		t.Fatalf("the log has %v of the call, want its tool use then its result", got)
 	}
 }
+
+// TestPlatformToolsInterrupt: an interrupt while a call of the tools
+// endpoint runs cancels the tool; the call answers, the turn ends, and
+// the turn's token is then refused (409 turn_inactive).
+func TestPlatformToolsInterrupt(t *testing.T) {
+	s := start(t, options{})
+	envID, envKey := s.selfHosted(t, "hands")
+	sessID, token := brainSession(t, s, envID, toolsAgent)
+	startExecutorClient(t, s.url, envKey, "hands-1")
+	turns := brainTurns(t, s, token)
+	st := s.openStream(t, sessID)
+	s.send(t, sessID, userMessage("sleep"))
+	tr := within(t, turns, "turn.start")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r := callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("true")}); r.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			break // else the executor is still registering
+		}
+	}
+	type outcome struct {
+		res executor.PlatformToolResult
+		err error
+	}
+	slow := make(chan outcome, 1)
+	go func() {
+		r, err := tr.CallTool(context.Background(), executor.PlatformToolCall{Name: "bash", Input: bash("sleep 60")})
+		slow <- outcome{r, err}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !slices.ContainsFunc(s.listAll(t, sessID), func(ev ma.Event) bool {
+		return ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "sleep 60")
+	}); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the call's agent.tool_use did not appear")
+		}
+	}
+	began := time.Now()
+	s.send(t, sessID, interruptEvent())
+	o := within(t, slow, "the interrupted call's answer")
+	if o.err != nil || !o.res.IsError {
+		t.Fatalf("interrupted call: %+v %v", o.res, o.err)
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Fatalf("the interrupted call answered after %v", d)
+	}
+	if sr := waitIdle(t, st); sr == nil || sr.Type != ma.StopEndTurn {
+		t.Fatalf("idle %+v", sr)
+	}
+	var he *executor.ToolCallHTTPError
+	if _, err := tr.CallTool(context.Background(), executor.PlatformToolCall{Name: "bash", Input: bash("true")}); !errors.As(err, &he) || he.StatusCode != http.StatusConflict {
+		t.Fatalf("a call after the interrupt: %v, want 409", err)
+	}
+}
