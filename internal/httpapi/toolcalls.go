@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/reinsdev/reins/internal/harness"
@@ -93,13 +94,18 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, out)
 		return nil
 	}
-	out, err := s.runToolCall(ctx, claims, key, req)
-	if err != nil || out.ErrorCode == harness.ToolErrorEnvironmentUnavailable {
+	out, logged, err := s.runToolCall(ctx, claims, key, req)
+	switch {
+	case err != nil && logged:
+		// Its tool use is in the log (the server is stopping): the
+		// record stays in progress, and answers the result the next
+		// runner gives the tool use.
+	case err != nil || out.ErrorCode == harness.ToolErrorEnvironmentUnavailable:
 		// Nothing ran: the key may be used again.
 		if derr := s.cfg.Store.DeleteToolCall(ctx, sessionID, key); derr != nil && err == nil {
 			err = derr
 		}
-	} else {
+	default:
 		b, merr := json.Marshal(out)
 		if merr != nil {
 			return merr
@@ -113,11 +119,14 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// runToolCall hands the call to the turn the token names.
-func (s *Server) runToolCall(ctx context.Context, claims turntoken.Claims, key string, req toolCallRequest) (toolCallResponse, error) {
+// runToolCall hands the call to the turn the token names; logged
+// reports that the call's agent.tool_use is in the log.
+func (s *Server) runToolCall(ctx context.Context, claims turntoken.Claims, key string, req toolCallRequest) (_ toolCallResponse, logged bool, _ error) {
+	var started atomic.Bool
 	turn, err := s.cfg.Harness.AgentTurn(claims.SessionID, claims.TurnID)
 	if err == nil {
 		call := harness.PlatformToolCall{Name: req.Name, Input: req.Input, Started: func(toolUseID string) {
+			started.Store(true)
 			if err := s.cfg.Store.SetToolCallUse(ctx, claims.SessionID, key, toolUseID); err != nil {
 				s.log.Warn("tool call: record its tool use", "session", claims.SessionID, "err", err)
 			}
@@ -131,13 +140,13 @@ func (s *Server) runToolCall(ctx context.Context, claims turntoken.Claims, key s
 			if content == nil {
 				content = []ma.ContentBlock{}
 			}
-			return toolCallResponse{ToolCallID: res.ToolUseID, Status: "completed", Content: content, IsError: res.IsError, ErrorCode: res.ErrorCode}, nil
+			return toolCallResponse{ToolCallID: res.ToolUseID, Status: "completed", Content: content, IsError: res.IsError, ErrorCode: res.ErrorCode}, true, nil
 		}
 	}
 	if errors.Is(err, harness.ErrTurnInactive) {
-		return toolCallResponse{}, conflict("turn_inactive: turn %s of session %s is not running on this server; a running turn's tools token calls the tools endpoint", claims.TurnID, claims.SessionID)
+		err = conflict("turn_inactive: turn %s of session %s is not running on this server; a running turn's tools token calls the tools endpoint", claims.TurnID, claims.SessionID)
 	}
-	return toolCallResponse{}, err
+	return toolCallResponse{}, started.Load(), err
 }
 
 // replay answers a call whose key is recorded: its outcome, in_progress
