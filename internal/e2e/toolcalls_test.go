@@ -554,3 +554,65 @@ func TestPlatformToolsInterrupt(t *testing.T) {
 		t.Fatalf("a call after the interrupt: %v, want 409", err)
 	}
 }
+
+// TestPlatformToolsStopMidCall: the server stops while a call runs; after
+// the restart the same key answers what the new runner recorded for the
+// cut-off tool use ("may or may not have run"), and the tool is not run
+// again.
+func TestPlatformToolsStopMidCall(t *testing.T) {
+	dir := t.TempDir()
+	s, stop := startStoppable(t, options{dir: dir}, nil)
+	envID, envKey := s.selfHosted(t, "hands")
+	sessID, token := brainSession(t, s, envID, toolsAgent)
+	startExecutorClient(t, s.url, envKey, "hands-1")
+	turns := brainTurns(t, s, token)
+	s.send(t, sessID, userMessage("long"))
+	tr := within(t, turns, "turn.start")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r := callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("true")}); r.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			break // else the executor is still registering
+		}
+	}
+	long := executor.PlatformToolCall{Name: "bash", Input: bash("echo started; sleep 60"), IdempotencyKey: "long"}
+	cut := make(chan error, 1)
+	go func() {
+		_, err := tr.CallTool(context.Background(), long)
+		cut <- err
+	}()
+	var useID string
+	for deadline := time.Now().Add(10 * time.Second); useID == ""; time.Sleep(20 * time.Millisecond) {
+		for _, ev := range s.listAll(t, sessID) {
+			if ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "sleep 60") {
+				useID = ev.ID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call's agent.tool_use did not appear")
+		}
+	}
+	stop()
+	if err := within(t, cut, "the cut-off call's answer"); err == nil {
+		t.Fatal("the call cut off by the stop answered no error")
+	}
+
+	s = startWith(t, options{dir: dir}, nil)
+	startExecutorClient(t, s.url, envKey, "hands-2")
+	turns = brainTurns(t, s, token)
+	tr = within(t, turns, "turn.start after the restart")
+	res := callTool(t, tr, long)
+	if res.Status != "completed" || res.ToolCallID != useID || !res.IsError {
+		t.Fatalf("the cut-off call after the restart: %+v (tool use %s)", res, useID)
+	}
+	ran := 0
+	for _, ev := range s.listAll(t, sessID) {
+		if ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "sleep 60") {
+			ran++
+		}
+	}
+	if ran != 1 {
+		t.Fatalf("the cut-off call is in the log %d times, want 1", ran)
+	}
+	if err := tr.EndTurn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
