@@ -219,6 +219,10 @@ func TestPlatformToolsSelfHosted(t *testing.T) {
 	if status != 200 || raw.Status != "in_progress" || raw.ErrorCode != executor.ToolErrorInProgress {
 		t.Fatalf("the same key while running: %d %s", status, body)
 	}
+	// The SDK's CallTool with that key waits for the outcome.
+	if r := callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("sleep 2; echo slept"), IdempotencyKey: "slow"}); strings.TrimSpace(toolText(r)) != "slept" || r.Status != "completed" {
+		t.Fatalf("CallTool on a key in progress: %+v", r)
+	}
 	if r := within(t, slow, "the slow call"); strings.TrimSpace(toolText(r)) != "slept" {
 		t.Fatalf("slow call: %+v", r)
 	}
