@@ -302,6 +302,10 @@ func TestPlatformToolsSelfHosted(t *testing.T) {
 	if !slices.ContainsFunc(tr2.Start.Inputs, func(raw json.RawMessage) bool { return bytes.Contains(raw, []byte(ma.EventUserToolConfirmation)) }) {
 		t.Fatalf("turn inputs %s", tr2.Start.Inputs)
 	}
+	// The first turn's token, still unexpired, is not the running turn's.
+	if _, err := tr.CallTool(ctx, executor.PlatformToolCall{Name: "bash", Input: bash("true")}); err == nil || !strings.Contains(err.Error(), "turn_inactive") {
+		t.Fatalf("the ended turn's token during the next turn: %v", err)
+	}
 	ok := callTool(t, tr2, executor.PlatformToolCall{Name: "write", Input: note, Approval: ask.ToolCallID})
 	if ok.IsError || ok.ToolCallID != ask.ToolCallID {
 		t.Fatalf("approved write: %+v", ok)
