@@ -17,6 +17,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/pgtest"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/turntoken"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -620,6 +621,36 @@ func TestPlatformToolsStopMidCall(t *testing.T) {
 	if ran != 1 {
 		t.Fatalf("the cut-off call is in the log %d times, want 1", ran)
 	}
+	if err := tr.EndTurn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlatformToolsPostgres: on PostgreSQL, a call runs once, replays
+// with its key and refuses the key with another body.
+func TestPlatformToolsPostgres(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	s := startWith(t, options{}, func(c *app.Config) { c.DatabaseURL = dsn })
+	envID, envKey := s.selfHosted(t, "hands")
+	sessID, token := brainSession(t, s, envID, toolsAgent)
+	startExecutorClient(t, s.url, envKey, "hands-1")
+	turns := brainTurns(t, s, token)
+	s.send(t, sessID, userMessage("count"))
+	tr := within(t, turns, "turn.start")
+	count := executor.PlatformToolCall{Name: "bash", Input: bash("echo x >> count.txt; wc -l < count.txt"), IdempotencyKey: "count"}
+	var first executor.PlatformToolResult
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if first = callTool(t, tr, count); first.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			break
+		}
+	}
+	if again := callTool(t, tr, count); strings.TrimSpace(toolText(first)) != "1" || again.ToolCallID != first.ToolCallID || toolText(again) != toolText(first) {
+		t.Fatalf("first %+v, replay %+v", first, again)
+	}
+	if got := strings.TrimSpace(toolText(callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("wc -l < count.txt")}))); got != "1" {
+		t.Fatalf("count.txt has %s lines, want 1", got)
+	}
+	wantCode(t, "another body", callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("true"), IdempotencyKey: "count"}), executor.ToolErrorIdempotencyKeyReused)
 	if err := tr.EndTurn(context.Background()); err != nil {
 		t.Fatal(err)
 	}
