@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 )
 
@@ -13,7 +14,7 @@ import (
 type AgentHandler interface {
 	// RunTurn runs one turn: it reads t.Start, calls models through the
 	// gateway (t.Start.Model) and tools through the platform tools
-	// endpoint (t.Start.Tools), and appends what happens with t.Send,
+	// endpoint ([Turn.CallTool], with t.Start.Tools), and appends what happens with t.Send,
 	// ending with [Turn.EndTurn]. ctx ends on turn.cancel (an interrupt)
 	// and when the connection is lost; the harness then ends or restarts
 	// the turn itself. An error is logged.
@@ -36,7 +37,8 @@ type Turn struct {
 	Start TurnStart
 
 	conn *rpcConn
-	mu   sync.Mutex
+	http *http.Client // for the platform tools endpoint and the gateway
+	mu   sync.Mutex   // guards next and Start's grants
 	next int64
 }
 
@@ -131,7 +133,7 @@ func (c *Client) turnStart(ctx context.Context, conn *rpcConn, params json.RawMe
 	}
 	c.turns.cancels[p.TurnID] = cancel
 	c.turns.mu.Unlock()
-	t := &Turn{Start: p, conn: conn}
+	t := &Turn{Start: p, conn: conn, http: c.opts.HTTPClient}
 	c.wg.Go(func() {
 		defer func() {
 			c.turns.mu.Lock()

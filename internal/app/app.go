@@ -30,6 +30,7 @@ import (
 	"github.com/reinsdev/reins/internal/store/postgres"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	"github.com/reinsdev/reins/internal/telemetry"
+	"github.com/reinsdev/reins/internal/turntoken"
 	"github.com/reinsdev/reins/internal/vault"
 	"github.com/reinsdev/reins/internal/webfetch"
 	"github.com/reinsdev/reins/internal/workqueue"
@@ -124,11 +125,14 @@ type App struct {
 	API     *httpapi.Server
 	Hub     *executor.Hub
 	Work    *workqueue.Service
-	tools   *hubTools
-	idle    func() // closes the idle connections of the outbound clients
-	log     *slog.Logger
-	srv     *http.Server
-	lock    *dirLock // the data dir's, held until Shutdown
+	// TurnTokens issues and verifies the model and tools tokens of
+	// agent-end turns (under the master key: every replica verifies).
+	TurnTokens *turntoken.Issuer
+	tools      *hubTools
+	idle       func() // closes the idle connections of the outbound clients
+	log        *slog.Logger
+	srv        *http.Server
+	lock       *dirLock // the data dir's, held until Shutdown
 	// relay carries wake-ups and previews to the other replicas
 	// (PostgreSQL only); relayCtx ends at Shutdown, and relayWG waits for
 	// what the relay's notes started.
@@ -272,7 +276,12 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	streams, requests := guard.Client(0), guard.Client(outboundTimeout)
 	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
 	hcfg.Tools, hcfg.Workers, hcfg.MCP, hcfg.Credentials = tools, wk, mcpHost, credentialCheck{st}
-	hcfg.AgentEnds = agentEnds{hub: hub, st: st}
+	turnTokens, err := turntoken.New(rawKey, 0)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	hcfg.AgentEnds = agentEnds{hub: hub, st: st, tokens: turnTokens}
 	hcfg.Skills = skillPrompts{st: st, sandboxed: ht.sandboxes != nil}
 	hcfg.WebFetch = &webfetch.Fetcher{Transport: guard.Transport(), Policy: webFetchPolicy(st)}
 	h := harness.New(hcfg)
@@ -295,6 +304,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.ValidatePackages = packages.Validate
 	hc.Models = models
 	hc.ExecutorList = executorList{hub}
+	hc.TurnTokens = turnTokens
 
 	if hc.FileSpoolDir == "" {
 		// Uploads cut off by a crash are left here; nothing else is.
@@ -307,7 +317,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		requests.CloseIdleConnections()
 	}
 	rctx, rcancel := context.WithCancel(context.Background())
-	a := &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
+	a := &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, TurnTokens: turnTokens, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
 		relay: relay, previews: previews, relayCtx: rctx, relayCancel: rcancel, metrics: cfg.Metrics, tracing: tracing}
 	a.watch(cfg.Metrics)
 	return a, nil
