@@ -79,7 +79,9 @@ type agentBatch struct {
 // turnSink hands an agent end's batches to the runner that runs the turn.
 type turnSink struct {
 	batches chan agentBatch
-	gone    chan struct{} // closed when the runner stops reading
+	calls   chan agentCall // the model gateway's writes (gateway.go)
+	gone    chan struct{}  // closed when the runner stops reading
+	model   string         // the session agent's model id
 }
 
 // Append implements TurnSink.
@@ -139,7 +141,7 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 	if err != nil {
 		return err
 	}
-	sink := &turnSink{batches: make(chan agentBatch), gone: make(chan struct{})}
+	sink := &turnSink{batches: make(chan agentBatch), calls: make(chan agentCall), gone: make(chan struct{}), model: sess.Agent.Model.ID}
 	defer close(sink.gone)
 	turn, wait, err := r.h.cfg.AgentEnds.StartTurn(tctx, sess, start, sink)
 	switch {
@@ -163,6 +165,15 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 			}
 			b.reply <- err
 			if ended {
+				return nil
+			}
+		case c := <-sink.calls:
+			err := c.fn(ctx, r)
+			c.reply <- err
+			if errors.Is(err, errTurnExhausted) {
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), turnCancelWait)
+				turn.Cancel(cctx, "retries_exhausted")
+				cancel()
 				return nil
 			}
 		case <-turn.Done():
