@@ -83,6 +83,9 @@ type Config struct {
 	// WebSocket connect). Those paths authenticate with environment keys
 	// and executor tokens, not API keys.
 	Executors http.Handler
+	// Gateway, if set, serves /v1/gateway/ (the model gateway of agent
+	// ends), which authenticates with model tokens, not API keys.
+	Gateway http.Handler
 	// ExecutorList, if set, serves GET /v1/environments/{id}/executors.
 	ExecutorList ExecutorLister
 	// Lifecycle, if set, is told when sessions and environments end.
@@ -331,6 +334,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.guardBody(w, r)
 	if strings.HasPrefix(r.URL.Path, "/v1/executor/") && s.cfg.Executors != nil {
 		s.cfg.Executors.ServeHTTP(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/gateway/") && s.cfg.Gateway != nil {
+		s.cfg.Gateway.ServeHTTP(w, r)
 		return
 	}
 	_, pattern := s.mux.Handler(r)
