@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -45,7 +46,10 @@ const (
 
 // TokenGrant is a short-lived credential the harness gives an agent end:
 // a model token (for the model gateway) or a tools token (for the
-// platform tools endpoint).
+// platform tools endpoint). A TurnSink or an AgentTurnRequest may give
+// BaseURL and URL as paths ("/v1/…"): the hub resolves them against the
+// server's base URL as the agent end reached it (HubOptions.PublicURL,
+// else the host of its connect request).
 type TokenGrant struct {
 	// Provider and Model are set on a model grant.
 	Provider  string    `json:"provider,omitempty"`
@@ -218,6 +222,7 @@ func (h *Hub) StartTurn(ctx context.Context, req AgentTurnRequest) (*AgentTurn, 
 	}
 	c.turns[t.TurnID] = t
 	h.mu.Unlock()
+	req.Start.Model, req.Start.Tools = c.resolve(req.Start.Model), c.resolve(req.Start.Tools)
 	var res turnStartResult
 	if err := c.rpc.call(ctx, MethodTurnStart, req.Start, &res); err != nil {
 		t.End()
@@ -331,8 +336,28 @@ func (c *hubConn) refreshToken(ctx context.Context, method string, params json.R
 	if err != nil {
 		return nil, err
 	}
+	refresh := t.sink.RefreshToolsToken
 	if method == MethodModelTokenRefresh {
-		return t.sink.RefreshModelToken(ctx)
+		refresh = t.sink.RefreshModelToken
 	}
-	return t.sink.RefreshToolsToken(ctx)
+	g, err := refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.resolve(&g), nil
+}
+
+// resolve returns a copy of g whose path URLs are resolved against the
+// base URL the agent end reached the server at.
+func (c *hubConn) resolve(g *TokenGrant) *TokenGrant {
+	if g == nil {
+		return nil
+	}
+	out := *g
+	for _, u := range []*string{&out.BaseURL, &out.URL} {
+		if strings.HasPrefix(*u, "/") && c.base != "" {
+			*u = c.base + *u
+		}
+	}
+	return &out
 }

@@ -21,6 +21,9 @@ type hubConn struct {
 	// connection's token was exchanged for ("" for in-process executors).
 	credential string
 	local      bool // connected through the in-memory listener (NewLocal)
+	// base is the server's base URL as the executor reached it: a
+	// grant's URL that is a path is resolved against it.
+	base string
 
 	// guarded by h.mu
 	registered  bool

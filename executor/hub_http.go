@@ -65,14 +65,7 @@ func (h *Hub) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	expires := h.opts.Now().Add(h.opts.TokenTTL)
-	base := h.opts.PublicURL
-	if base == "" {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		base = scheme + "://" + r.Host
-	}
+	base := h.baseURL(r)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(tokenResponse{
 		Type:      "executor_token",
@@ -80,6 +73,19 @@ func (h *Hub) serveToken(w http.ResponseWriter, r *http.Request) {
 		ExpiresAt: expires.UTC(),
 		URL:       connectURL(base),
 	})
+}
+
+// baseURL is the server's base URL as an executor reaches it: PublicURL,
+// else the request's scheme and host.
+func (h *Hub) baseURL(r *http.Request) string {
+	if h.opts.PublicURL != "" {
+		return strings.TrimSuffix(h.opts.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // verifyCredential asks the Credentials who secret (an environment key or
@@ -191,7 +197,7 @@ func (h *Hub) serveConnect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	c := &hubConn{h: h, principal: claims.principal, credential: claims.Credential, local: isLocalConn(r.Context()), leases: make(map[string]*Lease)}
+	c := &hubConn{h: h, principal: claims.principal, credential: claims.Credential, local: isLocalConn(r.Context()), base: h.baseURL(r), leases: make(map[string]*Lease)}
 	c.rpc = newRPCConn(ws, connConfig{
 		handler:        c.handle,
 		inline:         func(m string) bool { return m == MethodToolResult || m == MethodHeartbeat },

@@ -10,6 +10,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/turntoken"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -18,9 +19,13 @@ import (
 // key) or of a machine whose scope holds the environment (machine token).
 // It implements harness.AgentEnds.
 type agentEnds struct {
-	hub *executor.Hub
-	st  store.Store
+	hub    *executor.Hub
+	st     store.Store
+	tokens *turntoken.Issuer
 }
+
+// ToolCallsPath is the path of a session's platform tools endpoint.
+func ToolCallsPath(sessionID string) string { return "/v1/sessions/" + sessionID + "/tool_calls" }
 
 // StartTurn implements harness.AgentEnds.
 func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harness.TurnStart, sink harness.TurnSink) (harness.AgentTurn, *harness.Wait, error) {
@@ -32,9 +37,12 @@ func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harnes
 	for _, m := range machines {
 		changed = append(changed, a.hub.ChangedMachine(m))
 	}
-	t, err := a.hub.StartTurn(ctx, executor.AgentTurnRequest{EnvironmentID: sess.EnvironmentID, MachineIDs: machines,
-		Start: executor.TurnStart{SessionID: sess.ID, Inputs: start.Inputs, Transcript: start.Transcript, Agent: start.Agent},
-		Sink:  rpcSink{sink}})
+	rs := rpcSink{TurnSink: sink, tokens: a.tokens, sessionID: sess.ID, turnID: start.TurnID, tools: len(harness.BuiltinTools(&sess.Agent)) > 0}
+	st := executor.TurnStart{SessionID: sess.ID, TurnID: start.TurnID, Inputs: start.Inputs, Transcript: start.Transcript, Agent: start.Agent}
+	if g, err := rs.toolsGrant(); err == nil {
+		st.Tools = &g
+	}
+	t, err := a.hub.StartTurn(ctx, executor.AgentTurnRequest{EnvironmentID: sess.EnvironmentID, MachineIDs: machines, Start: st, Sink: rs})
 	if errors.Is(err, executor.ErrNoAgentEnd) {
 		return nil, &harness.Wait{C: anyOf(ctx, changed), Reason: "waiting for an agent end of the session's environment to connect"}, nil
 	}
@@ -45,8 +53,15 @@ func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harnes
 }
 
 // rpcSink answers an agent end with the protocol's errors for the
-// harness's refusals.
-type rpcSink struct{ harness.TurnSink }
+// harness's refusals, and issues the turn's tokens. The hub has checked
+// that the turn is running on the asking agent end (else turn_inactive
+// or forbidden).
+type rpcSink struct {
+	harness.TurnSink
+	tokens            *turntoken.Issuer
+	sessionID, turnID string
+	tools             bool // the agent has built-in tools
+}
 
 // Append implements executor.TurnSink.
 func (s rpcSink) Append(ctx context.Context, events []json.RawMessage) error {
@@ -69,10 +84,24 @@ func (rpcSink) RefreshModelToken(context.Context) (executor.TokenGrant, error) {
 	return executor.TokenGrant{}, detailed(executor.WithReason(executor.CodeResourceUnavailable, executor.ReasonModelTokenUnavailable, ""), "this server has no model gateway yet")
 }
 
-// RefreshToolsToken implements executor.TurnSink: the platform tools
-// endpoint is not built, so no tools token is issued.
-func (rpcSink) RefreshToolsToken(context.Context) (executor.TokenGrant, error) {
-	return executor.TokenGrant{}, detailed(executor.WithReason(executor.CodeResourceUnavailable, executor.ReasonToolsTokenUnavailable, ""), "this server has no platform tools endpoint yet")
+// RefreshToolsToken implements executor.TurnSink: a fresh tools token,
+// or tools_token_unavailable when the agent has no built-in tools.
+func (s rpcSink) RefreshToolsToken(context.Context) (executor.TokenGrant, error) {
+	return s.toolsGrant()
+}
+
+// toolsGrant issues a tools token of the turn for the platform tools
+// endpoint (its URL a path the hub resolves).
+func (s rpcSink) toolsGrant() (executor.TokenGrant, error) {
+	if !s.tools || s.tokens == nil {
+		return executor.TokenGrant{}, detailed(executor.WithReason(executor.CodeResourceUnavailable, executor.ReasonToolsTokenUnavailable, ""),
+			"the session's agent has no built-in tools: there is nothing for the platform tools endpoint to run")
+	}
+	tok, exp, err := s.tokens.Issue(turntoken.Tools, s.sessionID, s.turnID)
+	if err != nil {
+		return executor.TokenGrant{}, detailed(executor.WithReason(executor.CodeResourceUnavailable, executor.ReasonToolsTokenUnavailable, ""), err.Error())
+	}
+	return executor.TokenGrant{URL: ToolCallsPath(s.sessionID), Token: tok, ExpiresAt: exp}, nil
 }
 
 // machinesOf lists the live machines whose scope holds the environment.

@@ -30,6 +30,7 @@ import (
 	"github.com/reinsdev/reins/internal/store/postgres"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	"github.com/reinsdev/reins/internal/telemetry"
+	"github.com/reinsdev/reins/internal/turntoken"
 	"github.com/reinsdev/reins/internal/vault"
 	"github.com/reinsdev/reins/internal/webfetch"
 	"github.com/reinsdev/reins/internal/workqueue"
@@ -272,7 +273,12 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	streams, requests := guard.Client(0), guard.Client(outboundTimeout)
 	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
 	hcfg.Tools, hcfg.Workers, hcfg.MCP, hcfg.Credentials = tools, wk, mcpHost, credentialCheck{st}
-	hcfg.AgentEnds = agentEnds{hub: hub, st: st}
+	turnTokens, err := turntoken.New(rawKey, 0)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	hcfg.AgentEnds = agentEnds{hub: hub, st: st, tokens: turnTokens}
 	hcfg.WebFetch = &webfetch.Fetcher{Transport: guard.Transport(), Policy: webFetchPolicy(st)}
 	h := harness.New(hcfg)
 	var previews *previewRelay

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -33,6 +34,9 @@ type AgentEnds interface {
 // events that start it, the log before them and the agent, as the API
 // shows them.
 type TurnStart struct {
+	// TurnID names the turn; the tokens of the turn carry it, and
+	// [Harness.AgentTurn] finds it while it runs.
+	TurnID     string
 	Inputs     []json.RawMessage
 	Transcript []json.RawMessage
 	Agent      json.RawMessage
@@ -143,6 +147,9 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 	}
 	sink := &turnSink{batches: make(chan agentBatch), calls: make(chan agentCall), gone: make(chan struct{}), model: sess.Agent.Model.ID}
 	defer close(sink.gone)
+	start.TurnID = ids.New("turn_")
+	active, forget := r.h.addTurn(sess.ID, start.TurnID)
+	defer forget()
 	turn, wait, err := r.h.cfg.AgentEnds.StartTurn(tctx, sess, start, sink)
 	switch {
 	case wait != nil:
@@ -153,11 +160,17 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 		return r.agentEndFailed(ctx, fmt.Sprintf("the agent end refused the turn: %v", err))
 	}
 	defer turn.End()
-	custom := false
+	awaits := false // tool uses of the turn wait for the client
 	for {
 		select {
+		case c := <-active.calls:
+			res, err := r.platformToolCall(ctx, tctx, sess, c.call, &awaits)
+			c.reply <- toolCallReply{res, err}
+			if err != nil && !errors.Is(err, ErrTurnInactive) {
+				return err
+			}
 		case b := <-sink.batches:
-			ended, err := r.appendAgentEvents(ctx, b.events, &custom)
+			ended, err := r.appendAgentEvents(ctx, b.events, &awaits)
 			var ie *InvalidEventsError
 			if err != nil && !errors.As(err, &ie) && !errors.Is(err, ErrTurnInactive) {
 				b.reply <- errors.New("the event could not be appended")
@@ -192,8 +205,10 @@ const turnCancelWait = 5 * time.Second
 
 // appendAgentEvents checks and appends one batch; ended reports that the
 // batch ended the turn. A refused batch is an *InvalidEventsError (or ErrTurnInactive) and
-// nothing of it is appended.
-func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, custom *bool) (ended bool, err error) {
+// nothing of it is appended. awaits says that tool uses of the turn wait
+// for the client (custom tool uses, tools to confirm): the end of the
+// turn then leaves the next step to go idle with requires_action.
+func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, awaits *bool) (ended bool, err error) {
 	plan := planTools(&r.sess.Agent)
 	evs := make([]*ma.Event, 0, len(raw))
 	for i, b := range raw {
@@ -217,7 +232,7 @@ func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, c
 		ev.ID, ev.ProcessedAt = "", nil
 		evs = append(evs, &ev)
 	}
-	hasCustom := *custom || slices.ContainsFunc(evs, func(ev *ma.Event) bool { return ev.Type == ma.EventAgentCustomToolUse })
+	hasCustom := *awaits || slices.ContainsFunc(evs, func(ev *ma.Event) bool { return ev.Type == ma.EventAgentCustomToolUse })
 	err = r.update(ctx, func(tx store.Tx) error {
 		if tx.Session().Status != ma.StatusRunning {
 			return ErrTurnInactive
@@ -232,12 +247,12 @@ func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, c
 		if ended && !hasCustom {
 			return r.idle(tx, ma.StopEndTurn, nil)
 		}
-		return nil // custom tool uses: the next step waits for their results
+		return nil // tool uses wait for the client: the next step goes requires_action
 	})
 	if err != nil {
 		return false, err
 	}
-	*custom = hasCustom
+	*awaits = hasCustom
 	return ended, nil
 }
 

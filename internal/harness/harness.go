@@ -100,6 +100,7 @@ type Harness struct {
 
 	mu      sync.Mutex
 	runners map[string]*runner
+	turns   map[string]*ActiveTurn // agent-end turns running here, by session id
 	closed  bool
 }
 

@@ -873,19 +873,24 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 		if interrupted {
 			return nil
 		}
-		isErr := res.IsError
-		err := r.update(ctx, func(tx store.Tx) error {
-			now := r.h.now()
-			if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, Content: res.Content, IsError: &isErr, ProcessedAt: &now}); err != nil {
-				return err
-			}
-			return tx.UnmarkToolRunning(u.ev.ID)
-		})
-		if err != nil {
+		if err := r.finishTool(ctx, u.ev.ID, res); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// finishTool records the result of a built-in tool that ran and removes
+// its running mark.
+func (r *runner) finishTool(ctx context.Context, toolUseID string, res ToolResult) error {
+	isErr := res.IsError
+	return r.update(ctx, func(tx store.Tx) error {
+		now := r.h.now()
+		if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: toolUseID, Content: res.Content, IsError: &isErr, ProcessedAt: &now}); err != nil {
+			return err
+		}
+		return tx.UnmarkToolRunning(toolUseID)
+	})
 }
 
 // toolRunner returns what runs the named built-in tool: the executors,

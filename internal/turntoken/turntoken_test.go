@@ -74,7 +74,7 @@ func TestVerifyRefuses(t *testing.T) {
 	last := strings.IndexByte(alphabet, tools[len(tools)-1])
 	malleable := tools[:len(tools)-1] + string(alphabet[last^1])
 	for name, tok := range map[string]string{
-		"non-canonical mac": malleable,
+		"non-canonical mac":    malleable,
 		"model token as tools": mdl, "tools token as model": tools, "another key": foreign,
 		"forged payload": forged, "kind swapped": swapped, "empty": "", "no mac": body,
 		"long": "rtt_" + strings.Repeat("a", 2000),
