@@ -28,12 +28,17 @@ import (
 // id and the machine token.
 func agentEndSession(t *testing.T, s *server) (sessionID, token string) {
 	t.Helper()
+	return agentEndSessionWith(t, s, s.newAgent(t, "scripted"))
+}
+
+// agentEndSessionWith is agentEndSession with the agent a.
+func agentEndSessionWith(t *testing.T, s *server, a *anthropic.BetaManagedAgentsAgent) (sessionID, token string) {
+	t.Helper()
 	envID, _ := s.selfHosted(t, "brains")
 	var m machineView
 	if _, err := call(s.url, s.key, "POST", "/v1/machines", map[string]any{"name": "brain-box", "environment_ids": []string{envID}}, &m); err != nil {
 		t.Fatal(err)
 	}
-	a := s.newAgent(t, "scripted")
 	sess, err := s.client.Beta.Sessions.New(context.Background(), anthropic.BetaSessionNewParams{
 		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(a.ID)},
 		EnvironmentID: envID,

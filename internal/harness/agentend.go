@@ -83,9 +83,7 @@ type agentBatch struct {
 // turnSink hands an agent end's batches to the runner that runs the turn.
 type turnSink struct {
 	batches chan agentBatch
-	calls   chan agentCall // the model gateway's writes (gateway.go)
-	gone    chan struct{}  // closed when the runner stops reading
-	model   string         // the session agent's model id
+	gone    chan struct{} // closed when the runner stops reading
 }
 
 // Append implements TurnSink.
@@ -145,10 +143,10 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 	if err != nil {
 		return err
 	}
-	sink := &turnSink{batches: make(chan agentBatch), calls: make(chan agentCall), gone: make(chan struct{}), model: sess.Agent.Model.ID}
+	sink := &turnSink{batches: make(chan agentBatch), gone: make(chan struct{})}
 	defer close(sink.gone)
 	start.TurnID = ids.New("turn_")
-	active, forget := r.h.addTurn(sess.ID, start.TurnID)
+	active, forget := r.h.addTurn(sess.ID, start.TurnID, sess.Agent.Model.ID)
 	defer forget()
 	turn, wait, err := r.h.cfg.AgentEnds.StartTurn(tctx, sess, start, sink)
 	switch {
@@ -180,13 +178,13 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 			if ended {
 				return nil
 			}
-		case c := <-sink.calls:
+		case c := <-active.modelCalls:
 			err := c.fn(ctx, r)
 			c.reply <- err
 			if errors.Is(err, errTurnExhausted) {
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), turnCancelWait)
-				turn.Cancel(cctx, "retries_exhausted")
-				cancel()
+				// The turn ended in the log. No turn.cancel: it would race
+				// the provider's error on its way to the agent end, which
+				// learns the end from it and from turn_inactive.
 				return nil
 			}
 		case <-turn.Done():

@@ -27,11 +27,11 @@ type agentCall struct {
 var errTurnExhausted = errors.New("the turn ended: a model call exhausted its retries")
 
 // do runs fn on the turn's runner.
-func (s *turnSink) do(ctx context.Context, fn func(ctx context.Context, r *runner) error) error {
+func (t *ActiveTurn) do(ctx context.Context, fn func(ctx context.Context, r *runner) error) error {
 	c := agentCall{fn: fn, reply: make(chan error, 1)}
 	select {
-	case s.calls <- c:
-	case <-s.gone:
+	case t.modelCalls <- c:
+	case <-t.gone:
 		return ErrTurnInactive
 	case <-ctx.Done():
 		return ctx.Err()
@@ -45,13 +45,13 @@ func (s *turnSink) do(ctx context.Context, fn func(ctx context.Context, r *runne
 }
 
 // Model is the id of the session agent's model.
-func (s *turnSink) Model() string { return s.model }
+func (t *ActiveTurn) Model() string { return t.model }
 
 // StartModelRequest appends span.model_request_start for a gateway call
 // and returns its id; ErrTurnInactive once the turn ended.
-func (s *turnSink) StartModelRequest(ctx context.Context) (string, error) {
+func (t *ActiveTurn) StartModelRequest(ctx context.Context) (string, error) {
 	id := ids.New(ids.Event)
-	err := s.do(ctx, func(ctx context.Context, r *runner) error {
+	err := t.do(ctx, func(ctx context.Context, r *runner) error {
 		return r.update(ctx, func(tx store.Tx) error {
 			if tx.Session().Status != ma.StatusRunning {
 				return ErrTurnInactive
@@ -65,8 +65,8 @@ func (s *turnSink) StartModelRequest(ctx context.Context) (string, error) {
 
 // EndModelRequest closes a gateway call's span with its usage, which the
 // session's totals count; failed marks a response cut short.
-func (s *turnSink) EndModelRequest(ctx context.Context, span string, u model.Usage, failed bool) error {
-	return s.do(ctx, func(ctx context.Context, r *runner) error {
+func (t *ActiveTurn) EndModelRequest(ctx context.Context, span string, u model.Usage, failed bool) error {
+	return t.do(ctx, func(ctx context.Context, r *runner) error {
 		return r.update(ctx, func(tx store.Tx) error { return endSpan(tx, span, failed, u, r.h.now()) })
 	})
 }
@@ -74,11 +74,11 @@ func (s *turnSink) EndModelRequest(ctx context.Context, span string, u model.Usa
 // FailModelRequest closes a failed gateway call's span and applies the
 // session's retry policy, as the built-in loop does: a retrying
 // session.error and the delay before the next attempt, or an exhausted
-// one that ends the turn (retry false; the agent end gets turn.cancel
-// with reason "retries_exhausted").
-func (s *turnSink) FailModelRequest(ctx context.Context, span string, me *model.Error, attempt int) (time.Duration, bool, error) {
+// one that ends the turn (retry false; what the agent end sends for the
+// turn afterwards is turn_inactive).
+func (t *ActiveTurn) FailModelRequest(ctx context.Context, span string, me *model.Error, attempt int) (time.Duration, bool, error) {
 	var delay time.Duration
-	err := s.do(ctx, func(ctx context.Context, r *runner) error {
+	err := t.do(ctx, func(ctx context.Context, r *runner) error {
 		d, exhausted, err := r.recordFailure(ctx, classify(me), attempt, span)
 		switch {
 		case err != nil:
