@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -212,22 +211,10 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// buildAgentEndExample builds examples/agentend once per test binary.
+// buildAgentEndExample builds examples/agentend once per test binary,
+// per checkout.
 var buildAgentEndExample = sync.OnceValues(func() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "reins-e2e")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "agentend-example")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/reinsdev/reins/examples/agentend").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
+	return buildBinary("github.com/reinsdev/reins/examples/agentend", "agentend-example")
 })
 
 // startAgentEndExample runs the example agent end as a child process.
