@@ -34,6 +34,13 @@ func agentEndSession(t *testing.T, s *server) (sessionID, token string) {
 func agentEndSessionWith(t *testing.T, s *server, a *anthropic.BetaManagedAgentsAgent) (sessionID, token string) {
 	t.Helper()
 	envID, _ := s.selfHosted(t, "brains")
+	return agentEndSessionIn(t, s, a, envID)
+}
+
+// agentEndSessionIn is agentEndSessionWith in the self-hosted environment
+// envID.
+func agentEndSessionIn(t *testing.T, s *server, a *anthropic.BetaManagedAgentsAgent, envID string) (sessionID, token string) {
+	t.Helper()
 	var m machineView
 	if _, err := call(s.url, s.key, "POST", "/v1/machines", map[string]any{"name": "brain-box", "environment_ids": []string{envID}}, &m); err != nil {
 		t.Fatal(err)

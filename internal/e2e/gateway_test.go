@@ -361,3 +361,70 @@ func TestGatewayOpenAI(t *testing.T) {
 		t.Fatalf("the provider got credentials %q", auth)
 	}
 }
+
+// TestGatewayExampleLikeBuiltinLoop is the agent end's "done when": the
+// official SDK drives a session whose turns the example agent end runs as
+// a child process, calling the model (the fake Messages API) through the
+// gateway and bash through the platform tools endpoint, on the hands of a
+// separate reins executor process. The SDK sees the same events as in the
+// same conversation with the built-in loop, run beside it: the same types
+// in the same order (the model request spans aside, which the gateway
+// closes before the agent end appends what the model said, and the
+// built-in loop after: the same number of them), the same tool result.
+func TestGatewayExampleLikeBuiltinLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs reins executor and the example agent end")
+	}
+	reins, err := buildReins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := buildAgentEndExample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, fake, _ := gatewayServer(t, nil)
+	envID, key := s.selfHosted(t, "hands")
+	startExecutor(t, reins, s.url, key, "hands")
+	a := s.newAgent(t, provider.DefaultModel, toolset(false))
+	conversation := func(sessID string) (events []string, spans int, result string) {
+		t.Helper()
+		fake.Push(fakeanthropic.Reply(fakeanthropic.ToolUseBlock("toolu_1", "bash", `{"command":"echo from the hands"}`)))
+		fake.Push(fakeanthropic.Text("The command printed its words."))
+		st := s.openStream(t, sessID)
+		s.send(t, sessID, userMessage("run it"))
+		for _, f := range st.until(isIdle) {
+			switch {
+			case strings.HasPrefix(f.Type, "span."):
+				spans++
+			case f.Type == ma.EventAgentToolResult && len(f.Content) > 0:
+				result = f.Content[0].Text
+				fallthrough
+			default:
+				events = append(events, f.Type)
+			}
+		}
+		return events, spans, result
+	}
+	builtin := s.newSession(t, a.ID, envID)
+	wantEvents, wantSpans, wantResult := conversation(builtin.ID)
+	if !slices.Contains(wantEvents, ma.EventAgentToolResult) || !strings.Contains(wantResult, "from the hands") {
+		t.Fatalf("built-in loop: %v, tool result %q", wantEvents, wantResult)
+	}
+
+	sessID, token := agentEndSessionIn(t, s, a, envID)
+	startAgentEndExample(t, example, s.url, token, "example-brain", 0)
+	events, spans, result := conversation(sessID)
+	if !slices.Equal(events, wantEvents) || spans != wantSpans || result != wantResult {
+		t.Fatalf("agent end: %v (%d span events), tool result %q\nbuilt-in loop: %v (%d span events), tool result %q",
+			events, spans, result, wantEvents, wantSpans, wantResult)
+	}
+	if texts, _ := agentMessages(t, s, sessID); !slices.Equal(texts, []string{"The command printed its words."}) {
+		t.Fatalf("agent messages %q", texts)
+	}
+	// The fake saw the agent end's second call with the tool's result.
+	reqs := fake.Requests()
+	if last := string(reqs[len(reqs)-1].Raw); !strings.Contains(last, "tool_result") || !strings.Contains(last, "from the hands") {
+		t.Fatalf("the model did not get the tool result: %s", last)
+	}
+}
