@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 )
 
@@ -36,7 +37,8 @@ type Turn struct {
 	Start TurnStart
 
 	conn *rpcConn
-	mu   sync.Mutex
+	http *http.Client // for the platform tools endpoint and the gateway
+	mu   sync.Mutex   // guards next and Start's grants
 	next int64
 }
 
@@ -131,7 +133,7 @@ func (c *Client) turnStart(ctx context.Context, conn *rpcConn, params json.RawMe
 	}
 	c.turns.cancels[p.TurnID] = cancel
 	c.turns.mu.Unlock()
-	t := &Turn{Start: p, conn: conn}
+	t := &Turn{Start: p, conn: conn, http: c.opts.HTTPClient}
 	c.wg.Go(func() {
 		defer func() {
 			c.turns.mu.Lock()

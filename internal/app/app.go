@@ -305,6 +305,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.Models = models
 	hc.ExecutorList = executorList{hub}
 	hc.Gateway = gateway.New(gateway.Config{Models: models, Turns: gatewayTurns{tokens: turnTokens, h: h}, Logger: cfg.Logger})
+	hc.TurnTokens = turnTokens
 
 	if hc.FileSpoolDir == "" {
 		// Uploads cut off by a crash are left here; nothing else is.

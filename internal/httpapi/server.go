@@ -18,6 +18,7 @@ import (
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/turntoken"
 	"github.com/reinsdev/reins/internal/workqueue"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -86,6 +87,10 @@ type Config struct {
 	// Gateway, if set, serves /v1/gateway/ (the model gateway of agent
 	// ends), which authenticates with model tokens, not API keys.
 	Gateway http.Handler
+	// TurnTokens, if set, verifies the tools tokens of agent-end turns
+	// for the platform tools endpoint (POST /v1/sessions/{id}/tool_calls);
+	// nil: no such endpoint.
+	TurnTokens *turntoken.Issuer
 	// ExecutorList, if set, serves GET /v1/environments/{id}/executors.
 	ExecutorList ExecutorLister
 	// Lifecycle, if set, is told when sessions and environments end.
@@ -285,6 +290,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sessions/{id}/events", big, s.bodyBudget(s.sendEvents))
 	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
 	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, counted(&s.streams, s.streamEvents))
+	s.handle(toolCallsPattern, toolCallBody, s.toolCall)
 
 	s.fileRoutes()
 	s.resourceRoutes()
@@ -341,7 +347,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, pattern := s.mux.Handler(r)
-	if r.URL.Path != "/healthz" {
+	if r.URL.Path != "/healthz" && pattern != toolCallsPattern { // the tools endpoint checks its token
 		leave, err := s.shed.enter(r.Context(), pattern)
 		if err != nil {
 			s.writeError(w, r, err)

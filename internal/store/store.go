@@ -40,6 +40,7 @@ type Store interface {
 	Leases
 	Replicas
 	Files
+	ToolCalls
 	// Close releases the backend's resources.
 	Close() error
 }
@@ -285,4 +286,32 @@ func IsPending(ev *ma.Event) bool {
 		return true
 	}
 	return false
+}
+
+// ToolCalls stores the platform tool calls by idempotency key, so that a
+// call repeated with its key answers the first outcome and never runs the
+// tool twice.
+type ToolCalls interface {
+	// BeginToolCall records c unless a call of the session has its key:
+	// it returns the recorded call and whether it is c (created).
+	BeginToolCall(ctx context.Context, c ToolCall) (ToolCall, bool, error)
+	// SetToolCallUse records the agent.tool_use the call recorded.
+	SetToolCallUse(ctx context.Context, sessionID, key, toolUseID string) error
+	// FinishToolCall records the call's outcome.
+	FinishToolCall(ctx context.Context, sessionID, key string, outcome []byte) error
+	// DeleteToolCall forgets a call that ran nothing: its key may be used
+	// again. Deleting a missing call is not an error.
+	DeleteToolCall(ctx context.Context, sessionID, key string) error
+}
+
+// ToolCall is a platform tool call recorded under its idempotency key.
+type ToolCall struct {
+	SessionID, Key string
+	// RequestHash identifies the request's body: the same key with
+	// another body is refused.
+	RequestHash string
+	ToolUseID   string
+	// Outcome is the endpoint's response (JSON), nil while the call runs.
+	Outcome   []byte
+	CreatedAt time.Time
 }

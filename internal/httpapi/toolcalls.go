@@ -1,0 +1,198 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/turntoken"
+	ma "github.com/reinsdev/reins/managedagents"
+)
+
+// toolCallsPattern is the platform tools endpoint's route. It
+// authenticates with the tools token of a running agent-end turn, not
+// with an API key.
+const toolCallsPattern = "POST /v1/sessions/{id}/tool_calls"
+
+// toolCallBody bounds a platform tool call's body.
+const toolCallBody = smallBody
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 255
+
+// toolCallRequest is the body of a platform tool call.
+type toolCallRequest struct {
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// Approval names the agent.tool_use an earlier call recorded with
+	// approval_required, which the user has confirmed since.
+	Approval *toolCallApproval `json:"approval,omitempty"`
+}
+
+type toolCallApproval struct {
+	ToolUseID string `json:"tool_use_id"`
+}
+
+// toolCallResponse is the outcome of a platform tool call.
+type toolCallResponse struct {
+	// ToolCallID is the agent.tool_use the call recorded ("" when it
+	// recorded none).
+	ToolCallID string            `json:"tool_call_id"`
+	Status     string            `json:"status"` // completed, in_progress
+	Content    []ma.ContentBlock `json:"content"`
+	IsError    bool              `json:"is_error"`
+	ErrorCode  string            `json:"error_code,omitempty"`
+}
+
+// toolCall serves the platform tools endpoint: an agent end runs a
+// built-in tool of the session's agent through the harness, with the
+// tools token of its turn and an Idempotency-Key.
+func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
+	sessionID := r.PathValue("id")
+	claims, err := s.toolsToken(r, sessionID)
+	if err != nil {
+		return err
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" || len(key) > maxIdempotencyKey {
+		return badRequest("the Idempotency-Key header is required (1 to %d characters): a call repeated with its key answers its first outcome", maxIdempotencyKey)
+	}
+	var req toolCallRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Name == "" {
+		return badRequest("name: required")
+	}
+	if len(req.Input) > 0 && !isJSONObject(req.Input) {
+		return badRequest("input: must be an object")
+	}
+	if req.Approval != nil && req.Approval.ToolUseID == "" {
+		return badRequest("approval.tool_use_id: required")
+	}
+	ctx := context.WithoutCancel(r.Context()) // the record outlives a client gone
+	rec, created, err := s.cfg.Store.BeginToolCall(ctx, store.ToolCall{SessionID: sessionID, Key: key, RequestHash: requestHash(req), CreatedAt: time.Now()})
+	if err != nil {
+		return err
+	}
+	if !created {
+		writeJSON(w, replay(rec, requestHash(req)))
+		return nil
+	}
+	out, err := s.runToolCall(ctx, claims, key, req)
+	if err != nil || out.ErrorCode == executor.ToolErrorEnvironmentUnavailable {
+		// Nothing ran: the key may be used again.
+		if derr := s.cfg.Store.DeleteToolCall(ctx, sessionID, key); derr != nil && err == nil {
+			err = derr
+		}
+	} else {
+		b, merr := json.Marshal(out)
+		if merr != nil {
+			return merr
+		}
+		err = s.cfg.Store.FinishToolCall(ctx, sessionID, key, b)
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, out)
+	return nil
+}
+
+// runToolCall hands the call to the turn the token names.
+func (s *Server) runToolCall(ctx context.Context, claims turntoken.Claims, key string, req toolCallRequest) (toolCallResponse, error) {
+	turn, err := s.cfg.Harness.AgentTurn(claims.SessionID, claims.TurnID)
+	if err == nil {
+		call := harness.PlatformToolCall{Name: req.Name, Input: req.Input, Started: func(toolUseID string) {
+			if err := s.cfg.Store.SetToolCallUse(ctx, claims.SessionID, key, toolUseID); err != nil {
+				s.log.Warn("tool call: record its tool use", "session", claims.SessionID, "err", err)
+			}
+		}}
+		if req.Approval != nil {
+			call.Approval = req.Approval.ToolUseID
+		}
+		var res harness.PlatformToolResult
+		if res, err = turn.CallTool(ctx, call); err == nil {
+			content := res.Content
+			if content == nil {
+				content = []ma.ContentBlock{}
+			}
+			return toolCallResponse{ToolCallID: res.ToolUseID, Status: "completed", Content: content, IsError: res.IsError, ErrorCode: res.ErrorCode}, nil
+		}
+	}
+	if errors.Is(err, harness.ErrTurnInactive) {
+		return toolCallResponse{}, conflict("turn_inactive: turn %s of session %s is not running on this server; a running turn's tools token calls the tools endpoint", claims.TurnID, claims.SessionID)
+	}
+	return toolCallResponse{}, err
+}
+
+// replay answers a call whose key is recorded: its outcome, in_progress
+// while it runs, or idempotency_key_reused for another body.
+func replay(rec store.ToolCall, hash string) toolCallResponse {
+	switch {
+	case rec.RequestHash != hash:
+		return toolCallResponse{Status: "completed", IsError: true, ErrorCode: executor.ToolErrorIdempotencyKeyReused,
+			Content: textContent("This Idempotency-Key was used for another call (another name, input or approval): use a new key for a new call.")}
+	case rec.Outcome == nil:
+		return toolCallResponse{ToolCallID: rec.ToolUseID, Status: "in_progress", IsError: true, ErrorCode: executor.ToolErrorInProgress,
+			Content: textContent("The call with this Idempotency-Key is still running: call again with the same key for its outcome.")}
+	}
+	var out toolCallResponse
+	if err := json.Unmarshal(rec.Outcome, &out); err != nil {
+		return toolCallResponse{Status: "completed", IsError: true, Content: textContent("The recorded outcome of this call cannot be read.")}
+	}
+	return out
+}
+
+// toolsToken authenticates a platform tool call: the tools token of a
+// turn of the session (an API key is not enough).
+func (s *Server) toolsToken(r *http.Request, sessionID string) (turntoken.Claims, error) {
+	unauthorized := func(msg string) error { return errf(http.StatusUnauthorized, ma.ErrAuthentication, "%s", msg) }
+	if s.cfg.TurnTokens == nil {
+		return turntoken.Claims{}, notFound("this server has no platform tools endpoint")
+	}
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	tok = strings.TrimSpace(tok)
+	if tok == "" {
+		return turntoken.Claims{}, unauthorized("the platform tools endpoint takes the tools token of a running agent-end turn (turn.start's tools.token, or tools_token.refresh) as Authorization: Bearer; an API key is not enough")
+	}
+	c, err := s.cfg.TurnTokens.Verify(turntoken.Tools, tok)
+	switch {
+	case errors.Is(err, turntoken.ErrExpired):
+		return c, unauthorized("the tools token expired at " + c.ExpiresAt.Format(time.RFC3339) + ": get a fresh one with tools_token.refresh")
+	case err != nil:
+		return c, unauthorized("not a valid tools token: the platform tools endpoint takes the tools token of a running agent-end turn, not an API key")
+	case c.SessionID != sessionID:
+		return c, errf(http.StatusForbidden, ma.ErrPermission, "the tools token is for session %s, not %s", c.SessionID, sessionID)
+	}
+	return c, nil
+}
+
+// requestHash identifies a call's body: name, input (as a JSON value) and
+// approval.
+func requestHash(req toolCallRequest) string {
+	var input any
+	if len(req.Input) > 0 {
+		json.Unmarshal(req.Input, &input) // checked by the caller
+	}
+	canon, _ := json.Marshal([]any{req.Name, input, req.Approval})
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
+}
+
+func textContent(text string) []ma.ContentBlock {
+	return []ma.ContentBlock{{Type: "text", Text: text}}
+}
