@@ -14,7 +14,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,49 +128,22 @@ func callModel(ctx context.Context, t *executor.Turn, params anthropic.MessageNe
 	}
 }
 
-// callTool runs a tool call through the platform tools endpoint; the tool
-// use's id is the idempotency key, so asking again never runs it twice: a
-// call still running ("in_progress") is asked again until it is done.
+// callTool runs a tool call through the platform tools endpoint, on the
+// session's hands; the tool use's id is the idempotency key, so a retried
+// call never runs twice.
 func callTool(ctx context.Context, t *executor.Turn, id, name string, input json.RawMessage) (string, bool, error) {
-	body, _ := json.Marshal(map[string]any{"name": name, "input": input})
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.Start.Tools.URL, bytes.NewReader(body))
-		if err != nil {
-			return "", false, err
-		}
-		req.Header.Set("Authorization", "Bearer "+t.Start.Tools.Token)
-		req.Header.Set("Idempotency-Key", id)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return "", false, err
-		}
-		var out struct {
-			Status    string            `json:"status"`
-			Content   []ma.ContentBlock `json:"content"`
-			IsError   bool              `json:"is_error"`
-			ErrorCode string            `json:"error_code"`
-		}
-		err = json.NewDecoder(res.Body).Decode(&out)
-		res.Body.Close()
-		switch {
-		case err != nil:
-			return "", false, fmt.Errorf("tools endpoint (%s): %w", res.Status, err)
-		case out.Status == "in_progress":
-			if !sleep(ctx, 200*time.Millisecond) {
-				return "", false, ctx.Err()
-			}
-			continue
-		}
-		var text strings.Builder
-		for _, b := range out.Content {
-			text.WriteString(b.Text)
-		}
-		if out.ErrorCode != "" && text.Len() == 0 {
-			text.WriteString(out.ErrorCode)
-		}
-		return text.String(), out.IsError, nil
+	res, err := t.CallTool(ctx, executor.PlatformToolCall{Name: name, Input: input, IdempotencyKey: id})
+	if err != nil {
+		return "", false, err
 	}
+	var text strings.Builder
+	for _, b := range res.Content {
+		text.WriteString(b.Text)
+	}
+	if text.Len() == 0 {
+		text.WriteString(res.ErrorCode)
+	}
+	return text.String(), res.IsError, nil
 }
 
 // conversation turns the session's log and the turn's inputs into
