@@ -48,11 +48,9 @@ func gatewayTurn(t *testing.T, s *server, modelID string, check func(ctx context
 	sessID, token := agentEndSessionWith(t, s, s.newAgent(t, modelID))
 	results := make(chan error, 1)
 	agentEnd(t, s, token, "brain", func(ctx context.Context, tr *executor.Turn) error {
-		err := check(ctx, tr)
-		results <- err
-		if err != nil || ctx.Err() != nil {
-			return err
-		}
+		results <- check(ctx, tr)
+		// Ended even after a failed check, so that the test reports it
+		// at the idle rather than after the stream's timeout.
 		return tr.EndTurn(ctx)
 	})
 	st := s.openStream(t, sessID)
