@@ -21,8 +21,9 @@ import (
 // over loopback HTTP), a turn of the built-in loop (the scripted model
 // answering at once) and a turn on an agent end (turn.start →
 // session.event with an agent.message and turn.end → idle), in
-// alternating blocks so that both see the same machine. A turn is timed
-// from the POST of the user.message to its idle on the session's stream.
+// alternating blocks of 25 turns on fresh sessions, so that both see the
+// same machine and logs of the same length. A turn is timed from the POST
+// of the user.message to its idle on the session's stream.
 func serverTurns(turns int) (builtin, agentEnd latency) {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "reins-bench-turns-")
@@ -67,33 +68,37 @@ func serverTurns(turns int) (builtin, agentEnd latency) {
 	go brain.Run(ctx)
 	defer func() { brain.Stop(); <-brain.Done() }()
 
-	var bs, as ma.Session
-	c.Do(url, "POST", "/v1/sessions", map[string]any{"agent": ag.ID, "environment_id": cloud.ID}, &bs)
-	c.Do(url, "POST", "/v1/sessions", map[string]any{"agent": ag.ID, "environment_id": hosted.ID,
-		"metadata": map[string]string{harness.AgentEndMetadataKey: "true"}}, &as)
-	bst, ast := c.Open(url, bs.ID, ""), c.Open(url, as.ID, "")
-	defer bst.Close()
-	defer ast.Close()
+	// A pair of fresh sessions per block: turn.start carries the session's
+	// log so far, so an agent-end turn grows with it (see the docs); a
+	// block keeps it short, as the built-in loop's.
+	pair := func() (b, a string, bst, ast *benchclient.Stream) {
+		var bs, as ma.Session
+		c.Do(url, "POST", "/v1/sessions", map[string]any{"agent": ag.ID, "environment_id": cloud.ID}, &bs)
+		c.Do(url, "POST", "/v1/sessions", map[string]any{"agent": ag.ID, "environment_id": hosted.ID,
+			"metadata": map[string]string{harness.AgentEndMetadataKey: "true"}}, &as)
+		return bs.ID, as.ID, c.Open(url, bs.ID, ""), c.Open(url, as.ID, "")
+	}
 	turn := func(id string, s *benchclient.Stream) time.Duration {
 		t0 := time.Now()
 		c.Do(url, "POST", "/v1/sessions/"+id+"/events", benchclient.Message("hello"), nil)
 		s.WaitFor(ma.EventStatusIdle)
 		return time.Since(t0)
 	}
-	// Warm up both (the first agent-end turn waits for the agent end to
-	// connect).
-	for range 20 {
-		turn(bs.ID, bst)
-		turn(as.ID, ast)
-	}
-	var bd, ad []time.Duration
 	const block = 25
-	for len(bd) < turns {
+	var bd, ad []time.Duration
+	for warm := true; len(bd) < turns; warm = false {
+		b, a, bst, ast := pair()
+		var bb, ab []time.Duration
 		for range block {
-			bd = append(bd, turn(bs.ID, bst))
+			bb = append(bb, turn(b, bst))
 		}
 		for range block {
-			ad = append(ad, turn(as.ID, ast))
+			ab = append(ab, turn(a, ast))
+		}
+		bst.Close()
+		ast.Close()
+		if !warm { // the first block waits for the agent end to connect
+			bd, ad = append(bd, bb...), append(ad, ab...)
 		}
 	}
 	return percentiles(bd), percentiles(ad)
@@ -102,7 +107,7 @@ func serverTurns(turns int) (builtin, agentEnd latency) {
 // printServerTurns prints serverTurns's figures and their ratio.
 func printServerTurns(turns int) {
 	b, a := serverTurns(turns)
-	fmt.Printf("turns through a server (POST user.message → idle on the stream, SQLite, %d each):\n", turns)
+	fmt.Printf("turns through a server (POST user.message → idle on the stream, SQLite, %d each, 25 per session):\n", turns)
 	fmt.Printf("%-34s %10s %10s\n", "built-in loop (scripted model)", b.p50, b.p99)
 	fmt.Printf("%-34s %10s %10s\n", "agent end (start→event→idle)", a.p50, a.p99)
 	fmt.Printf("%-34s %9.2fx %9.2fx\n\n", "ratio agent end/built-in loop", float64(a.p50)/float64(b.p50), float64(a.p99)/float64(b.p99))
