@@ -284,8 +284,9 @@ func TestAgentEndProcessKilledMidTurn(t *testing.T) {
 // TestAgentEndRefusedEvents: an event an agent end may not append
 // (agent.tool_use, which belongs to the platform tools endpoint; an
 // unknown custom tool) is -32602 and nothing of its batch is appended;
-// refreshes answer model_token_unavailable / tools_token_unavailable
-// (no gateway, no tools endpoint yet); after the turn ended, events are
+// refreshes answer model_token_unavailable (the gateway serves no
+// scripted model: turn.start has no model grant) and
+// tools_token_unavailable; after the turn ended, events are
 // turn_inactive.
 func TestAgentEndRefusedEvents(t *testing.T) {
 	s := start(t, options{})
@@ -301,6 +302,9 @@ func TestAgentEndRefusedEvents(t *testing.T) {
 				if err := tr.Send(ctx, agentMessage("before"), bad); !errors.As(err, &re) || re.Code != executor.CodeInvalidParams {
 					return fmt.Errorf("%s: %v, want -32602", bad.Type, err)
 				}
+			}
+			if tr.Start.Model != nil {
+				return fmt.Errorf("a model grant for a scripted model: %+v", tr.Start.Model)
 			}
 			var re *executor.RPCError
 			if _, err := tr.RefreshModelToken(ctx); !errors.As(err, &re) || re.Reason() != executor.ReasonModelTokenUnavailable {

@@ -426,3 +426,33 @@ func TestGatewayExampleLikeBuiltinLoop(t *testing.T) {
 		t.Fatalf("the model did not get the tool result: %s", last)
 	}
 }
+
+// TestGatewayStreamError: a stream that ends with an error event after its
+// first bytes reaches the agent end as the provider sent it, is not
+// retried, and closes its span with is_error (no session.error: the
+// agent end has the error and decides).
+func TestGatewayStreamError(t *testing.T) {
+	s, fake, _ := gatewayServer(t, nil)
+	fake.Push(fakeanthropic.Text("partial answer").ThenError("overloaded_error", "Overloaded"))
+	sessID, evs := gatewayTurn(t, s, provider.DefaultModel, func(ctx context.Context, tr *executor.Turn) error {
+		client := anthropicClient(tr.Start.Model)
+		stream := client.Messages.NewStreaming(ctx, hello(tr.Start.Model))
+		n := 0
+		for stream.Next() {
+			n++
+		}
+		if err := stream.Err(); err == nil || !strings.Contains(err.Error(), "overloaded_error") || n == 0 {
+			return fmt.Errorf("after %d events: %v, want the stream's overloaded_error", n, err)
+		}
+		return nil
+	})
+	if e := errorStatuses(evs); len(e) != 0 {
+		t.Fatalf("session errors %v", e)
+	}
+	if ends := spanEnds(t, s, sessID); len(ends) != 1 || !*ends[0].IsError {
+		t.Fatalf("span ends %+v", ends)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Fatalf("%d calls upstream, want 1 (no retry after the first byte)", n)
+	}
+}
