@@ -149,6 +149,8 @@ type call struct {
 	turn   Turn
 	body   []byte
 	stream bool
+	// path and header are what goes upstream.
+	path   string
 	header http.Header
 	// strip is set when the gateway asked an OpenAI stream for usage
 	// that the client did not ask for: the usage chunk is not passed on.
@@ -172,7 +174,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, api wire) {
 			g.refuseTurn(w, api, err)
 			return
 		}
-		res, err := up.Forward(r.Context(), api.path(), c.header, c.body)
+		res, err := up.Forward(r.Context(), c.path, c.header, c.body)
 		if err == nil && res.StatusCode < 400 {
 			g.pass(w, r, c, span, res)
 			return
@@ -240,7 +242,10 @@ func (g *Gateway) check(r *http.Request, api wire) (c call, status int, errType,
 	if head.Model != name {
 		return c, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("model %q: this model token serves the session's model %q only", head.Model, name)
 	}
-	c = call{api: api, turn: turn, body: body, stream: head.Stream, header: api.forwardHeader(r.Header)}
+	c = call{api: api, turn: turn, body: body, stream: head.Stream, path: api.path(), header: api.forwardHeader(r.Header)}
+	if r.URL.RawQuery != "" {
+		c.path += "?" + r.URL.RawQuery // the SDKs' beta paths ask ?beta=true
+	}
 	if head.Stream {
 		if c.body, c.strip, err = api.askUsage(body); err != nil {
 			return c, http.StatusBadRequest, "invalid_request_error", err.Error()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/reinsdev/reins/internal/model"
 )
@@ -36,7 +37,7 @@ func (g *Gateway) pass(w http.ResponseWriter, r *http.Request, c call, span stri
 }
 
 func isStream(res *http.Response) bool {
-	return bytes.HasPrefix([]byte(res.Header.Get("Content-Type")), []byte("text/event-stream"))
+	return strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream")
 }
 
 // passBody passes a JSON response on and reads its usage.

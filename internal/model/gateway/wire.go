@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,12 +63,9 @@ func (u *anthropicUsage) merge(into *model.Usage) {
 		return
 	}
 	into.OutputTokens = u.OutputTokens
-	for dst, v := range map[*int64]int64{&into.InputTokens: u.InputTokens,
-		&into.CacheCreationInputTokens: u.CacheCreationInputTokens, &into.CacheReadInputTokens: u.CacheReadInputTokens} {
-		if v > 0 {
-			*dst = v
-		}
-	}
+	into.InputTokens = cmp.Or(u.InputTokens, into.InputTokens)
+	into.CacheCreationInputTokens = cmp.Or(u.CacheCreationInputTokens, into.CacheCreationInputTokens)
+	into.CacheReadInputTokens = cmp.Or(u.CacheReadInputTokens, into.CacheReadInputTokens)
 }
 
 func (anthropicWire) usage(body []byte) model.Usage {
