@@ -148,7 +148,6 @@ type call struct {
 	api    wire
 	turn   Turn
 	body   []byte
-	stream bool
 	// path and header are what goes upstream.
 	path   string
 	header http.Header
@@ -242,7 +241,7 @@ func (g *Gateway) check(r *http.Request, api wire) (c call, status int, errType,
 	if head.Model != name {
 		return c, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("model %q: this model token serves the session's model %q only", head.Model, name)
 	}
-	c = call{api: api, turn: turn, body: body, stream: head.Stream, path: api.path(), header: api.forwardHeader(r.Header)}
+	c = call{api: api, turn: turn, body: body, path: api.path(), header: api.forwardHeader(r.Header)}
 	if r.URL.RawQuery != "" {
 		c.path += "?" + r.URL.RawQuery // the SDKs' beta paths ask ?beta=true
 	}
