@@ -145,9 +145,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // call is one request to the gateway, checked.
 type call struct {
-	api    wire
-	turn   Turn
-	body   []byte
+	api  wire
+	turn Turn
+	body []byte
 	// path and header are what goes upstream.
 	path   string
 	header http.Header
