@@ -79,7 +79,7 @@ func (h *Hub) serveToken(w http.ResponseWriter, r *http.Request) {
 // else the request's scheme and host.
 func (h *Hub) baseURL(r *http.Request) string {
 	if h.opts.PublicURL != "" {
-		return strings.TrimSuffix(h.opts.PublicURL, "/")
+		return strings.TrimSuffix(strings.TrimRight(h.opts.PublicURL, "/"), "/v1/executor/connect")
 	}
 	scheme := "http"
 	if r.TLS != nil {

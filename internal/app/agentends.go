@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/turntoken"
@@ -25,9 +26,6 @@ type agentEnds struct {
 	tokens *turntoken.Issuer
 	models model.Router // what the model gateway forwards to
 }
-
-// ToolCallsPath is the path of a session's platform tools endpoint.
-func ToolCallsPath(sessionID string) string { return "/v1/sessions/" + sessionID + "/tool_calls" }
 
 // StartTurn implements harness.AgentEnds.
 func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harness.TurnStart, sink harness.TurnSink) (harness.AgentTurn, *harness.Wait, error) {
@@ -109,7 +107,7 @@ func (s rpcSink) toolsGrant() (executor.TokenGrant, error) {
 	if err != nil {
 		return executor.TokenGrant{}, detailed(executor.WithReason(executor.CodeResourceUnavailable, executor.ReasonToolsTokenUnavailable, ""), err.Error())
 	}
-	return executor.TokenGrant{URL: ToolCallsPath(s.sessionID), Token: tok, ExpiresAt: exp}, nil
+	return executor.TokenGrant{URL: httpapi.ToolCallsPath(s.sessionID), Token: tok, ExpiresAt: exp}, nil
 }
 
 // machinesOf lists the live machines whose scope holds the environment.

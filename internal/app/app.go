@@ -129,11 +129,14 @@ type App struct {
 	API     *httpapi.Server
 	Hub     *executor.Hub
 	Work    *workqueue.Service
-	tools   *hubTools
-	idle    func() // closes the idle connections of the outbound clients
-	log     *slog.Logger
-	srv     *http.Server
-	lock    *dirLock // the data dir's, held until Shutdown
+	// TurnTokens issues and verifies the model and tools tokens of
+	// agent-end turns (under the master key: every replica verifies).
+	TurnTokens *turntoken.Issuer
+	tools      *hubTools
+	idle       func() // closes the idle connections of the outbound clients
+	log        *slog.Logger
+	srv        *http.Server
+	lock       *dirLock // the data dir's, held until Shutdown
 	// relay carries wake-ups and previews to the other replicas
 	// (PostgreSQL only); relayCtx ends at Shutdown, and relayWG waits for
 	// what the relay's notes started.
@@ -318,7 +321,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		requests.CloseIdleConnections()
 	}
 	rctx, rcancel := context.WithCancel(context.Background())
-	a := &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
+	a := &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, TurnTokens: turnTokens, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
 		relay: relay, previews: previews, relayCtx: rctx, relayCancel: rcancel, metrics: cfg.Metrics, tracing: tracing}
 	a.watch(cfg.Metrics)
 	return a, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/turntoken"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -356,7 +357,8 @@ func TestPlatformToolsSelfHosted(t *testing.T) {
 
 // TestPlatformToolsUnavailable: an agent without built-in tools gets no
 // tools token: none in turn.start, and tools_token.refresh answers
-// tools_token_unavailable.
+// tools_token_unavailable; another agent end asking for the turn's tokens
+// is forbidden.
 func TestPlatformToolsUnavailable(t *testing.T) {
 	s := start(t, options{})
 	envID, _ := s.selfHosted(t, "brains")
@@ -371,6 +373,245 @@ func TestPlatformToolsUnavailable(t *testing.T) {
 	wantRefresh(t, "tools_token.refresh without tools", err, executor.ReasonToolsTokenUnavailable)
 	_, err = tr.CallTool(context.Background(), executor.PlatformToolCall{Name: "bash", Input: bash("true")})
 	wantRefresh(t, "CallTool without tools", err, executor.ReasonToolsTokenUnavailable)
+
+	// Another agent end asking for this turn's tokens: forbidden.
+	other := executor.NewClient(executor.Options{URL: s.url, MachineToken: token, Executor: executor.ExecutorInfo{Name: "other"}, HTTPClient: ownHTTPClient(t),
+		Capabilities: []string{executor.CapabilityAgent}, Sessions: &executor.BuiltinSessions{Dir: t.TempDir()},
+		Agent: executor.AgentHandlerFunc(func(context.Context, *executor.Turn) error { return nil }), BackoffMin: 10 * time.Millisecond})
+	done := make(chan struct{})
+	go func() { defer close(done); other.Run(context.Background()) }()
+	t.Cleanup(func() { other.Stop(); <-done })
+	params := map[string]string{"session_id": bare, "turn_id": tr.Start.TurnID}
+	for _, m := range []string{executor.MethodToolsTokenRefresh, executor.MethodModelTokenRefresh} {
+		for err = executor.ErrNotConnected; errors.Is(err, executor.ErrNotConnected); time.Sleep(10 * time.Millisecond) {
+			err = other.Call(context.Background(), m, params, nil)
+		}
+		wantRefresh(t, m+" from another agent end", err, executor.ReasonForbidden)
+	}
+	if err := tr.EndTurn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlatformToolsReplayAfterRestart: a completed call replays its first
+// outcome after a server restart without running again; a call whose
+// record lost its outcome (the server stopped after the tool ran) answers
+// the result the log has.
+func TestPlatformToolsReplayAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	s, stop := startStoppable(t, options{dir: dir}, nil)
+	envID, envKey := s.selfHosted(t, "hands")
+	sessID, token := brainSession(t, s, envID, toolsAgent)
+	startExecutorClient(t, s.url, envKey, "hands-1")
+	turns := brainTurns(t, s, token)
+	s.send(t, sessID, userMessage("count"))
+	tr := within(t, turns, "turn.start")
+	count := executor.PlatformToolCall{Name: "bash", Input: bash("echo x >> count.txt; wc -l < count.txt"), IdempotencyKey: "count"}
+	var first executor.PlatformToolResult
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if first = callTool(t, tr, count); first.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			break
+		}
+	}
+	if strings.TrimSpace(toolText(first)) != "1" {
+		t.Fatalf("first call: %+v", first)
+	}
+	stop()
+
+	s = startWith(t, options{dir: dir}, nil)
+	startExecutorClient(t, s.url, envKey, "hands-2")
+	turns = brainTurns(t, s, token)
+	// The turn cut off by the stop starts again on the new agent end.
+	tr = within(t, turns, "turn.start after the restart")
+	again := callTool(t, tr, count)
+	if again.ToolCallID != first.ToolCallID || toolText(again) != toolText(first) {
+		t.Fatalf("replay after the restart: %+v, want %+v", again, first)
+	}
+	// A record left without its outcome, whose tool use has a result.
+	ctx := context.Background()
+	rec, _, err := s.app.Store.BeginToolCall(ctx, store.ToolCall{SessionID: sessID, Key: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.app.Store.DeleteToolCall(ctx, sessID, "count"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.app.Store.BeginToolCall(ctx, store.ToolCall{SessionID: sessID, Key: "count", RequestHash: rec.RequestHash, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.app.Store.SetToolCallUse(ctx, sessID, "count", rec.ToolUseID); err != nil {
+		t.Fatal(err)
+	}
+	cut := callTool(t, tr, count)
+	if cut.Status != "completed" || cut.ToolCallID != first.ToolCallID || toolText(cut) != toolText(first) {
+		t.Fatalf("a record without outcome: %+v, want %+v", cut, first)
+	}
+	// The new executor has a new workspace: the log says what ran.
+	ran := 0
+	for _, ev := range s.listAll(t, sessID) {
+		if ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "count.txt; wc") {
+			ran++
+		}
+	}
+	if ran != 1 {
+		t.Fatalf("the counted call ran %d times, want 1", ran)
+	}
+	if err := tr.EndTurn(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlatformToolsReinsExecutor: bash through the tools endpoint runs on
+// a separate `reins executor` process serving the session's self-hosted
+// environment, and the SDK lists the call as the built-in loop records
+// one (agent.tool_use allowed, then its agent.tool_result).
+func TestPlatformToolsReinsExecutor(t *testing.T) {
+	bin, err := buildReins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, options{})
+	envID, envKey := s.selfHosted(t, "hands")
+	sessID, token := brainSession(t, s, envID, toolsAgent)
+	startExecutor(t, bin, s.url, envKey, "hands-proc")
+	turns := brainTurns(t, s, token)
+	s.send(t, sessID, userMessage("where are you"))
+	tr := within(t, turns, "turn.start")
+	var res executor.PlatformToolResult
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		res = callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("echo from-$((40+2)) > out.txt; cat out.txt"), IdempotencyKey: "where"})
+		if res.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			break // else the executor is still starting
+		}
+	}
+	if res.IsError || strings.TrimSpace(toolText(res)) != "from-42" {
+		t.Fatalf("bash on reins executor: %+v", res)
+	}
+	if err := tr.EndTurn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range s.listAll(t, sessID) {
+		switch {
+		case ev.Type == ma.EventAgentToolUse && ev.ID == res.ToolCallID && ev.Name == "bash" && ev.EvaluatedPermission == "allow":
+			got = append(got, "use")
+		case ev.Type == ma.EventAgentToolResult && ev.ToolUseID == res.ToolCallID && len(ev.Content) == 1 && strings.TrimSpace(ev.Content[0].Text) == "from-42":
+			got = append(got, "result")
+		}
+	}
+	if !slices.Equal(got, []string{"use", "result"}) {
+		t.Fatalf("the log has %v of the call, want its tool use then its result", got)
+	}
+}
+
+// TestPlatformToolsInterrupt: an interrupt while a call of the tools
+// endpoint runs cancels the tool; the call answers, the turn ends, and
+// the turn's token is then refused (409 turn_inactive).
+func TestPlatformToolsInterrupt(t *testing.T) {
+	s := start(t, options{})
+	envID, envKey := s.selfHosted(t, "hands")
+	sessID, token := brainSession(t, s, envID, toolsAgent)
+	startExecutorClient(t, s.url, envKey, "hands-1")
+	turns := brainTurns(t, s, token)
+	st := s.openStream(t, sessID)
+	s.send(t, sessID, userMessage("sleep"))
+	tr := within(t, turns, "turn.start")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r := callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("true")}); r.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			break // else the executor is still registering
+		}
+	}
+	type outcome struct {
+		res executor.PlatformToolResult
+		err error
+	}
+	slow := make(chan outcome, 1)
+	go func() {
+		r, err := tr.CallTool(context.Background(), executor.PlatformToolCall{Name: "bash", Input: bash("sleep 60")})
+		slow <- outcome{r, err}
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !slices.ContainsFunc(s.listAll(t, sessID), func(ev ma.Event) bool {
+		return ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "sleep 60")
+	}); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the call's agent.tool_use did not appear")
+		}
+	}
+	began := time.Now()
+	s.send(t, sessID, interruptEvent())
+	o := within(t, slow, "the interrupted call's answer")
+	if o.err != nil || !o.res.IsError {
+		t.Fatalf("interrupted call: %+v %v", o.res, o.err)
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Fatalf("the interrupted call answered after %v", d)
+	}
+	if sr := waitIdle(t, st); sr == nil || sr.Type != ma.StopEndTurn {
+		t.Fatalf("idle %+v", sr)
+	}
+	var he *executor.ToolCallHTTPError
+	if _, err := tr.CallTool(context.Background(), executor.PlatformToolCall{Name: "bash", Input: bash("true")}); !errors.As(err, &he) || he.StatusCode != http.StatusConflict {
+		t.Fatalf("a call after the interrupt: %v, want 409", err)
+	}
+}
+
+// TestPlatformToolsStopMidCall: the server stops while a call runs; after
+// the restart the same key answers what the new runner recorded for the
+// cut-off tool use ("may or may not have run"), and the tool is not run
+// again.
+func TestPlatformToolsStopMidCall(t *testing.T) {
+	dir := t.TempDir()
+	s, stop := startStoppable(t, options{dir: dir}, nil)
+	envID, envKey := s.selfHosted(t, "hands")
+	sessID, token := brainSession(t, s, envID, toolsAgent)
+	startExecutorClient(t, s.url, envKey, "hands-1")
+	turns := brainTurns(t, s, token)
+	s.send(t, sessID, userMessage("long"))
+	tr := within(t, turns, "turn.start")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r := callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("true")}); r.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			break // else the executor is still registering
+		}
+	}
+	long := executor.PlatformToolCall{Name: "bash", Input: bash("echo started; sleep 60"), IdempotencyKey: "long"}
+	cut := make(chan error, 1)
+	go func() {
+		_, err := tr.CallTool(context.Background(), long)
+		cut <- err
+	}()
+	var useID string
+	for deadline := time.Now().Add(10 * time.Second); useID == ""; time.Sleep(20 * time.Millisecond) {
+		for _, ev := range s.listAll(t, sessID) {
+			if ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "sleep 60") {
+				useID = ev.ID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call's agent.tool_use did not appear")
+		}
+	}
+	stop()
+	if err := within(t, cut, "the cut-off call's answer"); err == nil {
+		t.Fatal("the call cut off by the stop answered no error")
+	}
+
+	s = startWith(t, options{dir: dir}, nil)
+	startExecutorClient(t, s.url, envKey, "hands-2")
+	turns = brainTurns(t, s, token)
+	tr = within(t, turns, "turn.start after the restart")
+	res := callTool(t, tr, long)
+	if res.Status != "completed" || res.ToolCallID != useID || !res.IsError {
+		t.Fatalf("the cut-off call after the restart: %+v (tool use %s)", res, useID)
+	}
+	ran := 0
+	for _, ev := range s.listAll(t, sessID) {
+		if ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "sleep 60") {
+			ran++
+		}
+	}
+	if ran != 1 {
+		t.Fatalf("the cut-off call is in the log %d times, want 1", ran)
+	}
 	if err := tr.EndTurn(context.Background()); err != nil {
 		t.Fatal(err)
 	}

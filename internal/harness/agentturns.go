@@ -39,7 +39,7 @@ type PlatformToolCall struct {
 }
 
 // PlatformToolResult is the outcome of a PlatformToolCall: the tool's
-// result, or a refusal with its error code (executor.ToolError*).
+// result, or a refusal with its error code (ToolError*).
 type PlatformToolResult struct {
 	// ToolUseID is the agent.tool_use the call recorded ("" when it
 	// recorded none).

@@ -6,10 +6,20 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/tools/toolset"
+)
+
+// The error codes of a platform tool call's result (the executor
+// package's ToolError* on the agent end's side).
+const (
+	ToolErrorEnvironmentUnavailable = "environment_unavailable"
+	ToolErrorPermissionDenied       = "permission_denied"
+	ToolErrorApprovalRequired       = "approval_required"
+	ToolErrorApprovalInvalid        = "approval_invalid"
+	ToolErrorInProgress             = "in_progress"
+	ToolErrorIdempotencyKeyReused   = "idempotency_key_reused"
 )
 
 // platformToolCall carries out a call of the platform tools endpoint for
@@ -25,7 +35,7 @@ func (r *runner) platformToolCall(ctx, tctx context.Context, sess *ma.Session, c
 	}
 	policy := planTools(&sess.Agent).builtin[call.Name]
 	if policy == "" {
-		return refused(executor.ToolErrorPermissionDenied, fmt.Sprintf("The tool %q is not a built-in tool enabled for this agent.", call.Name)), nil
+		return refused(ToolErrorPermissionDenied, fmt.Sprintf("The tool %q is not a built-in tool enabled for this agent.", call.Name)), nil
 	}
 	input := call.Input
 	if len(input) == 0 {
@@ -34,7 +44,7 @@ func (r *runner) platformToolCall(ctx, tctx context.Context, sess *ma.Session, c
 	ask := policy == ma.PolicyAlwaysAsk || policy == ma.PolicyAuto
 	if !ask {
 		if why, err := r.handsUnavailable(tctx, sess, call.Name); err != nil || why != "" {
-			return refused(executor.ToolErrorEnvironmentUnavailable, why), err
+			return refused(ToolErrorEnvironmentUnavailable, why), err
 		}
 	}
 	ev := &ma.Event{Type: ma.EventAgentToolUse, Name: call.Name, Input: input, EvaluatedPermission: "allow"}
@@ -63,7 +73,7 @@ func (r *runner) platformToolCall(ctx, tctx context.Context, sess *ma.Session, c
 	}
 	if ask {
 		*awaits = true
-		res := refused(executor.ToolErrorApprovalRequired, fmt.Sprintf("The tool %s needs the user's confirmation: end the turn; the user.tool_confirmation of %s starts the next one, then call again with approval.tool_use_id %s.", call.Name, ev.ID, ev.ID))
+		res := refused(ToolErrorApprovalRequired, fmt.Sprintf("The tool %s needs the user's confirmation: end the turn; the user.tool_confirmation of %s starts the next one, then call again with approval.tool_use_id %s.", call.Name, ev.ID, ev.ID))
 		res.ToolUseID = ev.ID
 		return res, nil
 	}
@@ -142,7 +152,7 @@ func (r *runner) approvedToolCall(ctx context.Context, call PlatformToolCall) (P
 		}
 	}
 	invalid := func(why string) (PlatformToolResult, error) {
-		return refused(executor.ToolErrorApprovalInvalid, fmt.Sprintf("approval.tool_use_id %s: %s", call.Approval, why)), nil
+		return refused(ToolErrorApprovalInvalid, fmt.Sprintf("approval.tool_use_id %s: %s", call.Approval, why)), nil
 	}
 	switch {
 	case use == nil:
@@ -158,7 +168,7 @@ func (r *runner) approvedToolCall(ctx context.Context, call PlatformToolCall) (P
 		if decision.DenyMessage != "" {
 			msg = "The user denied this tool call: " + decision.DenyMessage
 		}
-		res := refused(executor.ToolErrorPermissionDenied, msg)
+		res := refused(ToolErrorPermissionDenied, msg)
 		res.ToolUseID = use.ID
 		return res, nil
 	case result == nil:

@@ -8,9 +8,9 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/turntoken"
@@ -21,6 +21,9 @@ import (
 // authenticates with the tools token of a running agent-end turn, not
 // with an API key.
 const toolCallsPattern = "POST /v1/sessions/{id}/tool_calls"
+
+// ToolCallsPath is the path of a session's platform tools endpoint.
+func ToolCallsPath(sessionID string) string { return "/v1/sessions/" + sessionID + "/tool_calls" }
 
 // toolCallBody bounds a platform tool call's body.
 const toolCallBody = smallBody
@@ -84,16 +87,25 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !created {
-		writeJSON(w, replay(rec, requestHash(req)))
+		out, err := s.replay(ctx, rec, requestHash(req))
+		if err != nil {
+			return err
+		}
+		writeJSON(w, out)
 		return nil
 	}
-	out, err := s.runToolCall(ctx, claims, key, req)
-	if err != nil || out.ErrorCode == executor.ToolErrorEnvironmentUnavailable {
+	out, logged, err := s.runToolCall(ctx, claims, key, req)
+	switch {
+	case err != nil && logged:
+		// Its tool use is in the log (the server is stopping): the
+		// record stays in progress, and answers the result the next
+		// runner gives the tool use.
+	case err != nil || out.ErrorCode == harness.ToolErrorEnvironmentUnavailable:
 		// Nothing ran: the key may be used again.
 		if derr := s.cfg.Store.DeleteToolCall(ctx, sessionID, key); derr != nil && err == nil {
 			err = derr
 		}
-	} else {
+	default:
 		b, merr := json.Marshal(out)
 		if merr != nil {
 			return merr
@@ -107,11 +119,14 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// runToolCall hands the call to the turn the token names.
-func (s *Server) runToolCall(ctx context.Context, claims turntoken.Claims, key string, req toolCallRequest) (toolCallResponse, error) {
+// runToolCall hands the call to the turn the token names; logged
+// reports that the call's agent.tool_use is in the log.
+func (s *Server) runToolCall(ctx context.Context, claims turntoken.Claims, key string, req toolCallRequest) (_ toolCallResponse, logged bool, _ error) {
+	var started atomic.Bool
 	turn, err := s.cfg.Harness.AgentTurn(claims.SessionID, claims.TurnID)
 	if err == nil {
 		call := harness.PlatformToolCall{Name: req.Name, Input: req.Input, Started: func(toolUseID string) {
+			started.Store(true)
 			if err := s.cfg.Store.SetToolCallUse(ctx, claims.SessionID, key, toolUseID); err != nil {
 				s.log.Warn("tool call: record its tool use", "session", claims.SessionID, "err", err)
 			}
@@ -125,24 +140,68 @@ func (s *Server) runToolCall(ctx context.Context, claims turntoken.Claims, key s
 			if content == nil {
 				content = []ma.ContentBlock{}
 			}
-			return toolCallResponse{ToolCallID: res.ToolUseID, Status: "completed", Content: content, IsError: res.IsError, ErrorCode: res.ErrorCode}, nil
+			return toolCallResponse{ToolCallID: res.ToolUseID, Status: "completed", Content: content, IsError: res.IsError, ErrorCode: res.ErrorCode}, true, nil
 		}
 	}
 	if errors.Is(err, harness.ErrTurnInactive) {
-		return toolCallResponse{}, conflict("turn_inactive: turn %s of session %s is not running on this server; a running turn's tools token calls the tools endpoint", claims.TurnID, claims.SessionID)
+		err = conflict("turn_inactive: turn %s of session %s is not running on this server; a running turn's tools token calls the tools endpoint", claims.TurnID, claims.SessionID)
 	}
-	return toolCallResponse{}, err
+	return toolCallResponse{}, started.Load(), err
 }
 
 // replay answers a call whose key is recorded: its outcome, in_progress
-// while it runs, or idempotency_key_reused for another body.
-func replay(rec store.ToolCall, hash string) toolCallResponse {
+// while it runs, or idempotency_key_reused for another body. A call
+// without outcome whose tool use has a result in the log was cut off (by
+// a server stop) after its tool ran, or the next runner answered it: its
+// outcome is that result, recorded now.
+func (s *Server) replay(ctx context.Context, rec store.ToolCall, hash string) (toolCallResponse, error) {
+	if rec.Outcome == nil && rec.ToolUseID != "" && rec.RequestHash == hash {
+		res, err := s.toolResult(ctx, rec.SessionID, rec.ToolUseID)
+		if err != nil || res == nil {
+			return recorded(rec, hash), err
+		}
+		out := toolCallResponse{ToolCallID: rec.ToolUseID, Status: "completed", Content: res.Content, IsError: res.IsError != nil && *res.IsError}
+		if out.Content == nil {
+			out.Content = []ma.ContentBlock{}
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return out, err
+		}
+		return out, s.cfg.Store.FinishToolCall(ctx, rec.SessionID, rec.Key, b)
+	}
+	return recorded(rec, hash), nil
+}
+
+// toolResult returns the agent.tool_result of a tool use, nil if the log
+// has none.
+func (s *Server) toolResult(ctx context.Context, sessionID, toolUseID string) (*ma.Event, error) {
+	const batch = 1000
+	for after := int64(0); ; {
+		entries, err := s.cfg.Store.ReadLog(ctx, sessionID, after, batch)
+		if err != nil {
+			return nil, err
+		}
+		for i := range entries {
+			if ev := &entries[i].Event; ev.Type == ma.EventAgentToolResult && ev.ToolUseID == toolUseID {
+				return ev, nil
+			}
+			after = entries[i].Seq
+		}
+		if len(entries) < batch {
+			return nil, nil
+		}
+	}
+}
+
+// recorded answers from a call's record alone.
+func recorded(rec store.ToolCall, hash string) toolCallResponse {
 	switch {
 	case rec.RequestHash != hash:
-		return toolCallResponse{Status: "completed", IsError: true, ErrorCode: executor.ToolErrorIdempotencyKeyReused,
+		return toolCallResponse{Status: "completed", IsError: true, ErrorCode: harness.ToolErrorIdempotencyKeyReused,
 			Content: textContent("This Idempotency-Key was used for another call (another name, input or approval): use a new key for a new call.")}
 	case rec.Outcome == nil:
-		return toolCallResponse{ToolCallID: rec.ToolUseID, Status: "in_progress", IsError: true, ErrorCode: executor.ToolErrorInProgress,
+		return toolCallResponse{ToolCallID: rec.ToolUseID, Status: "in_progress", IsError: true, ErrorCode: harness.ToolErrorInProgress,
 			Content: textContent("The call with this Idempotency-Key is still running: call again with the same key for its outcome.")}
 	}
 	var out toolCallResponse
@@ -179,7 +238,7 @@ func (s *Server) toolsToken(r *http.Request, sessionID string) (turntoken.Claims
 // requestHash identifies a call's body: name, input (as a JSON value) and
 // approval.
 func requestHash(req toolCallRequest) string {
-	var input any
+	var input any = map[string]any{} // no input is {}
 	if len(req.Input) > 0 {
 		json.Unmarshal(req.Input, &input) // checked by the caller
 	}
