@@ -106,9 +106,11 @@ func readEvent(br *bufio.Reader) (event, error) {
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A long line: read the rest of it.
+			// A long line: copy what the buffer holds (the next read
+			// reuses it), then read the rest.
+			head := append([]byte(nil), line...)
 			rest, rerr := br.ReadBytes('\n')
-			line, err = append(append([]byte(nil), line...), rest...), rerr
+			line, err = append(head, rest...), rerr
 		}
 		if len(ev.raw)+len(line) > maxResponse {
 			return ev, fmt.Errorf("a stream event is over %d bytes", maxResponse)
