@@ -456,3 +456,71 @@ func TestGatewayStreamError(t *testing.T) {
 		t.Fatalf("%d calls upstream, want 1 (no retry after the first byte)", n)
 	}
 }
+
+// TestGatewayInterruptClosesSpan: an interrupt while a gateway stream is
+// running ends the turn; the agent end's request is cancelled with it and
+// the call's span is closed (is_error), not left open.
+func TestGatewayInterruptClosesSpan(t *testing.T) {
+	s, fake, _ := gatewayServer(t, nil)
+	fake.Push(fakeanthropic.Text("a slow answer that takes its time").WithDelay(500 * time.Millisecond))
+	sessID, token := agentEndSessionWith(t, s, s.newAgent(t, provider.DefaultModel))
+	streaming, done := make(chan struct{}, 1), make(chan error, 1)
+	agentEnd(t, s, token, "brain", func(ctx context.Context, tr *executor.Turn) error {
+		client := anthropicClient(tr.Start.Model)
+		stream := client.Messages.NewStreaming(ctx, hello(tr.Start.Model))
+		for stream.Next() {
+			select {
+			case streaming <- struct{}{}:
+			default:
+			}
+		}
+		done <- stream.Err()
+		return nil
+	})
+	st := s.openStream(t, sessID)
+	s.send(t, sessID, userMessage("hi"))
+	within(t, streaming, "the first event of the stream")
+	s.send(t, sessID, interruptEvent())
+	st.until(isIdle)
+	if err := within(t, done, "the end of the agent end's stream"); err == nil {
+		t.Fatal("the stream ran to its end through an interrupt")
+	}
+	_, evs := agentMessages(t, s, sessID)
+	starts := slices.DeleteFunc(slices.Clone(evs), func(ev ma.Event) bool { return ev.Type != ma.EventSpanModelRequestStart })
+	ends := spanEnds(t, s, sessID)
+	if len(starts) != 1 || len(ends) != 1 || ends[0].ModelRequestStartID != starts[0].ID || !*ends[0].IsError {
+		t.Fatalf("span starts %+v, ends %+v", starts, ends)
+	}
+}
+
+// TestGatewayLossClosesSpan: an agent end lost while its gateway stream
+// runs: the turn fails into rescheduling and the call's span is closed
+// (is_error) with it, not left open until some later turn.
+func TestGatewayLossClosesSpan(t *testing.T) {
+	s, fake, _ := gatewayServer(t, nil)
+	fake.Push(fakeanthropic.Text("a slow answer that takes its time").WithDelay(500 * time.Millisecond))
+	sessID, token := agentEndSessionWith(t, s, s.newAgent(t, provider.DefaultModel))
+	streaming := make(chan struct{}, 1)
+	stop := agentEnd(t, s, token, "brain", func(ctx context.Context, tr *executor.Turn) error {
+		client := anthropicClient(tr.Start.Model)
+		stream := client.Messages.NewStreaming(ctx, hello(tr.Start.Model))
+		for stream.Next() {
+			select {
+			case streaming <- struct{}{}:
+			default:
+			}
+		}
+		return stream.Err()
+	})
+	st := s.openStream(t, sessID)
+	s.send(t, sessID, userMessage("hi"))
+	within(t, streaming, "the first event of the stream")
+	stop()
+	st.until(func(f frame) bool { return f.Type == ma.EventStatusRescheduled })
+	_, evs := agentMessages(t, s, sessID)
+	starts := slices.DeleteFunc(slices.Clone(evs), func(ev ma.Event) bool { return ev.Type != ma.EventSpanModelRequestStart })
+	ends := spanEnds(t, s, sessID)
+	if len(starts) != 1 || len(ends) != 1 || ends[0].ModelRequestStartID != starts[0].ID || !*ends[0].IsError {
+		t.Fatalf("span starts %+v, ends %+v", starts, ends)
+	}
+}

@@ -158,6 +158,11 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 		return r.agentEndFailed(ctx, fmt.Sprintf("the agent end refused the turn: %v", err))
 	}
 	defer turn.End()
+	defer func() {
+		if err := r.closeSpans(context.WithoutCancel(ctx), active); err != nil {
+			r.h.log.Warn("closing the model gateway's spans", "session", sess.ID, "err", err)
+		}
+	}()
 	awaits := false // tool uses of the turn wait for the client
 	for {
 		select {

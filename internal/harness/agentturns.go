@@ -19,6 +19,9 @@ type ActiveTurn struct {
 
 	model      string         // the session agent's model id
 	modelCalls chan agentCall // the model gateway's writes (gateway.go)
+	// openSpans are the gateway's model request spans not closed yet;
+	// only the runner's goroutine touches it.
+	openSpans map[string]bool
 }
 
 // Done is closed when the turn is over.
@@ -101,7 +104,7 @@ func (h *Harness) AgentTurn(sessionID, turnID string) (*ActiveTurn, error) {
 // ends it and forgets it.
 func (h *Harness) addTurn(sessionID, turnID, model string) (*ActiveTurn, func()) {
 	t := &ActiveTurn{SessionID: sessionID, TurnID: turnID, calls: make(chan toolCallRequest), gone: make(chan struct{}),
-		model: model, modelCalls: make(chan agentCall)}
+		model: model, modelCalls: make(chan agentCall), openSpans: map[string]bool{}}
 	h.mu.Lock()
 	if h.turns == nil {
 		h.turns = make(map[string]*ActiveTurn)

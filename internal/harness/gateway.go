@@ -52,13 +52,17 @@ func (t *ActiveTurn) Model() string { return t.model }
 func (t *ActiveTurn) StartModelRequest(ctx context.Context) (string, error) {
 	id := ids.New(ids.Event)
 	err := t.do(ctx, func(ctx context.Context, r *runner) error {
-		return r.update(ctx, func(tx store.Tx) error {
+		err := r.update(ctx, func(tx store.Tx) error {
 			if tx.Session().Status != ma.StatusRunning {
 				return ErrTurnInactive
 			}
 			now := r.h.now()
 			return tx.Append(&ma.Event{Type: ma.EventSpanModelRequestStart, ID: id, ProcessedAt: &now})
 		})
+		if err == nil {
+			t.openSpans[id] = true
+		}
+		return err
 	})
 	return id, err
 }
@@ -67,6 +71,7 @@ func (t *ActiveTurn) StartModelRequest(ctx context.Context) (string, error) {
 // session's totals count; failed marks a response cut short.
 func (t *ActiveTurn) EndModelRequest(ctx context.Context, span string, u model.Usage, failed bool) error {
 	return t.do(ctx, func(ctx context.Context, r *runner) error {
+		delete(t.openSpans, span)
 		return r.update(ctx, func(tx store.Tx) error { return endSpan(tx, span, failed, u, r.h.now()) })
 	})
 }
@@ -79,6 +84,7 @@ func (t *ActiveTurn) EndModelRequest(ctx context.Context, span string, u model.U
 func (t *ActiveTurn) FailModelRequest(ctx context.Context, span string, me *model.Error, attempt int) (time.Duration, bool, error) {
 	var delay time.Duration
 	err := t.do(ctx, func(ctx context.Context, r *runner) error {
+		delete(t.openSpans, span)
 		d, exhausted, err := r.recordFailure(ctx, classify(me), attempt, span)
 		switch {
 		case err != nil:
@@ -93,4 +99,23 @@ func (t *ActiveTurn) FailModelRequest(ctx context.Context, span string, me *mode
 		return 0, false, nil
 	}
 	return delay, err == nil, err
+}
+
+// closeSpans closes the gateway's spans of the turn still open when its
+// loop ends (an interrupt or the loss of the agent end cut their calls
+// short), as failed.
+func (r *runner) closeSpans(ctx context.Context, t *ActiveTurn) error {
+	if len(t.openSpans) == 0 {
+		return nil
+	}
+	return r.update(ctx, func(tx store.Tx) error {
+		now := r.h.now()
+		for span := range t.openSpans {
+			if err := tx.Append(spanEnd(span, true, nil, now)); err != nil {
+				return err
+			}
+			delete(t.openSpans, span)
+		}
+		return nil
+	})
 }
