@@ -14,7 +14,7 @@ import (
 type AgentHandler interface {
 	// RunTurn runs one turn: it reads t.Start, calls models through the
 	// gateway (t.Start.Model) and tools through the platform tools
-	// endpoint (t.Start.Tools), and appends what happens with t.Send,
+	// endpoint ([Turn.CallTool], with t.Start.Tools), and appends what happens with t.Send,
 	// ending with [Turn.EndTurn]. ctx ends on turn.cancel (an interrupt)
 	// and when the connection is lost; the harness then ends or restarts
 	// the turn itself. An error is logged.

@@ -17,6 +17,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/pgtest"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/turntoken"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -219,6 +220,10 @@ func TestPlatformToolsSelfHosted(t *testing.T) {
 	if status != 200 || raw.Status != "in_progress" || raw.ErrorCode != executor.ToolErrorInProgress {
 		t.Fatalf("the same key while running: %d %s", status, body)
 	}
+	// The SDK's CallTool with that key waits for the outcome.
+	if r := callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("sleep 2; echo slept"), IdempotencyKey: "slow"}); strings.TrimSpace(toolText(r)) != "slept" || r.Status != "completed" {
+		t.Fatalf("CallTool on a key in progress: %+v", r)
+	}
 	if r := within(t, slow, "the slow call"); strings.TrimSpace(toolText(r)) != "slept" {
 		t.Fatalf("slow call: %+v", r)
 	}
@@ -297,6 +302,10 @@ func TestPlatformToolsSelfHosted(t *testing.T) {
 	tr2 := within(t, turns, "the turn after the confirmation")
 	if !slices.ContainsFunc(tr2.Start.Inputs, func(raw json.RawMessage) bool { return bytes.Contains(raw, []byte(ma.EventUserToolConfirmation)) }) {
 		t.Fatalf("turn inputs %s", tr2.Start.Inputs)
+	}
+	// The first turn's token, still unexpired, is not the running turn's.
+	if _, err := tr.CallTool(ctx, executor.PlatformToolCall{Name: "bash", Input: bash("true")}); err == nil || !strings.Contains(err.Error(), "turn_inactive") {
+		t.Fatalf("the ended turn's token during the next turn: %v", err)
 	}
 	ok := callTool(t, tr2, executor.PlatformToolCall{Name: "write", Input: note, Approval: ask.ToolCallID})
 	if ok.IsError || ok.ToolCallID != ask.ToolCallID {
@@ -612,6 +621,36 @@ func TestPlatformToolsStopMidCall(t *testing.T) {
 	if ran != 1 {
 		t.Fatalf("the cut-off call is in the log %d times, want 1", ran)
 	}
+	if err := tr.EndTurn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlatformToolsPostgres: on PostgreSQL, a call runs once, replays
+// with its key and refuses the key with another body.
+func TestPlatformToolsPostgres(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	s := startWith(t, options{}, func(c *app.Config) { c.DatabaseURL = dsn })
+	envID, envKey := s.selfHosted(t, "hands")
+	sessID, token := brainSession(t, s, envID, toolsAgent)
+	startExecutorClient(t, s.url, envKey, "hands-1")
+	turns := brainTurns(t, s, token)
+	s.send(t, sessID, userMessage("count"))
+	tr := within(t, turns, "turn.start")
+	count := executor.PlatformToolCall{Name: "bash", Input: bash("echo x >> count.txt; wc -l < count.txt"), IdempotencyKey: "count"}
+	var first executor.PlatformToolResult
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if first = callTool(t, tr, count); first.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			break
+		}
+	}
+	if again := callTool(t, tr, count); strings.TrimSpace(toolText(first)) != "1" || again.ToolCallID != first.ToolCallID || toolText(again) != toolText(first) {
+		t.Fatalf("first %+v, replay %+v", first, again)
+	}
+	if got := strings.TrimSpace(toolText(callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("wc -l < count.txt")}))); got != "1" {
+		t.Fatalf("count.txt has %s lines, want 1", got)
+	}
+	wantCode(t, "another body", callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("true"), IdempotencyKey: "count"}), executor.ToolErrorIdempotencyKeyReused)
 	if err := tr.EndTurn(context.Background()); err != nil {
 		t.Fatal(err)
 	}
