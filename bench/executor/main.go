@@ -6,10 +6,14 @@
 //     sequential calls, and calls/s with 64 calls in flight;
 //   - the same figures for a raw coder/websocket echo of a payload of the
 //     same size, and the ratio between the two;
+//   - the agent-end turn's protocol overhead (turn.start → session.event →
+//     the end seen by the harness's sink), and the same turn through a
+//     real server beside a turn of the built-in loop (scripted model), with
+//     their ratio;
 //   - the memory per idle executor connection on the hub side, with 5,000
 //     executors connected from a child process.
 //
-// Usage: go run ./bench/executor [-calls 5000] [-conns 5000]
+// Usage: go run ./bench/executor [-calls 5000] [-turns 500] [-conns 5000]
 package main
 
 import (
@@ -42,6 +46,7 @@ func main() {
 	inflight := flag.Int("inflight", 64, "calls in flight for the throughput figure")
 	dur := flag.Duration("duration", 3*time.Second, "duration of each throughput run")
 	conns := flag.Int("conns", 5000, "idle executor connections for the memory figure")
+	turns := flag.Int("turns", 500, "turns of each loop through a server (built-in loop and agent end); 0 skips them")
 	child := flag.String("child-clients", "", "internal: connect this many idle executors to URL,KEY")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the sequential tool calls to this file")
 	flag.Parse()
@@ -105,6 +110,9 @@ func main() {
 	fmt.Printf("%-34s %9.2fx %9.2fx\n\n", "ratio agent turn/tool call", float64(al.p50)/float64(tl.p50), float64(al.p99)/float64(tl.p99))
 	brain.Stop()
 	<-brain.Done()
+	if *turns > 0 {
+		printServerTurns(*turns)
+	}
 
 	if *conns > 0 {
 		idleMemory(hub, url, key, *conns)

@@ -10,6 +10,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/turntoken"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -23,6 +24,7 @@ type agentEnds struct {
 	hub    *executor.Hub
 	st     store.Store
 	tokens *turntoken.Issuer
+	models model.Router // what the model gateway forwards to
 }
 
 // StartTurn implements harness.AgentEnds.
@@ -35,10 +37,13 @@ func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harnes
 	for _, m := range machines {
 		changed = append(changed, a.hub.ChangedMachine(m))
 	}
-	rs := rpcSink{TurnSink: sink, tokens: a.tokens, sessionID: sess.ID, turnID: start.TurnID, tools: len(harness.BuiltinTools(&sess.Agent)) > 0}
+	rs := rpcSink{TurnSink: sink, tokens: a.tokens, models: a.models, model: sess.Agent.Model.ID, sessionID: sess.ID, turnID: start.TurnID, tools: len(harness.BuiltinTools(&sess.Agent)) > 0}
 	st := executor.TurnStart{SessionID: sess.ID, TurnID: start.TurnID, Inputs: start.Inputs, Transcript: start.Transcript, Agent: start.Agent}
 	if g, err := rs.toolsGrant(); err == nil {
 		st.Tools = &g
+	}
+	if g, err := rs.RefreshModelToken(ctx); err == nil {
+		st.Model = &g
 	}
 	t, err := a.hub.StartTurn(ctx, executor.AgentTurnRequest{EnvironmentID: sess.EnvironmentID, MachineIDs: machines, Start: st, Sink: rs})
 	if errors.Is(err, executor.ErrNoAgentEnd) {
@@ -57,6 +62,8 @@ func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harnes
 type rpcSink struct {
 	harness.TurnSink
 	tokens            *turntoken.Issuer
+	models            model.Router
+	model             string // the session agent's model id
 	sessionID, turnID string
 	tools             bool // the agent has built-in tools
 }
@@ -76,10 +83,11 @@ func (s rpcSink) Append(ctx context.Context, events []json.RawMessage) error {
 	return err
 }
 
-// RefreshModelToken implements executor.TurnSink: the model gateway is
-// not built, so no model token is issued.
-func (rpcSink) RefreshModelToken(context.Context) (executor.TokenGrant, error) {
-	return executor.TokenGrant{}, detailed(executor.WithReason(executor.CodeResourceUnavailable, executor.ReasonModelTokenUnavailable, ""), "this server has no model gateway yet")
+// RefreshModelToken implements executor.TurnSink: a fresh model token
+// for the model gateway, or model_token_unavailable when the gateway does
+// not serve the session's model.
+func (s rpcSink) RefreshModelToken(context.Context) (executor.TokenGrant, error) {
+	return modelGrant(s.tokens, s.models, s.model, s.sessionID, s.turnID)
 }
 
 // RefreshToolsToken implements executor.TurnSink: a fresh tools token,

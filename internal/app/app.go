@@ -22,6 +22,7 @@ import (
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/model/gateway"
 	"github.com/reinsdev/reins/internal/model/scripted"
 	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/packages"
@@ -68,6 +69,9 @@ type Config struct {
 	ModelConcurrency    int
 	ProviderConcurrency map[string]int
 	Retry               harness.RetryPolicy
+	// TurnTokenTTL is the lifetime of the model and tools tokens of
+	// agent-end turns (0: turntoken's default).
+	TurnTokenTTL time.Duration
 	// WorkLeaseTTL is the lease of a pull worker's work item (default
 	// 30 s).
 	WorkLeaseTTL time.Duration
@@ -276,12 +280,12 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	streams, requests := guard.Client(0), guard.Client(outboundTimeout)
 	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
 	hcfg.Tools, hcfg.Workers, hcfg.MCP, hcfg.Credentials = tools, wk, mcpHost, credentialCheck{st}
-	turnTokens, err := turntoken.New(rawKey, 0)
+	turnTokens, err := turntoken.New(rawKey, cfg.TurnTokenTTL)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	hcfg.AgentEnds = agentEnds{hub: hub, st: st, tokens: turnTokens}
+	hcfg.AgentEnds = agentEnds{hub: hub, st: st, tokens: turnTokens, models: models}
 	hcfg.Skills = skillPrompts{st: st, sandboxed: ht.sandboxes != nil}
 	hcfg.WebFetch = &webfetch.Fetcher{Transport: guard.Transport(), Policy: webFetchPolicy(st)}
 	h := harness.New(hcfg)
@@ -304,6 +308,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc.ValidatePackages = packages.Validate
 	hc.Models = models
 	hc.ExecutorList = executorList{hub}
+	hc.Gateway = gateway.New(gateway.Config{Models: models, Turns: gatewayTurns{tokens: turnTokens, h: h}, Logger: cfg.Logger})
 	hc.TurnTokens = turnTokens
 
 	if hc.FileSpoolDir == "" {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -28,12 +27,24 @@ import (
 // id and the machine token.
 func agentEndSession(t *testing.T, s *server) (sessionID, token string) {
 	t.Helper()
+	return agentEndSessionWith(t, s, s.newAgent(t, "scripted"))
+}
+
+// agentEndSessionWith is agentEndSession with the agent a.
+func agentEndSessionWith(t *testing.T, s *server, a *anthropic.BetaManagedAgentsAgent) (sessionID, token string) {
+	t.Helper()
 	envID, _ := s.selfHosted(t, "brains")
+	return agentEndSessionIn(t, s, a, envID)
+}
+
+// agentEndSessionIn is agentEndSessionWith in the self-hosted environment
+// envID.
+func agentEndSessionIn(t *testing.T, s *server, a *anthropic.BetaManagedAgentsAgent, envID string) (sessionID, token string) {
+	t.Helper()
 	var m machineView
 	if _, err := call(s.url, s.key, "POST", "/v1/machines", map[string]any{"name": "brain-box", "environment_ids": []string{envID}}, &m); err != nil {
 		t.Fatal(err)
 	}
-	a := s.newAgent(t, "scripted")
 	sess, err := s.client.Beta.Sessions.New(context.Background(), anthropic.BetaSessionNewParams{
 		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(a.ID)},
 		EnvironmentID: envID,
@@ -207,22 +218,10 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// buildAgentEndExample builds examples/agentend once per test binary.
+// buildAgentEndExample builds examples/agentend once per test binary,
+// per checkout.
 var buildAgentEndExample = sync.OnceValues(func() (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(cache, "reins-e2e")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "agentend-example")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/reinsdev/reins/examples/agentend").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
+	return buildBinary("github.com/reinsdev/reins/examples/agentend", "agentend-example")
 })
 
 // startAgentEndExample runs the example agent end as a child process.
@@ -285,8 +284,9 @@ func TestAgentEndProcessKilledMidTurn(t *testing.T) {
 // TestAgentEndRefusedEvents: an event an agent end may not append
 // (agent.tool_use, which belongs to the platform tools endpoint; an
 // unknown custom tool) is -32602 and nothing of its batch is appended;
-// refreshes answer model_token_unavailable / tools_token_unavailable
-// (no gateway, no tools endpoint yet); after the turn ended, events are
+// refreshes answer model_token_unavailable (the gateway serves no
+// scripted model: turn.start has no model grant) and
+// tools_token_unavailable; after the turn ended, events are
 // turn_inactive.
 func TestAgentEndRefusedEvents(t *testing.T) {
 	s := start(t, options{})
@@ -302,6 +302,9 @@ func TestAgentEndRefusedEvents(t *testing.T) {
 				if err := tr.Send(ctx, agentMessage("before"), bad); !errors.As(err, &re) || re.Code != executor.CodeInvalidParams {
 					return fmt.Errorf("%s: %v, want -32602", bad.Type, err)
 				}
+			}
+			if tr.Start.Model != nil {
+				return fmt.Errorf("a model grant for a scripted model: %+v", tr.Start.Model)
 			}
 			var re *executor.RPCError
 			if _, err := tr.RefreshModelToken(ctx); !errors.As(err, &re) || re.Reason() != executor.ReasonModelTokenUnavailable {

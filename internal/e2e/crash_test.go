@@ -30,6 +30,13 @@ import (
 // directory is the checkout's own (named by a hash of its path): checkouts
 // of other versions on the machine must not run each other's binary.
 var buildReins = sync.OnceValues(func() (string, error) {
+	return buildBinary("github.com/reinsdev/reins/cmd/reins", "reins")
+})
+
+// buildBinary builds the package pkg into a directory of the user's cache
+// per checkout (its working directory's hash), so that tests of several
+// checkouts on one machine do not run each other's binaries.
+func buildBinary(pkg, name string) (string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
@@ -43,13 +50,13 @@ var buildReins = sync.OnceValues(func() (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "reins")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/reinsdev/reins/cmd/reins").CombinedOutput()
+	bin := filepath.Join(dir, name)
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return bin, nil
-})
+}
 
 // child is a reins serve process.
 type child struct {

@@ -3,6 +3,7 @@ package fakeanthropic_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -47,7 +48,7 @@ func events(t *testing.T, r io.Reader) []string {
 func TestWireFormatAndRecording(t *testing.T) {
 	srv := fakeanthropic.New(t)
 	srv.Push(fakeanthropic.Reply(fakeanthropic.TextBlock("a b"), fakeanthropic.ToolUseBlock("toolu_1", "x", `{"k":1}`)))
-	resp := post(t, srv, `{"model":"claude-test","messages":[]}`)
+	resp := post(t, srv, `{"model":"claude-test","messages":[],"stream":true}`)
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Errorf("content type %q", ct)
 	}
@@ -136,5 +137,33 @@ func TestUnscriptedCallFailsTheTest(t *testing.T) {
 	}
 	if len(fake.errs) != 1 || !strings.Contains(fake.errs[0], "no scripted response") {
 		t.Errorf("errors = %q", fake.errs)
+	}
+}
+
+func TestMessageWithoutStream(t *testing.T) {
+	srv := fakeanthropic.New(t)
+	srv.Push(fakeanthropic.Reply(fakeanthropic.TextBlock("a b"), fakeanthropic.ToolUseBlock("toolu_1", "x", `{"k":1}`)).
+		WithUsage(fakeanthropic.Usage{InputTokens: 7, OutputTokens: 3, CacheReadInputTokens: 2}))
+	resp := post(t, srv, `{"model":"claude-test","messages":[]}`)
+	var m struct {
+		Type    string `json:"type"`
+		Model   string `json:"model"`
+		Content []struct {
+			Type  string          `json:"type"`
+			Text  string          `json:"text"`
+			Input json.RawMessage `json:"input"`
+		} `json:"content"`
+		StopReason string `json:"stop_reason"`
+		Usage      struct {
+			InputTokens  int `json:"input_tokens"`
+			OutputTokens int `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("decode: %v (%s)", err, resp.Header.Get("Content-Type"))
+	}
+	if m.Type != "message" || m.Model != "claude-test" || len(m.Content) != 2 || m.Content[0].Text != "a b" ||
+		string(m.Content[1].Input) != `{"k":1}` || m.StopReason != "tool_use" || m.Usage.InputTokens != 7 || m.Usage.OutputTokens != 3 {
+		t.Errorf("message %+v", m)
 	}
 }

@@ -2,8 +2,10 @@
 // HTTP server on loopback that speaks the streaming wire format (message_start,
 // content_block_start/delta/stop, message_delta, message_stop, ping and error
 // events), answers each call with the next scripted Response and records the
-// requests it received. It always streams, whatever the request's "stream"
-// says, and does not validate requests: tests assert on Requests instead.
+// requests it received. A call that does not ask for a stream ("stream":
+// true) gets the whole message as JSON (unless its Response is scripted to
+// break a stream). It does not validate requests: tests assert on Requests
+// instead.
 //
 //	srv := fakeanthropic.New(t)
 //	srv.Push(fakeanthropic.Failure(529, "overloaded_error", "Overloaded"))

@@ -27,6 +27,12 @@ func serve(w http.ResponseWriter, r *http.Request, body map[string]any, resp Res
 		writeError(w, resp.status, resp.header, resp.errType, resp.errMsg)
 		return
 	}
+	if !streams(body) && !resp.disconnect && !resp.streamErr && !resp.noStop {
+		if fakeserver.Sleep(r, done, resp.delay) {
+			writeMessage(w, body, resp)
+		}
+		return
+	}
 	for k, vs := range resp.header {
 		for _, v := range vs {
 			w.Header().Add(k, v)

@@ -1,9 +1,11 @@
 // Package fakeopenai is a fake OpenAI-compatible Chat Completions API for
 // tests: a real HTTP server on loopback that streams chat.completion.chunk
 // events ending with data: [DONE], answers each call with the next scripted
-// Response and records the requests it received. It always streams and
-// sends the usage chunk only when the request asks for it
-// (stream_options.include_usage). Calls to any path ending in
+// Response and records the requests it received. A stream sends the usage
+// chunk only when the request asks for it (stream_options.include_usage);
+// a call that does not ask for a stream ("stream": true) gets the whole
+// chat.completion as JSON (unless its Response is scripted to break a
+// stream). Calls to any path ending in
 // /chat/completions are served, so both srv.URL and srv.URL+"/v1" work as a
 // base URL.
 //

@@ -146,7 +146,7 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 	sink := &turnSink{batches: make(chan agentBatch), gone: make(chan struct{})}
 	defer close(sink.gone)
 	start.TurnID = ids.New("turn_")
-	active, forget := r.h.addTurn(sess.ID, start.TurnID)
+	active, forget := r.h.addTurn(sess.ID, start.TurnID, sess.Agent.Model.ID)
 	defer forget()
 	turn, wait, err := r.h.cfg.AgentEnds.StartTurn(tctx, sess, start, sink)
 	switch {
@@ -158,6 +158,11 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 		return r.agentEndFailed(ctx, fmt.Sprintf("the agent end refused the turn: %v", err))
 	}
 	defer turn.End()
+	defer func() {
+		if err := r.closeSpans(context.WithoutCancel(ctx), active); err != nil {
+			r.h.log.Warn("closing the model gateway's spans", "session", sess.ID, "err", err)
+		}
+	}()
 	awaits := false // tool uses of the turn wait for the client
 	for {
 		select {
@@ -176,6 +181,15 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 			}
 			b.reply <- err
 			if ended {
+				return nil
+			}
+		case c := <-active.modelCalls:
+			err := c.fn(ctx, r)
+			c.reply <- err
+			if errors.Is(err, errTurnExhausted) {
+				// The turn ended in the log. No turn.cancel: it would race
+				// the provider's error on its way to the agent end, which
+				// learns the end from it and from turn_inactive.
 				return nil
 			}
 		case <-turn.Done():

@@ -16,6 +16,12 @@ type ActiveTurn struct {
 
 	calls chan toolCallRequest // read by the runner's turn loop
 	gone  chan struct{}        // closed when the turn is over
+
+	model      string         // the session agent's model id
+	modelCalls chan agentCall // the model gateway's writes (gateway.go)
+	// openSpans are the gateway's model request spans not closed yet;
+	// only the runner's goroutine touches it.
+	openSpans map[string]bool
 }
 
 // Done is closed when the turn is over.
@@ -94,10 +100,11 @@ func (h *Harness) AgentTurn(sessionID, turnID string) (*ActiveTurn, error) {
 	return t, nil
 }
 
-// addTurn registers a turn starting on an agent end; the returned func
+// addTurn registers a turn of the agent model starting on an agent end; the returned func
 // ends it and forgets it.
-func (h *Harness) addTurn(sessionID, turnID string) (*ActiveTurn, func()) {
-	t := &ActiveTurn{SessionID: sessionID, TurnID: turnID, calls: make(chan toolCallRequest), gone: make(chan struct{})}
+func (h *Harness) addTurn(sessionID, turnID, model string) (*ActiveTurn, func()) {
+	t := &ActiveTurn{SessionID: sessionID, TurnID: turnID, calls: make(chan toolCallRequest), gone: make(chan struct{}),
+		model: model, modelCalls: make(chan agentCall), openSpans: map[string]bool{}}
 	h.mu.Lock()
 	if h.turns == nil {
 		h.turns = make(map[string]*ActiveTurn)

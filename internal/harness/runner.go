@@ -640,30 +640,8 @@ func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v 
 // request span to close. An interrupt during the wait ends it at once
 // (false, nil: the next step reads the interrupt).
 func (r *runner) failAttempt(ctx context.Context, gen uint64, f failure, attempt int, spanID string) (bool, error) {
-	policy := r.h.cfg.Retry
-	if !f.retryable || attempt >= policy.MaxAttempts {
-		return false, r.update(ctx, func(tx store.Tx) error {
-			if spanID != "" {
-				if err := tx.Append(spanEnd(spanID, true, nil, r.h.now())); err != nil {
-					return err
-				}
-			}
-			return r.exhaust(tx, f)
-		})
-	}
-	delay := policy.Delay(attempt, f.retryAfter)
-	err := r.update(ctx, func(tx store.Tx) error {
-		now := r.h.now()
-		if spanID != "" {
-			if err := tx.Append(spanEnd(spanID, true, nil, now)); err != nil {
-				return err
-			}
-		}
-		return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
-			Error: &ma.SessionError{Type: f.errType, Message: retryMessage(f, attempt, policy.MaxAttempts, delay), MCPServerName: f.mcpServer,
-				RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
-	})
-	if err != nil {
+	delay, exhausted, err := r.recordFailure(ctx, f, attempt, spanID)
+	if exhausted || err != nil {
 		return false, err
 	}
 	tctx, done := r.turnContext(ctx, gen)
@@ -681,6 +659,37 @@ func (r *runner) failAttempt(ctx context.Context, gen uint64, f failure, attempt
 		return false, ctx.Err()
 	}
 	return tctx.Err() == nil, nil
+}
+
+// recordFailure applies the retry policy to a failed attempt and records
+// it: a retrying session.error and the delay before the next attempt, or
+// an exhausted one that ends the turn (exhausted true). spanID, if set, is
+// the model request span to close.
+func (r *runner) recordFailure(ctx context.Context, f failure, attempt int, spanID string) (delay time.Duration, exhausted bool, err error) {
+	policy := r.h.cfg.Retry
+	if !f.retryable || attempt >= policy.MaxAttempts {
+		return 0, true, r.update(ctx, func(tx store.Tx) error {
+			if spanID != "" {
+				if err := tx.Append(spanEnd(spanID, true, nil, r.h.now())); err != nil {
+					return err
+				}
+			}
+			return r.exhaust(tx, f)
+		})
+	}
+	delay = policy.Delay(attempt, f.retryAfter)
+	err = r.update(ctx, func(tx store.Tx) error {
+		now := r.h.now()
+		if spanID != "" {
+			if err := tx.Append(spanEnd(spanID, true, nil, now)); err != nil {
+				return err
+			}
+		}
+		return tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now,
+			Error: &ma.SessionError{Type: f.errType, Message: retryMessage(f, attempt, policy.MaxAttempts, delay), MCPServerName: f.mcpServer,
+				RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying}}})
+	})
+	return delay, false, err
 }
 
 func retryMessage(f failure, attempt, max int, delay time.Duration) string {
@@ -742,7 +751,21 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 		}
 	}
 	u := resp.Usage
-	if err := tx.Append(spanEnd(startID, false, &ma.ModelUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+	if err := endSpan(tx, startID, false, u, now); err != nil {
+		return err
+	}
+	r.h.log.Debug("model response", "session", r.id, "stop_reason", resp.StopReason, "tool_uses", uses,
+		"input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
+	if uses == 0 {
+		return r.idle(tx, ma.StopEndTurn, nil)
+	}
+	return nil
+}
+
+// endSpan closes a model request span with the call's usage and adds the
+// usage to the session's totals.
+func endSpan(tx store.Tx, startID string, isError bool, u model.Usage, now string) error {
+	if err := tx.Append(spanEnd(startID, isError, &ma.ModelUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens}, now)); err != nil {
 		return err
 	}
@@ -752,11 +775,6 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 	s.Usage.CacheReadInputTokens += u.CacheReadInputTokens
 	s.Usage.CacheCreation.Ephemeral5mInputTokens += u.CacheCreationInputTokens
 	s.UpdatedAt = now
-	r.h.log.Debug("model response", "session", r.id, "stop_reason", resp.StopReason, "tool_uses", uses,
-		"input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
-	if uses == 0 {
-		return r.idle(tx, ma.StopEndTurn, nil)
-	}
 	return nil
 }
 

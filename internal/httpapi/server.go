@@ -84,6 +84,9 @@ type Config struct {
 	// WebSocket connect). Those paths authenticate with environment keys
 	// and executor tokens, not API keys.
 	Executors http.Handler
+	// Gateway, if set, serves /v1/gateway/ (the model gateway of agent
+	// ends), which authenticates with model tokens, not API keys.
+	Gateway http.Handler
 	// TurnTokens, if set, verifies the tools tokens of agent-end turns
 	// for the platform tools endpoint (POST /v1/sessions/{id}/tool_calls);
 	// nil: no such endpoint.
@@ -338,6 +341,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.guardBody(w, r)
 	if strings.HasPrefix(r.URL.Path, "/v1/executor/") && s.cfg.Executors != nil {
 		s.cfg.Executors.ServeHTTP(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/gateway/") && s.cfg.Gateway != nil {
+		s.cfg.Gateway.ServeHTTP(w, r)
 		return
 	}
 	_, pattern := s.mux.Handler(r)

@@ -2,6 +2,9 @@ package model
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -108,4 +111,49 @@ func TestNewLimiterUnbounded(t *testing.T) {
 	if NewLimiter(0) != nil || NewLimiter(-1) != nil {
 		t.Fatal("NewLimiter(n <= 0) is a bound")
 	}
+}
+
+// forwarder is an Upstream whose responses' bodies stay open until the
+// caller closes them.
+type forwarder struct{ gauge }
+
+func (f *forwarder) Forward(context.Context, string, http.Header, []byte) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+}
+
+// TestLimitForwardHoldsSlotUntilBodyClosed: a forwarded call (the model
+// gateway's) holds its slot while its response's body is open, and a
+// call over the bound waits for the close.
+func TestLimitForwardHoldsSlotUntilBodyClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := Router{"anthropic": Limit(&forwarder{}, NewLimiter(1))}
+		up, err := r.Upstream("anthropic")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := up.Forward(t.Context(), "v1/messages", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := make(chan *http.Response)
+		go func() {
+			res, err := up.Forward(t.Context(), "v1/messages", nil, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			second <- res
+		}()
+		synctest.Wait()
+		select {
+		case <-second:
+			t.Fatal("a second call got a slot while the first's body was open")
+		default:
+		}
+		first.Body.Close()
+		first.Body.Close() // twice: the slot is given back once
+		(<-second).Body.Close()
+		if _, err := (Router{}).Upstream("openai"); err == nil || !strings.Contains(err.Error(), "not configured") {
+			t.Fatalf("a missing provider: %v", err)
+		}
+	})
 }

@@ -1,0 +1,41 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/reinsdev/reins/internal/model"
+)
+
+var _ model.Upstream = (*Provider)(nil)
+
+// Forward implements model.Upstream: body goes to the Chat Completions
+// endpoint as it is, through the provider's options (its base URL,
+// credentials and HTTP client), without retries: the caller owns them.
+func (p *Provider) Forward(ctx context.Context, path string, header http.Header, body []byte) (*http.Response, error) {
+	c := openai.Client{Options: p.completions.Options}
+	opts := []option.RequestOption{option.WithRequestBody("application/json", body)}
+	for k, vs := range header {
+		opts = append(opts, option.WithHeader(k, strings.Join(vs, ",")))
+	}
+	var res *http.Response
+	err := c.Post(ctx, path, nil, &res, opts...)
+	if res != nil && res.StatusCode >= 400 {
+		return res, nil // the SDK put the error body back
+	}
+	if err != nil {
+		if res != nil && res.Body != nil {
+			res.Body.Close()
+		}
+		return nil, err
+	}
+	if res == nil {
+		return nil, errors.New("openai: no response")
+	}
+	return res, nil
+}
