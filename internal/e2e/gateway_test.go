@@ -524,3 +524,31 @@ func TestGatewayLossClosesSpan(t *testing.T) {
 		t.Fatalf("span starts %+v, ends %+v", starts, ends)
 	}
 }
+
+// TestGatewayTurnEndClosesSpan: an agent end that ends its turn while one
+// of its gateway calls is still streaming: the call's span is closed
+// (is_error) in the log before the session goes idle, not appended after
+// the idle by the turn's clean-up (a client reading the log at the idle
+// saw no end of it).
+func TestGatewayTurnEndClosesSpan(t *testing.T) {
+	s, fake, _ := gatewayServer(t, nil)
+	fake.Push(fakeanthropic.Text("a slow answer that takes its time").WithDelay(time.Second))
+	sessID, _ := gatewayTurn(t, s, provider.DefaultModel, func(ctx context.Context, tr *executor.Turn) error {
+		client := anthropicClient(tr.Start.Model)
+		stream := client.Messages.NewStreaming(ctx, hello(tr.Start.Model))
+		if !stream.Next() {
+			return fmt.Errorf("no first event: %v", stream.Err())
+		}
+		return nil // the turn ends with the stream still open
+	})
+	_, evs := agentMessages(t, s, sessID)
+	idle := slices.IndexFunc(evs, func(ev ma.Event) bool { return ev.Type == ma.EventStatusIdle })
+	end := slices.IndexFunc(evs, func(ev ma.Event) bool { return ev.Type == ma.EventSpanModelRequestEnd })
+	if end < 0 || idle < 0 || end > idle || !*evs[end].IsError {
+		types := make([]string, len(evs))
+		for i, ev := range evs {
+			types[i] = ev.Type
+		}
+		t.Fatalf("the span's end is not before the idle: %v", types)
+	}
+}

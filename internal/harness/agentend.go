@@ -173,7 +173,7 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 				return err
 			}
 		case b := <-sink.batches:
-			ended, err := r.appendAgentEvents(ctx, b.events, &awaits)
+			ended, err := r.appendAgentEvents(ctx, active, b.events, &awaits)
 			var ie *InvalidEventsError
 			if err != nil && !errors.As(err, &ie) && !errors.Is(err, ErrTurnInactive) {
 				b.reply <- errors.New("the event could not be appended")
@@ -211,7 +211,7 @@ const turnCancelWait = 5 * time.Second
 // nothing of it is appended. awaits says that tool uses of the turn wait
 // for the client (custom tool uses, tools to confirm): the end of the
 // turn then leaves the next step to go idle with requires_action.
-func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, awaits *bool) (ended bool, err error) {
+func (r *runner) appendAgentEvents(ctx context.Context, active *ActiveTurn, raw []json.RawMessage, awaits *bool) (ended bool, err error) {
 	plan := planTools(&r.sess.Agent)
 	evs := make([]*ma.Event, 0, len(raw))
 	for i, b := range raw {
@@ -247,6 +247,13 @@ func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, a
 		if err := tx.Append(evs...); err != nil {
 			return err
 		}
+		if ended {
+			// A gateway call still open (its response cut short) ends
+			// with the turn, before the turn's last status.
+			if err := appendSpanEnds(tx, active, now); err != nil {
+				return err
+			}
+		}
 		if ended && !hasCustom {
 			return r.idle(tx, ma.StopEndTurn, nil)
 		}
@@ -254,6 +261,9 @@ func (r *runner) appendAgentEvents(ctx context.Context, raw []json.RawMessage, a
 	})
 	if err != nil {
 		return false, err
+	}
+	if ended {
+		clear(active.openSpans)
 	}
 	*awaits = hasCustom
 	return ended, nil

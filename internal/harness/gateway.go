@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/reinsdev/reins/internal/ids"
@@ -108,14 +110,20 @@ func (r *runner) closeSpans(ctx context.Context, t *ActiveTurn) error {
 	if len(t.openSpans) == 0 {
 		return nil
 	}
-	return r.update(ctx, func(tx store.Tx) error {
-		now := r.h.now()
-		for span := range t.openSpans {
-			if err := tx.Append(spanEnd(span, true, nil, now)); err != nil {
-				return err
-			}
-			delete(t.openSpans, span)
+	err := r.update(ctx, func(tx store.Tx) error { return appendSpanEnds(tx, t, r.h.now()) })
+	if err == nil {
+		clear(t.openSpans)
+	}
+	return err
+}
+
+// appendSpanEnds appends a failed span end for each of the turn's open
+// gateway spans; the caller forgets them once the transaction commits.
+func appendSpanEnds(tx store.Tx, t *ActiveTurn, now string) error {
+	for _, span := range slices.Sorted(maps.Keys(t.openSpans)) {
+		if err := tx.Append(spanEnd(span, true, nil, now)); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return nil
 }
