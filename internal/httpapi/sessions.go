@@ -109,7 +109,7 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 			}
 			sa.Tools, sa.MCPServers = tools, servers
 		}
-		if err := checkWebFetch(sa.Model.ID, sa.Tools); err != nil {
+		if err := checkWebTools(sa.Model.ID, sa.Tools); err != nil {
 			return sa, fieldPrefix("agent.", err)
 		}
 	}
@@ -340,7 +340,7 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return fieldPrefix("agent.", err)
 			}
-			if err := checkWebFetch(cur.Agent.Model.ID, tools); err != nil {
+			if err := checkWebTools(cur.Agent.Model.ID, tools); err != nil {
 				return fieldPrefix("agent.", err)
 			}
 			cur.Agent.Tools, cur.Agent.MCPServers = tools, servers
