@@ -114,6 +114,7 @@ type hubTools struct {
 	work      workRetirer    // nil: no work queue
 	slots     *capacity      // cloud sessions placed at once
 	hands     *replicaHands  // nil: no replicas (SQLite)
+	outputs   *outputs       // nil: outputs are not kept
 	log       *slog.Logger
 
 	ctx    context.Context // lifetime of the local executors
@@ -477,6 +478,9 @@ func (t *hubTools) Release(sessionID string) {
 	t.mu.Unlock()
 	if t.hands != nil {
 		t.hands.forget(sessionID)
+	}
+	if t.outputs != nil {
+		t.outputs.forget(sessionID)
 	}
 	if t.sandboxes != nil {
 		t.sandboxes.setCredentials(sessionID, nil) // the proxies keep what they were given
