@@ -208,6 +208,9 @@ type preparing struct {
 
 func (p *preparing) WorkspaceDir() string { return sandbox.WorkspaceDir }
 
+// PathAliases implements tools.PathAliaser.
+func (p *preparing) PathAliases() map[string]string { return sandbox.PathAliases() }
+
 func (p *preparing) Launch(spec tools.LaunchSpec) (tools.Proc, error) {
 	l, err := p.launcher()
 	if err != nil {

@@ -39,10 +39,9 @@ func TestSessionOutputs(t *testing.T) {
 		}
 		files := map[string]anthropic.BetaFileMetadata{}
 		for _, f := range page.Data {
-			if _, dup := files[f.Filename]; dup {
-				t.Errorf("%s listed twice", f.Filename)
+			if _, newer := files[f.Filename]; !newer {
+				files[f.Filename] = f
 			}
-			files[f.Filename] = f
 		}
 		return files
 	}
@@ -85,10 +84,22 @@ func TestSessionOutputs(t *testing.T) {
 	// Rewriting the same content keeps no second copy; new content is a
 	// new file of the same name.
 	s.toolOutput(t, sess.ID, "printf 'hello outputs\\n' > /mnt/session/outputs/report.txt; touch outputs/data/blob.bin")
+	if page, err := s.client.Beta.Files.List(ctx, anthropic.BetaFileListParams{ScopeID: anthropic.String(sess.ID)}); err != nil || len(page.Data) != 2 {
+		t.Fatalf("outputs after rewriting the same content: %v %v", page, err)
+	}
 	if n := len(list(sess.ID)); n != 2 {
 		t.Fatalf("%d outputs after rewriting the same content, want 2", n)
 	}
 	s.toolOutput(t, sess.ID, "printf 'second version\\n' > /mnt/session/outputs/report.txt")
+	// The file tools take /mnt/session/outputs paths too.
+	st := s.openStream(t, sess.ID)
+	s.send(t, sess.ID, userMessage(`@tool write {"file_path":"/mnt/session/outputs/notes.md","content":"# notes\n"}`+"\n@then done"))
+	for _, ev := range st.until(isIdle) {
+		if ev.Type == "agent.tool_result" && ev.IsError != nil && *ev.IsError {
+			t.Fatalf("write: %+v", ev.Content)
+		}
+	}
+	st.cancel()
 	page, err := s.client.Beta.Files.List(ctx, anthropic.BetaFileListParams{ScopeID: anthropic.String(sess.ID)})
 	if err != nil {
 		t.Fatal(err)
@@ -101,5 +112,9 @@ func TestSessionOutputs(t *testing.T) {
 	}
 	if !slices.Equal(versions, []string{"second version\n", "hello outputs\n"}) {
 		t.Fatalf("report.txt versions (newest first): %q", versions)
+	}
+	notes, ok := list(sess.ID)["notes.md"]
+	if !ok || string(download(notes.ID)) != "# notes\n" {
+		t.Fatalf("notes.md written by the write tool: %v", ok)
 	}
 }
