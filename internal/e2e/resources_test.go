@@ -163,6 +163,20 @@ func TestWebToolsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// For Claude they run at Anthropic: no confirmation can be awaited.
+	_, err = s.client.Beta.Agents.New(context.Background(), anthropic.BetaAgentNewParams{
+		Name:  "asking web",
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-6"},
+		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+			Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{{OfWebSearch: &anthropic.BetaManagedAgentsWebSearchToolConfigParams{
+				PermissionPolicy: anthropic.BetaManagedAgentsWebSearchToolConfigParamsPermissionPolicyUnion{OfAlwaysAsk: &anthropic.BetaManagedAgentsAlwaysAskPolicyParam{}},
+			}}},
+		}}},
+	})
+	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
+	if !strings.Contains(err.Error(), "web_search for Claude models is Anthropic's server tool, which runs during the model call and cannot wait for a confirmation") {
+		t.Fatal(err)
+	}
 	// For Claude, web_search and web_fetch are accepted...
 	a := s.newAgent(t, "claude-sonnet-4-6", anthropic.BetaAgentNewParamsToolUnion{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
 		Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{

@@ -113,18 +113,21 @@ func resolveConfig(field string, c *toolConfigParam, defaultPolicy string) (*ma.
 
 // checkWebTools refuses web_search enabled for a model other than Claude:
 // for Claude models (claude-*) the web tools are Anthropic's server tools,
-// passed to the Messages API; for others reins runs web_fetch itself but
+// passed to the Messages API (which cannot wait for a confirmation: their
+// policy must be always_allow); for others reins runs web_fetch itself but
 // has no search backend.
 func checkWebTools(modelID string, tools []ma.Tool) error {
-	if harness.ServerWebTools(modelID) {
-		return nil
-	}
+	server := harness.ServerWebTools(modelID)
 	for i, t := range tools {
 		if t.Type != ma.ToolTypeAgentToolset {
 			continue
 		}
 		for j, c := range t.Configs {
-			if c.Name == toolset.WebSearch && c.Enabled {
+			web := c.Name == toolset.WebSearch || c.Name == toolset.WebFetch
+			if server && web && c.Enabled && c.PermissionPolicy != nil && c.PermissionPolicy.Type != ma.PolicyAlwaysAllow {
+				return badRequest("tools[%d].configs[%d]: %s for Claude models is Anthropic's server tool, which runs during the model call and cannot wait for a confirmation: its permission_policy must be always_allow (got %s)", i, j, c.Name, c.PermissionPolicy.Type)
+			}
+			if !server && c.Name == toolset.WebSearch && c.Enabled {
 				return badRequest("tools[%d].configs[%d]: web_search is not supported for %s by this server: it has no search backend (web_search is Anthropic's server tool, for Claude models only), so the tool cannot be enabled (set enabled: false, or leave it out)", i, j, modelID)
 			}
 		}
