@@ -331,14 +331,19 @@ func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executo
 // assignLocal assigns a session that holds a slot to its environment's
 // in-process executor.
 func (t *hubTools) assignLocal(ctx context.Context, sess *ma.Session, req executor.AssignRequest) error {
-	if t.keys != nil && len(sess.VaultIDs) > 0 {
+	if t.keys != nil && (len(sess.VaultIDs) > 0 || hasRepositories(sess)) {
 		// Cloud environments get the session's environment_variable
 		// credentials (self-hosted machines do not, as in the
-		// Managed Agents API).
+		// Managed Agents API) and its repositories' tokens.
 		secrets, err := t.credentials(ctx, sess)
 		if err != nil {
 			return err
 		}
+		repos, err := t.repositoryTokens(ctx, sess)
+		if err != nil {
+			return err
+		}
+		secrets = append(secrets, repos...)
 		if req.Env, err = t.credentialEnv(sess.ID, secrets); err != nil {
 			return err
 		}

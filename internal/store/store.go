@@ -40,6 +40,7 @@ type Store interface {
 	Leases
 	Replicas
 	Files
+	RepositoryTokens
 	// Close releases the backend's resources.
 	Close() error
 }

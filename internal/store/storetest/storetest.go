@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Hands", testHands},
 		{"ClaimSetting", testClaimSetting},
 		{"WorkspaceMarkers", testWorkspaceMarkers},
+		{"RepositoryTokens", testRepositoryTokens},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
