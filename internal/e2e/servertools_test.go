@@ -152,3 +152,44 @@ func TestClaudeServerWebTools(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudePauseTurnContinues: a response the API paused (pause_turn)
+// does not end the turn: the next call sends it back, ending with the
+// assistant's turn, and the session idles once, after the final answer.
+func TestClaudePauseTurnContinues(t *testing.T) {
+	s, fake := startWithFakeAnthropic(t)
+	agent := s.newAgent(t, "claude-sonnet-4-6", anthropic.BetaAgentNewParamsToolUnion{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+		Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{{OfWebSearch: &anthropic.BetaManagedAgentsWebSearchToolConfigParams{}}},
+	}})
+	sess := s.newSession(t, agent.ID, s.newEnv(t, "env").ID)
+	fake.Push(fakeanthropic.Reply(
+		fakeanthropic.ServerToolUseBlock("srvtoolu_01", "web_search", `{"query":"long research"}`),
+		fakeanthropic.WebSearchResultBlock("srvtoolu_01", fakeanthropic.SearchResult{URL: "https://example.com/", Title: "Example", EncryptedContent: "E1"}),
+	).WithStopReason("pause_turn"))
+	fake.Push(fakeanthropic.Text("Done researching."))
+
+	st := s.openStream(t, sess.ID)
+	defer st.cancel()
+	s.send(t, sess.ID, userMessage("Research this"))
+	got := st.until(isIdle)
+	idles := 0
+	for _, f := range got {
+		if f.Type == "session.status_idle" {
+			idles++
+		}
+	}
+	if idles != 1 || got[len(got)-1].StopReason.Type != "end_turn" {
+		t.Fatalf("events: %v", types(got))
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	msgs := reqs[1].Body["messages"].([]any)
+	last := msgs[len(msgs)-1].(map[string]any)
+	content := last["content"].([]any)
+	if last["role"] != "assistant" || len(content) != 2 || content[0].(map[string]any)["type"] != "server_tool_use" ||
+		content[1].(map[string]any)["type"] != "web_search_tool_result" {
+		t.Fatalf("the continuation sent %v", msgs)
+	}
+}
