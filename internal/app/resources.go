@@ -170,15 +170,17 @@ func shellQuote(s string) string {
 // authentication challenge with it as the password (Basic, user
 // x-access-token, as GitHub takes tokens); in a sandbox the variable holds
 // a placeholder, which the egress proxy replaces for the repository's host.
+// The clone keeps that credential helper, which names the variable (never
+// its value), so the agent's later fetch and push authenticate too.
 func cloneCommand(r ma.SessionResource, rel, tokenVar string) string {
 	dst, tmp := shellQuote(rel), shellQuote(rel+".reins-part")
 	var b strings.Builder
 	fmt.Fprintf(&b, "if [ ! -e %s ]; then rm -rf -- %s && mkdir -p -- \"$(dirname -- %s)\" && ", dst, tmp, dst)
 	b.WriteString(`NO_PROXY= no_proxy= GIT_TERMINAL_PROMPT=0 git -c http.proxy="${HTTP_PROXY:-}" -c advice.detachedHead=false `)
-	if tokenVar != "" {
-		fmt.Fprintf(&b, `-c credential.helper= -c 'credential.helper=!f() { test "$1" = get && echo username=x-access-token && echo "password=$%s"; }; f' `, tokenVar)
-	}
 	b.WriteString("clone --quiet ")
+	if tokenVar != "" {
+		fmt.Fprintf(&b, `--config credential.helper= --config 'credential.helper=!f() { test "$1" = get && echo username=x-access-token && echo "password=$%s"; }; f' `, tokenVar)
+	}
 	if r.Checkout != nil && r.Checkout.Type == "branch" {
 		fmt.Fprintf(&b, "--branch %s ", shellQuote(r.Checkout.Name))
 	}

@@ -70,10 +70,13 @@ func TestPrivateRepositoryResource(t *testing.T) {
 	}
 
 	sess := newSession(token)
+	// The agent's own fetch authenticates too (the loopback server is
+	// reached through the proxy as the clone reaches it: inside the
+	// sandbox, no_proxy's 127.0.0.1 is the sandbox's own).
 	b64 := base64.StdEncoding.EncodeToString([]byte(token))
-	out := s.toolOutput(t, sess.ID, "cat secret/README; env; cat secret/.git/config; "+
+	out := s.toolOutput(t, sess.ID, "cat secret/README; NO_PROXY= no_proxy= git -c http.proxy=$HTTP_PROXY -C secret fetch --quiet origin && echo FETCHED; env; cat secret/.git/config; "+
 		"grep -rlF \"$(echo "+b64+" | base64 -d)\" /workspace /tmp /mnt 2>/dev/null; echo END")
-	if !strings.Contains(out, "private content\n") || !strings.Contains(out, "REINS_REPOSITORY_TOKEN_") || !strings.HasSuffix(strings.TrimSpace(out), "END") {
+	if !strings.Contains(out, "private content\nFETCHED\n") || !strings.Contains(out, "REINS_REPOSITORY_TOKEN_") || !strings.HasSuffix(strings.TrimSpace(out), "END") {
 		t.Fatalf("bash saw: %q", out)
 	}
 	if strings.Contains(out, token) || strings.Contains(out, "[redacted credential") || strings.Contains(out, "/workspace/") {
