@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -256,4 +257,43 @@ func (t *hubTools) hasSecret(sessionID, name string) bool {
 		}
 	}
 	return false
+}
+
+// RepositoryTokenChanged implements httpapi.Lifecycle: a session placed
+// here with the repository's token gets the new one, in its redaction and
+// in its sandbox's proxy (the variable keeps its placeholder). Without a
+// sandbox the variable holds the old token until the next placement.
+func (t *hubTools) RepositoryTokenChanged(ctx context.Context, sessionID, resourceID string) {
+	name := repositoryTokenVar(resourceID)
+	if !t.hasSecret(sessionID, name) {
+		return // not placed here, or placed without it: the next placement reads the store
+	}
+	sess, err := t.st.GetSession(ctx, sessionID)
+	if err != nil {
+		t.log.Warn("rotate a repository token", "session", sessionID, "err", err)
+		return
+	}
+	tokens, err := t.repositoryTokens(ctx, &sess)
+	if err != nil {
+		t.log.Warn("rotate a repository token", "session", sessionID, "err", err)
+		return
+	}
+	for _, tok := range tokens {
+		if tok.name != name {
+			continue
+		}
+		t.mu.Lock()
+		secrets := slices.Clone(t.secrets[sessionID])
+		old := ""
+		for i := range secrets {
+			if secrets[i].name == name {
+				old, secrets[i].value = secrets[i].value, tok.value
+			}
+		}
+		t.secrets[sessionID] = secrets
+		t.mu.Unlock()
+		if t.sandboxes != nil && old != "" {
+			t.sandboxes.rotateCredential(sessionID, old, tok.value)
+		}
+	}
 }

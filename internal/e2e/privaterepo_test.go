@@ -21,8 +21,8 @@ import (
 // authorization_token is cloned from a git server that demands it; the
 // token reaches the server through the sandbox's egress proxy and never
 // enters the sandbox (not in its environment, not in the workspace, not
-// in the session object); without it the clone fails clearly; the token
-// can be rotated.
+// in the session object); with a wrong one the clone fails clearly; a
+// rotated token reaches the running session.
 func TestPrivateRepositoryResource(t *testing.T) {
 	const token = "ghp_reinsPrivateRepoToken0123456789"
 	root := t.TempDir()
@@ -125,5 +125,12 @@ func TestPrivateRepositoryResource(t *testing.T) {
 	out = s.toolOutput(t, wrong.ID, "ls")
 	if !strings.Contains(out, "could not clone "+base+"/secret.git") || denied.Load() == 0 {
 		t.Fatalf("clone with a wrong token: %q (%d refusals)", out, denied.Load())
+	}
+	// Rotated to the right one, the running session's next clone works.
+	if _, err := s.client.Beta.Sessions.Resources.Update(ctx, wrong.Resources[0].ID, anthropic.BetaSessionResourceUpdateParams{SessionID: wrong.ID, AuthorizationToken: token}); err != nil {
+		t.Fatal(err)
+	}
+	if out := s.toolOutput(t, wrong.ID, "cat secret/README"); strings.TrimSpace(out) != "private content" {
+		t.Fatalf("after rotation: %q", out)
 	}
 }

@@ -356,6 +356,9 @@ func (s *Server) updateResource(w http.ResponseWriter, r *http.Request) error {
 		if err := s.storeToken(r.Context(), r.PathValue("id"), res.ID, *p.Token); err != nil {
 			return err
 		}
+		if s.cfg.Lifecycle != nil {
+			s.cfg.Lifecycle.RepositoryTokenChanged(r.Context(), r.PathValue("id"), res.ID)
+		}
 		writeJSON(w, res)
 		return nil
 	}
