@@ -59,6 +59,13 @@ type Event struct {
 	// the last event whose content the model no longer sees verbatim; the
 	// event's content is the summary that replaces it (a reins extension).
 	CompactedThrough string `json:"compacted_through,omitempty"`
+
+	// ServerBlock is, on the agent.tool_use and agent.tool_result of a
+	// tool the model's API runs itself (Anthropic's web_search and
+	// web_fetch), the API's own content block (server_tool_use,
+	// web_search_tool_result, web_fetch_tool_result), kept to be sent back
+	// to the model verbatim (a reins extension).
+	ServerBlock Raw `json:"server_block,omitempty"`
 }
 
 // StopReason says why a session went idle.

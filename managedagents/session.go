@@ -41,6 +41,15 @@ type SessionUsage struct {
 	OutputTokens         int64         `json:"output_tokens"`
 	CacheReadInputTokens int64         `json:"cache_read_input_tokens"`
 	CacheCreation        CacheCreation `json:"cache_creation"`
+	// ServerToolUse counts the calls of the tools the model's API ran
+	// itself (Anthropic's web_search and web_fetch); nil until one ran.
+	ServerToolUse *ServerToolUsage `json:"server_tool_use,omitempty"`
+}
+
+// ServerToolUsage counts server tool calls.
+type ServerToolUsage struct {
+	WebSearchRequests int64 `json:"web_search_requests"`
+	WebFetchRequests  int64 `json:"web_fetch_requests"`
 }
 
 // CacheCreation splits cache-creation tokens by lifetime.

@@ -20,6 +20,15 @@ type Launcher interface {
 	Close() error
 }
 
+// A PathAliaser is a [Launcher] whose processes also see directories of
+// the workspace at other absolute paths (through symbolic links); the
+// file tools take paths under those too.
+type PathAliaser interface {
+	// PathAliases maps each such absolute path to the directory it
+	// shows, relative to the workspace.
+	PathAliases() map[string]string
+}
+
 // LaunchSpec describes a process to start.
 type LaunchSpec struct {
 	Argv []string

@@ -162,6 +162,9 @@ func (w *Workspace) rel(p string) (string, error) {
 			r, ok = cutDir(p, w.visible)
 		}
 		if !ok {
+			r, ok = w.alias(p)
+		}
+		if !ok {
 			return "", errorf(CodeWorkspaceBoundary, "path %s is outside the workspace", p)
 		}
 		p = r
@@ -171,6 +174,21 @@ func (w *Workspace) rel(p string) (string, error) {
 		return "", errorf(CodeWorkspaceBoundary, "path %s is outside the workspace", p)
 	}
 	return c, nil
+}
+
+// alias maps the clean absolute path p under a path alias of the
+// launcher (see [PathAliaser]) into the workspace.
+func (w *Workspace) alias(p string) (string, bool) {
+	a, ok := w.launch.(PathAliaser)
+	if !ok {
+		return "", false
+	}
+	for abs, dir := range a.PathAliases() {
+		if r, ok := cutDir(p, abs); ok {
+			return filepath.Join(dir, r), true
+		}
+	}
+	return "", false
 }
 
 // cutDir returns the clean absolute path p relative to the directory dir,

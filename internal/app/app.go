@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -316,6 +317,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		hc.FileSpoolDir = filepath.Join(cfg.DataDir, "uploads")
 		os.RemoveAll(hc.FileSpoolDir)
 	}
+	ht.outputs = newOutputs(st, hc.FileSpoolDir, cmp.Or(hc.MaxFileSize, httpapi.DefaultMaxFileSize), cfg.Logger)
 	api := httpapi.New(hc)
 	idle := func() {
 		streams.CloseIdleConnections()

@@ -114,6 +114,7 @@ type hubTools struct {
 	work      workRetirer    // nil: no work queue
 	slots     *capacity      // cloud sessions placed at once
 	hands     *replicaHands  // nil: no replicas (SQLite)
+	outputs   *outputs       // nil: outputs are not kept
 	log       *slog.Logger
 
 	ctx    context.Context // lifetime of the local executors
@@ -330,14 +331,19 @@ func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executo
 // assignLocal assigns a session that holds a slot to its environment's
 // in-process executor.
 func (t *hubTools) assignLocal(ctx context.Context, sess *ma.Session, req executor.AssignRequest) error {
-	if t.keys != nil && len(sess.VaultIDs) > 0 {
+	if t.keys != nil && (len(sess.VaultIDs) > 0 || hasRepositories(sess)) {
 		// Cloud environments get the session's environment_variable
 		// credentials (self-hosted machines do not, as in the
-		// Managed Agents API).
+		// Managed Agents API) and its repositories' tokens.
 		secrets, err := t.credentials(ctx, sess)
 		if err != nil {
 			return err
 		}
+		repos, err := t.repositoryTokens(ctx, sess)
+		if err != nil {
+			return err
+		}
+		secrets = append(secrets, repos...)
 		if req.Env, err = t.credentialEnv(sess.ID, secrets); err != nil {
 			return err
 		}
@@ -477,6 +483,9 @@ func (t *hubTools) Release(sessionID string) {
 	t.mu.Unlock()
 	if t.hands != nil {
 		t.hands.forget(sessionID)
+	}
+	if t.outputs != nil {
+		t.outputs.forget(sessionID)
 	}
 	if t.sandboxes != nil {
 		t.sandboxes.setCredentials(sessionID, nil) // the proxies keep what they were given

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,7 +58,11 @@ func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *harness
 		}
 		switch r.Type {
 		case "github_repository":
-			if err := t.bash(ctx, sess, cloneCommand(r, rel)); err != nil {
+			tokenVar := repositoryTokenVar(r.ID)
+			if !t.hasSecret(sess.ID, tokenVar) {
+				tokenVar = ""
+			}
+			if err := t.bash(ctx, sess, cloneCommand(r, rel, tokenVar)); err != nil {
 				return errorResult(fmt.Errorf("could not clone %s into %s: %w", r.URL, r.MountPath, err))
 			}
 		default:
@@ -181,12 +187,22 @@ func shellQuote(s string) string {
 // cloneCommand clones a repository at rel, unless something is there
 // already (the clone of an earlier placement, with the agent's changes).
 // The clone goes through the sandbox's egress proxy even to hosts that
-// no_proxy names: inside the sandbox those are its own loopback.
-func cloneCommand(r ma.SessionResource, rel string) string {
+// no_proxy names: inside the sandbox those are its own loopback. With
+// tokenVar, the variable of the repository's token, git answers an
+// authentication challenge with it as the password (Basic, user
+// x-access-token, as GitHub takes tokens); in a sandbox the variable holds
+// a placeholder, which the egress proxy replaces for the repository's host.
+// The clone keeps that credential helper, which names the variable (never
+// its value), so the agent's later fetch and push authenticate too.
+func cloneCommand(r ma.SessionResource, rel, tokenVar string) string {
 	dst, tmp := shellQuote(rel), shellQuote(rel+".reins-part")
 	var b strings.Builder
 	fmt.Fprintf(&b, "if [ ! -e %s ]; then rm -rf -- %s && mkdir -p -- \"$(dirname -- %s)\" && ", dst, tmp, dst)
-	b.WriteString(`NO_PROXY= no_proxy= GIT_TERMINAL_PROMPT=0 git -c http.proxy="${HTTP_PROXY:-}" -c advice.detachedHead=false clone --quiet `)
+	b.WriteString(`NO_PROXY= no_proxy= GIT_TERMINAL_PROMPT=0 git -c http.proxy="${HTTP_PROXY:-}" -c advice.detachedHead=false `)
+	b.WriteString("clone --quiet ")
+	if tokenVar != "" {
+		fmt.Fprintf(&b, `--config credential.helper= --config 'credential.helper=!f() { test "$1" = get && echo username=x-access-token && echo "password=$%s"; }; f' `, tokenVar)
+	}
 	if r.Checkout != nil && r.Checkout.Type == "branch" {
 		fmt.Fprintf(&b, "--branch %s ", shellQuote(r.Checkout.Name))
 	}
@@ -196,4 +212,109 @@ func cloneCommand(r ma.SessionResource, rel string) string {
 	}
 	fmt.Fprintf(&b, " && mv -- %s %s; fi", tmp, dst)
 	return b.String()
+}
+
+// hasRepositories reports whether a session has github_repository
+// resources (which may have tokens).
+func hasRepositories(sess *ma.Session) bool {
+	res, _ := httpapi.SessionResources(sess)
+	for _, r := range res {
+		if r.Type == "github_repository" {
+			return true
+		}
+	}
+	return false
+}
+
+// repositoryTokens opens the tokens of the session's repositories, each a
+// secret for its repository's host only, named by repositoryTokenVar.
+func (t *hubTools) repositoryTokens(ctx context.Context, sess *ma.Session) ([]secret, error) {
+	sealed, err := t.st.RepositoryTokens(ctx, sess.ID)
+	if err != nil || len(sealed) == 0 {
+		return nil, err
+	}
+	res, err := httpapi.SessionResources(sess)
+	if err != nil {
+		return nil, err
+	}
+	var out []secret
+	for _, r := range res {
+		s, ok := sealed[r.ID]
+		if !ok || r.Type != "github_repository" {
+			continue
+		}
+		tok, err := t.keys.Open(s, httpapi.RepositoryTokenAD(sess.ID, r.ID))
+		if err != nil {
+			return nil, fmt.Errorf("the token of resource %s: %w", r.ID, err)
+		}
+		u, err := url.Parse(r.URL)
+		if err != nil {
+			return nil, fmt.Errorf("resource %s: %w", r.ID, err)
+		}
+		out = append(out, secret{name: repositoryTokenVar(r.ID), value: string(tok), hosts: []string{u.Hostname()}, header: true})
+	}
+	return out, nil
+}
+
+// repositoryTokenVar is the variable that holds a repository's token (a
+// placeholder, in a sandbox) for its clone.
+func repositoryTokenVar(resourceID string) string {
+	return "REINS_REPOSITORY_TOKEN_" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, resourceID)
+}
+
+// hasSecret reports whether the session's current placement was given
+// the named secret.
+func (t *hubTools) hasSecret(sessionID, name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.secrets[sessionID] {
+		if s.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// RepositoryTokenChanged implements httpapi.Lifecycle: a session placed
+// here with the repository's token gets the new one, in its redaction and
+// in its sandbox's proxy (the variable keeps its placeholder). Without a
+// sandbox the variable holds the old token until the next placement.
+func (t *hubTools) RepositoryTokenChanged(ctx context.Context, sessionID, resourceID string) {
+	name := repositoryTokenVar(resourceID)
+	if !t.hasSecret(sessionID, name) {
+		return // not placed here, or placed without it: the next placement reads the store
+	}
+	sess, err := t.st.GetSession(ctx, sessionID)
+	if err != nil {
+		t.log.Warn("rotate a repository token", "session", sessionID, "err", err)
+		return
+	}
+	tokens, err := t.repositoryTokens(ctx, &sess)
+	if err != nil {
+		t.log.Warn("rotate a repository token", "session", sessionID, "err", err)
+		return
+	}
+	for _, tok := range tokens {
+		if tok.name != name {
+			continue
+		}
+		t.mu.Lock()
+		secrets := slices.Clone(t.secrets[sessionID])
+		old := ""
+		for i := range secrets {
+			if secrets[i].name == name {
+				old, secrets[i].value = secrets[i].value, tok.value
+			}
+		}
+		t.secrets[sessionID] = secrets
+		t.mu.Unlock()
+		if t.sandboxes != nil && old != "" {
+			t.sandboxes.rotateCredential(sessionID, old, tok.value)
+		}
+	}
 }

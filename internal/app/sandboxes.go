@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -104,8 +105,8 @@ type sandboxes struct {
 	cas *caStore // per-environment CAs of the proxies that substitute credentials
 
 	mu          sync.Mutex
-	launchers   map[string]tools.Launcher      // by session id
-	credentials map[string][]egress.Credential // by session id
+	launchers   map[string]tools.Launcher // by session id
+	credentials map[string]*credentialSet // by session id
 }
 
 // newSandboxes returns nil when cfg.Mode is SandboxNone.
@@ -123,7 +124,7 @@ func newSandboxes(ctx context.Context, cfg SandboxConfig, pkgs PackagesConfig, s
 	}
 	s := &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx,
 		cas:       &caStore{dir: filepath.Join(dataDir, "ca"), keys: keys, cas: map[string]*egress.CA{}},
-		launchers: map[string]tools.Launcher{}, credentials: map[string][]egress.Credential{}}
+		launchers: map[string]tools.Launcher{}, credentials: map[string]*credentialSet{}}
 	// Installs reach the package registries and the operator's mirrors
 	// only, whatever else the environment's networking allows.
 	installHosts := append(egress.PackageRegistryHosts(), pkgs.hosts()...)
@@ -169,7 +170,9 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 		Egress: func(ln net.Listener) { s.serveEgress(ln, p) },
 	}
 	s.mu.Lock()
-	p.Credentials = s.credentials[a.SessionID]
+	if set := s.credentials[a.SessionID]; set != nil {
+		p.Credentials, p.CredentialSource = set.get(), set.get
+	}
 	s.mu.Unlock()
 	if len(p.Credentials) > 0 {
 		// Substituting credentials in HTTPS requests means terminating
@@ -207,6 +210,9 @@ type preparing struct {
 }
 
 func (p *preparing) WorkspaceDir() string { return sandbox.WorkspaceDir }
+
+// PathAliases implements tools.PathAliaser.
+func (p *preparing) PathAliases() map[string]string { return sandbox.PathAliases() }
 
 func (p *preparing) Launch(spec tools.LaunchSpec) (tools.Proc, error) {
 	l, err := p.launcher()
@@ -269,9 +275,48 @@ func (s *sandboxes) setCredentials(sessionID string, creds []egress.Credential) 
 	if creds == nil {
 		delete(s.credentials, sessionID)
 	} else {
-		s.credentials[sessionID] = creds
+		s.credentials[sessionID] = &credentialSet{creds: creds}
 	}
 	s.mu.Unlock()
+}
+
+// rotateCredential replaces a credential's value for the session's
+// current placement: its sandbox's proxy substitutes the new value from
+// its next request.
+func (s *sandboxes) rotateCredential(sessionID, old, value string) {
+	s.mu.Lock()
+	set := s.credentials[sessionID]
+	s.mu.Unlock()
+	if set != nil {
+		set.rotate(old, value)
+	}
+}
+
+// credentialSet is the credentials of one placement of a session, which
+// its proxy reads at each request.
+type credentialSet struct {
+	mu    sync.Mutex
+	creds []egress.Credential
+}
+
+func (c *credentialSet) get() []egress.Credential {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.creds
+}
+
+// rotate replaces the value old with value (copying: a request may be
+// reading the slice).
+func (c *credentialSet) rotate(old, value string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := slices.Clone(c.creds)
+	for i := range next {
+		if next[i].Value == old {
+			next[i].Value = value
+		}
+	}
+	c.creds = next
 }
 
 // packages returns the layer of the environment's packages, installing

@@ -36,10 +36,28 @@ func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.T
 		return *failed
 	}
 	res := t.runTool(ctx, sess, call)
+	t.collectOutputs(ctx, sess.ID)
 	if notice != "" {
 		res.Content = append([]ma.ContentBlock{{Type: "text", Text: notice}}, res.Content...)
 	}
 	return res
+}
+
+// collectOutputs keeps the files a cloud session wrote to its outputs
+// directory as Files (self-hosted sessions' workspaces are on their
+// executors' machines: their outputs are not kept).
+func (t *hubTools) collectOutputs(ctx context.Context, sessionID string) {
+	if t.outputs == nil {
+		return
+	}
+	t.mu.Lock()
+	l := t.leases[sessionID]
+	cloud := l != nil && t.locals[l.EnvironmentID] != nil
+	t.mu.Unlock()
+	if !cloud || !safeName(l.EnvironmentID) || !safeName(sessionID) {
+		return
+	}
+	t.outputs.collect(ctx, sessionID, outputsDir(t.workspace, l.EnvironmentID, sessionID))
 }
 
 // workspaceNotice checks, at the first tool call of each placement of a

@@ -21,6 +21,12 @@ import (
 // HTTP with git http-backend, on loopback.
 func gitServer(t *testing.T, root string) string {
 	t.Helper()
+	return gitServerWith(t, root, func(h http.Handler) http.Handler { return h })
+}
+
+// gitServerWith is gitServer with its handler wrapped (in authentication).
+func gitServerWith(t *testing.T, root string, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
 	backend, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		t.Fatalf("git is required for this test (.ci/run installs it): %v", err)
@@ -33,7 +39,7 @@ func gitServer(t *testing.T, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h}
+	srv := &http.Server{Handler: wrap(h)}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()

@@ -133,61 +133,75 @@ func TestFileResources(t *testing.T) {
 
 func md5sum(b []byte) [16]byte { return md5.Sum(b) }
 
-// TestWebToolsRefused: enabling web_search (no search backend) or, for a
-// Claude model, web_fetch is a clear 400, never a tool silently left out;
-// web_fetch for another model is accepted.
+// TestWebToolsRefused: enabling web_search for a model other than Claude
+// (no search backend) is a clear 400, never a tool silently left out, at
+// creation, at an update that switches the model, and at a session's
+// override; for a Claude model both web tools are accepted (Anthropic's
+// server tools).
 func TestWebToolsRefused(t *testing.T) {
 	s, _ := startWithFakeAnthropic(t)
-	for _, c := range []struct {
-		name, model string
-		config      anthropic.BetaManagedAgentsAgentToolConfigParamsUnion
-		want        string
-	}{
-		{"web_fetch", "claude-sonnet-4-6", anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{OfWebFetch: &anthropic.BetaManagedAgentsWebFetchToolConfigParams{Enabled: anthropic.Bool(true)}}, "web_fetch is not supported for Claude models"},
-		{"web_search", "scripted", anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{OfWebSearch: &anthropic.BetaManagedAgentsWebSearchToolConfigParams{}}, "web_search is not supported"}, // enabled by the toolset's default
-	} {
-		_, err := s.client.Beta.Agents.New(context.Background(), anthropic.BetaAgentNewParams{
-			Name:  "web",
-			Model: anthropic.BetaManagedAgentsModelConfigParams{ID: c.model},
-			Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
-				Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{c.config},
-			}}},
-		})
-		apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
-		if !strings.Contains(err.Error(), c.want) {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-	}
-	// Turned off explicitly, they are accepted; web_fetch is accepted for
-	// a model other than Claude, but the agent cannot then switch to Claude.
+	webSearch := anthropic.BetaAgentNewParamsToolUnion{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+		Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{{OfWebSearch: &anthropic.BetaManagedAgentsWebSearchToolConfigParams{}}}, // enabled by the toolset's default
+	}}
 	_, err := s.client.Beta.Agents.New(context.Background(), anthropic.BetaAgentNewParams{
+		Name:  "web",
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
+		Tools: []anthropic.BetaAgentNewParamsToolUnion{webSearch},
+	})
+	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
+	if !strings.Contains(err.Error(), "tools[0].configs[0]: web_search is not supported for scripted by this server: it has no search backend") {
+		t.Fatal(err)
+	}
+	// Turned off explicitly, it is accepted.
+	_, err = s.client.Beta.Agents.New(context.Background(), anthropic.BetaAgentNewParams{
 		Name:  "no web",
-		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-6"},
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
 		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
-			Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{{OfWebFetch: &anthropic.BetaManagedAgentsWebFetchToolConfigParams{Enabled: anthropic.Bool(false)}}},
+			Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{{OfWebSearch: &anthropic.BetaManagedAgentsWebSearchToolConfigParams{Enabled: anthropic.Bool(false)}}},
 		}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := s.newAgent(t, "scripted", webFetchTools())
-	_, err = s.client.Beta.Agents.Update(context.Background(), a.ID, anthropic.BetaAgentUpdateParams{
-		Version: anthropic.Int(a.Version),
-		Model:   anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-6"},
+	// For Claude they run at Anthropic: no confirmation can be awaited.
+	_, err = s.client.Beta.Agents.New(context.Background(), anthropic.BetaAgentNewParams{
+		Name:  "asking web",
+		Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-6"},
+		Tools: []anthropic.BetaAgentNewParamsToolUnion{{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+			Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{{OfWebSearch: &anthropic.BetaManagedAgentsWebSearchToolConfigParams{
+				PermissionPolicy: anthropic.BetaManagedAgentsWebSearchToolConfigParamsPermissionPolicyUnion{OfAlwaysAsk: &anthropic.BetaManagedAgentsAlwaysAskPolicyParam{}},
+			}}},
+		}}},
 	})
 	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
-	if !strings.Contains(err.Error(), "web_fetch is not supported for Claude models") {
+	if !strings.Contains(err.Error(), "web_search for Claude models is Anthropic's server tool, which runs during the model call and cannot wait for a confirmation") {
 		t.Fatal(err)
 	}
-	// Nor can a session override its model to Claude.
+	// For Claude, web_search and web_fetch are accepted...
+	a := s.newAgent(t, "claude-sonnet-4-6", anthropic.BetaAgentNewParamsToolUnion{OfAgentToolset20260401: &anthropic.BetaManagedAgentsAgentToolset20260401Params{
+		Configs: []anthropic.BetaManagedAgentsAgentToolConfigParamsUnion{
+			{OfWebSearch: &anthropic.BetaManagedAgentsWebSearchToolConfigParams{}},
+			{OfWebFetch: &anthropic.BetaManagedAgentsWebFetchToolConfigParams{Enabled: anthropic.Bool(true)}},
+		},
+	}})
+	// ...but the agent cannot then switch to a model without web_search.
+	_, err = s.client.Beta.Agents.Update(context.Background(), a.ID, anthropic.BetaAgentUpdateParams{
+		Version: anthropic.Int(a.Version),
+		Model:   anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
+	})
+	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
+	if !strings.Contains(err.Error(), "web_search is not supported for scripted") {
+		t.Fatal(err)
+	}
+	// Nor can a session override its model.
 	_, err = s.client.Beta.Sessions.New(context.Background(), anthropic.BetaSessionNewParams{
 		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfBetaManagedAgentsAgentWithOverridess: &anthropic.BetaManagedAgentsAgentWithOverridesParams{
-			ID: a.ID, Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "claude-sonnet-4-6"},
+			ID: a.ID, Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted/demo"},
 		}},
 		EnvironmentID: s.newEnv(t, "web").ID,
 	})
 	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
-	if !strings.Contains(err.Error(), "agent.tools[0].configs[0]: web_fetch is not supported for Claude models") {
+	if !strings.Contains(err.Error(), "agent.tools[0].configs[0]: web_search is not supported for scripted/demo") {
 		t.Fatal(err)
 	}
 }

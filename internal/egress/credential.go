@@ -51,7 +51,11 @@ func (c Credential) appliesTo(host string) bool {
 // credentialsFor returns the proxy's credentials that apply to host.
 func (p *Proxy) credentialsFor(host string) []Credential {
 	var out []Credential
-	for _, c := range p.Credentials {
+	creds := p.Credentials
+	if p.CredentialSource != nil {
+		creds = p.CredentialSource()
+	}
+	for _, c := range creds {
 		if c.appliesTo(host) {
 			out = append(out, c)
 		}

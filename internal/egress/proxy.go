@@ -69,6 +69,10 @@ type Proxy struct {
 
 	// Credentials are substituted at egress; see Credential.
 	Credentials []Credential
+	// CredentialSource, if set, is called for each request instead of
+	// reading Credentials, so that credentials may change (a rotated
+	// token) while the proxy serves. It must be safe for concurrent use.
+	CredentialSource func() []Credential
 	// CA mints the certificates for intercepted connections. It is
 	// needed when Credentials is not empty: without it a CONNECT to a
 	// host that has credentials is answered 500.

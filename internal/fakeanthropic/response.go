@@ -7,14 +7,53 @@ import (
 
 // Block is one content block of a scripted reply.
 type Block struct {
-	// Type is "text", "tool_use" or "thinking".
+	// Type is "text", "tool_use", "thinking", "server_tool_use",
+	// "web_search_tool_result" or "web_fetch_tool_result".
 	Type string
 	// Text is the text of a text block or the reasoning of a thinking block;
 	// it streams as one text_delta per word.
 	Text string
 	// ID, Name and Input describe a tool_use block; Input is JSON and
 	// streams in two input_json_delta fragments.
+	// A server_tool_use streams as a tool_use does.
 	ID, Name, Input string
+	// Whole is the complete content block of a server tool result, sent
+	// in its content_block_start as the API does (no deltas).
+	Whole map[string]any
+}
+
+// ServerToolUseBlock returns a server_tool_use block (name "web_search"
+// or "web_fetch"); input is a JSON object.
+func ServerToolUseBlock(id, name, input string) Block {
+	return Block{Type: "server_tool_use", ID: id, Name: name, Input: input}
+}
+
+// SearchResult is one result of a web_search_tool_result block.
+type SearchResult struct {
+	URL, Title, EncryptedContent, PageAge string
+}
+
+// WebSearchResultBlock returns a web_search_tool_result block answering the
+// server_tool_use toolUseID.
+func WebSearchResultBlock(toolUseID string, results ...SearchResult) Block {
+	content := make([]any, len(results))
+	for i, r := range results {
+		content[i] = map[string]any{"type": "web_search_result", "url": r.URL, "title": r.Title,
+			"encrypted_content": r.EncryptedContent, "page_age": r.PageAge}
+	}
+	return Block{Type: "web_search_tool_result", Whole: map[string]any{"type": "web_search_tool_result",
+		"tool_use_id": toolUseID, "content": content}}
+}
+
+// WebFetchResultBlock returns a web_fetch_tool_result block answering the
+// server_tool_use toolUseID with a plain-text document.
+func WebFetchResultBlock(toolUseID, url, title, text string) Block {
+	return Block{Type: "web_fetch_tool_result", Whole: map[string]any{"type": "web_fetch_tool_result",
+		"tool_use_id": toolUseID, "content": map[string]any{
+			"type": "web_fetch_result", "url": url, "retrieved_at": "2026-12-02T08:00:00Z",
+			"content": map[string]any{"type": "document", "title": title, "citations": nil,
+				"source": map[string]any{"type": "text", "media_type": "text/plain", "data": text}},
+		}}}
 }
 
 // TextBlock returns a text block.
@@ -32,6 +71,8 @@ func ThinkingBlock(thinking string) Block { return Block{Type: "thinking", Text:
 type Usage struct {
 	InputTokens, OutputTokens                      int64
 	CacheCreationInputTokens, CacheReadInputTokens int64
+	// Server tool calls, reported in message_delta's server_tool_use.
+	WebSearchRequests, WebFetchRequests int64
 }
 
 // Response scripts the answer to one call. Build it with Reply, Text,

@@ -79,6 +79,10 @@ func serve(w http.ResponseWriter, r *http.Request, body map[string]any, resp Res
 			"output_tokens":               u.OutputTokens,
 			"cache_creation_input_tokens": u.CacheCreationInputTokens,
 			"cache_read_input_tokens":     u.CacheReadInputTokens,
+			"server_tool_use": map[string]any{
+				"web_search_requests": u.WebSearchRequests,
+				"web_fetch_requests":  u.WebFetchRequests,
+			},
 		},
 	})
 	if ok && !resp.noStop {
@@ -96,6 +100,15 @@ func streamBlock(sse *fakeserver.SSE, index int, b Block) bool {
 		for _, frag := range []string{b.Input[:half], b.Input[half:]} {
 			deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": frag})
 		}
+	case "server_tool_use":
+		start = map[string]any{"type": "server_tool_use", "id": b.ID, "name": b.Name, "input": map[string]any{},
+			"caller": map[string]any{"type": "direct"}}
+		half := len(b.Input) / 2
+		for _, frag := range []string{b.Input[:half], b.Input[half:]} {
+			deltas = append(deltas, map[string]any{"type": "input_json_delta", "partial_json": frag})
+		}
+	case "web_search_tool_result", "web_fetch_tool_result":
+		start = b.Whole
 	case "thinking":
 		start = map[string]any{"type": "thinking", "thinking": "", "signature": ""}
 		for _, w := range fakeserver.Words(b.Text) {

@@ -52,7 +52,7 @@ func blockBytes(blocks []model.Block) int {
 		case model.BlockImage, model.BlockDocument:
 			n += 6400 // ~1,600 tokens
 		default:
-			n += len(b.Text) + len(b.Input) + len(b.Name) + 16
+			n += len(b.Text) + len(b.Input) + len(b.Name) + len(b.Raw) + 16
 		}
 		n += blockBytes(b.Content)
 	}
@@ -61,7 +61,7 @@ func blockBytes(blocks []model.Block) int {
 
 // eventBytes estimates what an event adds to the transcript.
 func eventBytes(ev *ma.Event) int {
-	n := len(ev.Input) + len(ev.Name) + len(ev.DenyMessage)
+	n := len(ev.Input) + len(ev.Name) + len(ev.DenyMessage) + len(ev.ServerBlock)
 	for _, c := range ev.Content {
 		n += len(c.Text) + len(c.Source)
 		for _, cc := range c.Content {

@@ -169,16 +169,20 @@ func (p *projector) feed(ev ma.Event) {
 		p.tb.add(model.RoleUser, blocks...)
 	case ma.EventAgentMessage:
 		p.tb.add(model.RoleAssistant, contentToBlocks(ev.Content)...)
-	case ma.EventAgentToolUse, ma.EventAgentCustomToolUse, ma.EventAgentMCPToolUse:
-		u := &toolUse{ev: ev, clientRuns: p.client && ev.Type == ma.EventAgentToolUse && ev.EvaluatedPermission != "deny" && ev.Name != toolset.WebFetch}
-		p.v.uses = append(p.v.uses, u)
-		p.v.byID[ev.ID] = u
-		p.open = append(p.open, u)
-		input := ev.Input
-		if len(input) == 0 {
-			input = json.RawMessage("{}")
+	case ma.EventAgentToolUse, ma.EventAgentToolResult:
+		if len(ev.ServerBlock) > 0 {
+			// A tool the model's API ran: its block goes back verbatim,
+			// in the assistant's turn; nothing here runs or awaits it.
+			p.tb.add(model.RoleAssistant, model.Block{Type: model.BlockServer, Raw: json.RawMessage(ev.ServerBlock)})
+			return
 		}
-		p.tb.add(model.RoleAssistant, model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: modelToolName(ev), Input: input})
+		if ev.Type == ma.EventAgentToolResult {
+			p.result(ev)
+			return
+		}
+		p.use(ev)
+	case ma.EventAgentCustomToolUse, ma.EventAgentMCPToolUse:
+		p.use(ev)
 	case ma.EventUserToolConfirmation:
 		if u := p.v.byID[ev.ToolUseID]; u != nil && u.decision == "" {
 			u.decision = ev.Result
@@ -195,18 +199,8 @@ func (p *projector) feed(ev ma.Event) {
 					Content: []model.Block{{Type: model.BlockText, Text: msg}}})
 			}
 		}
-	case ma.EventAgentToolResult, ma.EventUserCustomToolResult, ma.EventUserToolResult, ma.EventAgentMCPToolResult:
-		id := firstNonEmpty(ev.ToolUseID, ev.CustomToolUseID, ev.MCPToolUseID)
-		u := p.v.byID[id]
-		if u == nil || u.resolved {
-			return
-		}
-		u.resolved = true
-		if u.abandoned {
-			return // its transcript result was already synthesized
-		}
-		p.tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: id, IsError: ev.IsError != nil && *ev.IsError,
-			Content: contentToBlocks(ev.Content)})
+	case ma.EventUserCustomToolResult, ma.EventUserToolResult, ma.EventAgentMCPToolResult:
+		p.result(ev)
 	case ma.EventStatusRunning:
 		p.v.turnActive = true
 	case ma.EventStatusIdle:
@@ -229,6 +223,34 @@ func (p *projector) feed(ev ma.Event) {
 	case ma.EventSpanModelRequestEnd:
 		p.v.openSpan = ""
 	}
+}
+
+// use folds a tool use the harness, a client or an MCP server answers.
+func (p *projector) use(ev ma.Event) {
+	u := &toolUse{ev: ev, clientRuns: p.client && ev.Type == ma.EventAgentToolUse && ev.EvaluatedPermission != "deny" && ev.Name != toolset.WebFetch}
+	p.v.uses = append(p.v.uses, u)
+	p.v.byID[ev.ID] = u
+	p.open = append(p.open, u)
+	input := ev.Input
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	p.tb.add(model.RoleAssistant, model.Block{Type: model.BlockToolUse, ID: ev.ID, Name: modelToolName(ev), Input: input})
+}
+
+// result folds the result of a tool use folded by use.
+func (p *projector) result(ev ma.Event) {
+	id := firstNonEmpty(ev.ToolUseID, ev.CustomToolUseID, ev.MCPToolUseID)
+	u := p.v.byID[id]
+	if u == nil || u.resolved {
+		return
+	}
+	u.resolved = true
+	if u.abandoned {
+		return // its transcript result was already synthesized
+	}
+	p.tb.add(model.RoleUser, model.Block{Type: model.BlockToolResult, ToolUseID: id, IsError: ev.IsError != nil && *ev.IsError,
+		Content: contentToBlocks(ev.Content)})
 }
 
 // projectAll folds a session's live events (in log order) into a

@@ -704,10 +704,8 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 			return err
 		}
 	}
-	if content := blocksToContent(resp.Content); len(content) > 0 {
-		if err := tx.Append(&ma.Event{Type: ma.EventAgentMessage, ID: sink.messageID, ProcessedAt: &now, Content: content}); err != nil {
-			return err
-		}
+	if err := recordContent(tx, sink.messageID, resp.Content, now); err != nil {
+		return err
 	}
 	uses := 0
 	for _, b := range resp.Content {
@@ -756,9 +754,11 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 	}
 	r.h.log.Debug("model response", "session", r.id, "stop_reason", resp.StopReason, "tool_uses", uses,
 		"input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
-	if uses == 0 {
+	if uses == 0 && resp.StopReason != model.StopPauseTurn {
 		return r.idle(tx, ma.StopEndTurn, nil)
 	}
+	// Tool uses to run, or a turn of server tools the API paused: the
+	// next step calls the model again.
 	return nil
 }
 
@@ -770,12 +770,55 @@ func endSpan(tx store.Tx, startID string, isError bool, u model.Usage, now strin
 		return err
 	}
 	s := tx.Session()
+	if u.WebSearchRequests > 0 || u.WebFetchRequests > 0 {
+		if s.Usage.ServerToolUse == nil {
+			s.Usage.ServerToolUse = &ma.ServerToolUsage{}
+		}
+		s.Usage.ServerToolUse.WebSearchRequests += u.WebSearchRequests
+		s.Usage.ServerToolUse.WebFetchRequests += u.WebFetchRequests
+	}
 	s.Usage.InputTokens += u.InputTokens
 	s.Usage.OutputTokens += u.OutputTokens
 	s.Usage.CacheReadInputTokens += u.CacheReadInputTokens
 	s.Usage.CacheCreation.Ephemeral5mInputTokens += u.CacheCreationInputTokens
 	s.UpdatedAt = now
 	return nil
+}
+
+// recordContent appends the text and server tool blocks of a response in
+// their order: each run of text blocks as an agent.message (the first one
+// with the id its previews used), each server tool use as an
+// agent.tool_use and its result as an agent.tool_result, both carrying the
+// API's block to be replayed verbatim.
+func recordContent(tx store.Tx, messageID string, blocks []model.Block, now string) error {
+	var text []ma.ContentBlock
+	flush := func() error {
+		if len(text) == 0 {
+			return nil
+		}
+		ev := &ma.Event{Type: ma.EventAgentMessage, ID: messageID, ProcessedAt: &now, Content: text}
+		messageID, text = "", nil
+		return tx.Append(ev)
+	}
+	uses := map[string]string{} // API tool use id -> event id
+	for _, b := range blocks {
+		switch b.Type {
+		case model.BlockText:
+			text = append(text, blocksToContent([]model.Block{b})...)
+		case model.BlockServer:
+			if err := flush(); err != nil {
+				return err
+			}
+			ev := serverEvent(b, uses, now)
+			if err := tx.Append(ev); err != nil {
+				return err
+			}
+			if ev.Type == ma.EventAgentToolUse {
+				uses[b.ID] = ev.ID
+			}
+		}
+	}
+	return flush()
 }
 
 // reschedule waits in "rescheduling" until the tools may be placed, or an

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/model/anthropic"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/tools/toolset"
 )
@@ -124,9 +126,17 @@ func planTools(agent *ma.SessionAgent) *toolPlan {
 				p.offered = append(p.offered, model.Tool{Name: b.Name, Description: b.Description, InputSchema: b.InputSchema})
 				p.builtin[b.Name] = c.PermissionPolicy.Type
 			}
-			// web_fetch, which reins runs itself, is offered only when a
-			// per-tool config enables it: the toolset default does not.
-			if c, ok := webFetchConfig(t); ok && c.Enabled {
+			// The web tools are offered only when a per-tool config
+			// enables them: the toolset default does not. For Claude
+			// models they are Anthropic's server tools; for others
+			// reins runs web_fetch itself.
+			if ServerWebTools(agent.Model.ID) {
+				for _, w := range []struct{ name, server string }{{toolset.WebSearch, anthropic.WebSearchTool}, {toolset.WebFetch, anthropic.WebFetchTool}} {
+					if c, ok := webToolConfig(t, w.name); ok && c.Enabled {
+						p.offered = append(p.offered, model.Tool{Name: w.name, Server: w.server})
+					}
+				}
+			} else if c, ok := webToolConfig(t, toolset.WebFetch); ok && c.Enabled {
 				w := toolset.WebFetchTool()
 				p.offered = append(p.offered, model.Tool{Name: w.Name, Description: w.Description, InputSchema: w.InputSchema})
 				p.builtin[w.Name] = c.PermissionPolicy.Type
@@ -143,15 +153,22 @@ func planTools(agent *ma.SessionAgent) *toolPlan {
 	return p
 }
 
-// webFetchConfig returns the effective web_fetch configuration of an agent
-// toolset, and whether the toolset has a config for it.
-func webFetchConfig(t ma.Tool) (ma.ToolConfig, bool) {
+// webToolConfig returns the effective configuration of a web tool of an
+// agent toolset, and whether the toolset has a config for it.
+func webToolConfig(t ma.Tool, name string) (ma.ToolConfig, bool) {
 	for _, c := range t.Configs {
-		if c.Name == toolset.WebFetch {
-			return ResolveToolConfig(t, toolset.WebFetch), true
+		if c.Name == name {
+			return ResolveToolConfig(t, name), true
 		}
 	}
 	return ma.ToolConfig{}, false
+}
+
+// ServerWebTools reports whether the web tools of an agent with this model
+// are Anthropic's server tools (Claude models: the Messages API runs them)
+// rather than tools reins runs.
+func ServerWebTools(modelID string) bool {
+	return strings.HasPrefix(modelID, "claude-")
 }
 
 // ResolveToolConfig returns the effective configuration of the named tool

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -110,20 +111,24 @@ func resolveConfig(field string, c *toolConfigParam, defaultPolicy string) (*ma.
 	return out, nil
 }
 
-// checkWebFetch refuses web_fetch enabled for a Claude model: reins runs
-// web_fetch itself only for other models, and does not yet pass it to the
-// Messages API as Anthropic's server tool.
-func checkWebFetch(modelID string, tools []ma.Tool) error {
-	if !strings.HasPrefix(modelID, "claude-") {
-		return nil
-	}
+// checkWebTools refuses web_search enabled for a model other than Claude:
+// for Claude models (claude-*) the web tools are Anthropic's server tools,
+// passed to the Messages API (which cannot wait for a confirmation: their
+// policy must be always_allow); for others reins runs web_fetch itself but
+// has no search backend.
+func checkWebTools(modelID string, tools []ma.Tool) error {
+	server := harness.ServerWebTools(modelID)
 	for i, t := range tools {
 		if t.Type != ma.ToolTypeAgentToolset {
 			continue
 		}
 		for j, c := range t.Configs {
-			if c.Name == toolset.WebFetch && c.Enabled {
-				return badRequest("tools[%d].configs[%d]: web_fetch is not supported for Claude models (%s) by this server yet; reins runs web_fetch itself only for other models (set enabled: false, or leave it out)", i, j, modelID)
+			web := c.Name == toolset.WebSearch || c.Name == toolset.WebFetch
+			if server && web && c.Enabled && c.PermissionPolicy != nil && c.PermissionPolicy.Type != ma.PolicyAlwaysAllow {
+				return badRequest("tools[%d].configs[%d]: %s for Claude models is Anthropic's server tool, which runs during the model call and cannot wait for a confirmation: its permission_policy must be always_allow (got %s)", i, j, c.Name, c.PermissionPolicy.Type)
+			}
+			if !server && c.Name == toolset.WebSearch && c.Enabled {
+				return badRequest("tools[%d].configs[%d]: web_search is not supported for %s by this server: it has no search backend (web_search is Anthropic's server tool, for Claude models only), so the tool cannot be enabled (set enabled: false, or leave it out)", i, j, modelID)
 			}
 		}
 	}
@@ -213,9 +218,6 @@ func resolveTools(params []toolParam, servers []ma.MCPServer) ([]ma.Tool, error)
 						return nil, err
 					}
 					rc.PermissionPolicy = r.PermissionPolicy
-				}
-				if rc.Enabled && c.Name == toolset.WebSearch {
-					return nil, badRequest("%s: web_search is not supported by this server: it has no search backend, so the tool is never offered to the model and cannot be enabled (set enabled: false, or leave it out)", cf)
 				}
 				t.Configs = append(t.Configs, *rc)
 			}
@@ -322,7 +324,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkWebFetch(p.Model.ID, tools); err != nil {
+	if err := checkWebTools(p.Model.ID, tools); err != nil {
 		return err
 	}
 	skills, err := s.resolveSkills(r.Context(), "skills", p.Skills)
@@ -468,7 +470,7 @@ func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) error {
 			}
 			next.Metadata = applyMetadata(cur.Metadata, p.Metadata)
 		}
-		if err := checkWebFetch(next.Model.ID, next.Tools); err != nil {
+		if err := checkWebTools(next.Model.ID, next.Tools); err != nil {
 			return cur, false, err
 		}
 		if agentEqual(cur, next) {

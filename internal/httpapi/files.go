@@ -110,7 +110,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	if sp == nil {
 		return badRequest("file: required")
 	}
-	f := s.newFile(sp, ttl)
+	f := newFile(sp, ttl)
 	if _, err := sp.f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
@@ -138,27 +138,62 @@ func uploadReadError(err error) error {
 // spool copies a file part to a temporary file, counting and hashing it,
 // so that the store's transaction does not wait on the client.
 func (s *Server) spool(part *multipart.Part) (*spooled, error) {
-	if err := os.MkdirAll(s.cfg.FileSpoolDir, 0o700); err != nil {
-		return nil, err
-	}
-	tmp, err := os.CreateTemp(s.cfg.FileSpoolDir, "upload-*")
+	sp, err := spoolReader(s.cfg.FileSpoolDir, part, s.cfg.MaxFileSize, uploadReadError)
 	if err != nil {
 		return nil, err
 	}
-	sp := &spooled{f: tmp, name: part.FileName(), ctype: part.Header.Get("Content-Type")}
+	sp.name, sp.ctype = part.FileName(), part.Header.Get("Content-Type")
+	return sp, nil
+}
+
+// spoolReader copies r to a temporary file in dir, counting and hashing
+// it; more than max bytes is a 413 error, and readErr maps an error
+// reading r.
+func spoolReader(dir string, r io.Reader, max int64, readErr func(error) error) (*spooled, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(dir, "upload-*")
+	if err != nil {
+		return nil, err
+	}
+	sp := &spooled{f: tmp}
 	h := sha256.New()
 	head := &headWriter{max: 512}
-	n, err := io.Copy(io.MultiWriter(tmp, h, head), io.LimitReader(part, s.cfg.MaxFileSize+1))
+	n, err := io.Copy(io.MultiWriter(tmp, h, head), io.LimitReader(r, max+1))
 	if err != nil {
 		sp.close()
-		return nil, uploadReadError(err)
+		return nil, readErr(err)
 	}
-	if n > s.cfg.MaxFileSize {
+	if n > max {
 		sp.close()
-		return nil, tooLarge(s.cfg.MaxFileSize)
+		return nil, tooLarge(max)
 	}
 	sp.size, sp.sha256, sp.head = n, hex.EncodeToString(h.Sum(nil)), head.b
 	return sp, nil
+}
+
+// StoreOutput stores the content of r, a file an agent wrote, as a file
+// of the session's scope named name (a path): its type comes from the
+// name's extension, else from its first bytes. Content over max bytes is
+// an error, and nothing is stored.
+func StoreOutput(ctx context.Context, st store.Files, spoolDir string, r io.Reader, max int64, sessionID, name string) (store.File, error) {
+	sp, err := spoolReader(spoolDir, r, max, func(err error) error { return err })
+	if err != nil {
+		return store.File{}, err
+	}
+	defer sp.close()
+	sp.name = name
+	f := newFile(sp, 0)
+	f.Filename = name
+	f.Scope = &ma.FileScope{ID: sessionID, Type: "session"}
+	if _, err := sp.f.Seek(0, io.SeekStart); err != nil {
+		return store.File{}, err
+	}
+	if err := st.CreateFile(ctx, f, sp.f); err != nil {
+		return store.File{}, err
+	}
+	return f, nil
 }
 
 // headWriter keeps the first max bytes written to it.
@@ -175,7 +210,7 @@ func (h *headWriter) Write(p []byte) (int, error) {
 }
 
 // newFile is the metadata of an upload.
-func (s *Server) newFile(sp *spooled, ttl int64) store.File {
+func newFile(sp *spooled, ttl int64) store.File {
 	now := time.Now()
 	mimeType := fileMimeType(sp)
 	f := store.File{File: ma.File{ID: ids.New(ids.File), Type: "file", Filename: fileName(sp.name, mimeType), MimeType: mimeType,

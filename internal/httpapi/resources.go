@@ -67,12 +67,43 @@ func MountPath(p string) (string, error) {
 }
 
 // decodeResource validates one resource of a create or add request and
-// returns it as stored.
-func (s *Server) decodeResource(ctx context.Context, field string, raw json.RawMessage, taken map[string]bool) (ma.SessionResource, error) {
+// returns it as stored, and its authorization_token (a
+// github_repository's; "" when none), which is never stored with it.
+func (s *Server) decodeResource(ctx context.Context, field string, raw json.RawMessage, taken map[string]bool) (ma.SessionResource, string, error) {
 	var p resourceParam
 	if err := decodeBytes(raw, &p); err != nil {
-		return ma.SessionResource{}, fieldPrefix(field+": ", err)
+		return ma.SessionResource{}, "", fieldPrefix(field+": ", err)
 	}
+	res, err := s.resourceOf(ctx, field, &p, taken)
+	if err != nil {
+		return res, "", err
+	}
+	if p.Token != "" {
+		if err := checkToken(field+".authorization_token", p.Token); err != nil {
+			return res, "", err
+		}
+	}
+	return res, p.Token, nil
+}
+
+// checkToken refuses a token that cannot travel in an HTTP header.
+func checkToken(field, tok string) error {
+	if len(tok) > maxTokenLen {
+		return badRequest("%s: at most %d bytes", field, maxTokenLen)
+	}
+	for _, c := range tok {
+		if c < 0x21 || c > 0x7e {
+			return badRequest("%s: must be printable ASCII without spaces", field)
+		}
+	}
+	return nil
+}
+
+// maxTokenLen bounds an authorization_token.
+const maxTokenLen = 4096
+
+// resourceOf validates one decoded resource and returns it as stored.
+func (s *Server) resourceOf(ctx context.Context, field string, p *resourceParam, taken map[string]bool) (ma.SessionResource, error) {
 	var res ma.SessionResource
 	var mount string
 	switch p.Type {
@@ -95,9 +126,6 @@ func (s *Server) decodeResource(ctx context.Context, field string, raw json.RawM
 	case "github_repository":
 		if p.FileID != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != "" {
 			return res, badRequest("%s: only type, url, checkout, authorization_token and mount_path are fields of a github_repository resource", field)
-		}
-		if p.Token != "" {
-			return res, badRequest("%s.authorization_token: private repositories are not supported by this server yet; give a URL the session can clone without credentials", field)
 		}
 		repo, err := repository(field, p.URL, p.Checkout)
 		if err != nil {
@@ -184,25 +212,47 @@ func repoName(raw string) string {
 	return name
 }
 
-// decodeResources validates the resources of a session create.
-func (s *Server) decodeResources(ctx context.Context, raws []json.RawMessage) ([]ma.Raw, error) {
+// decodeResources validates the resources of a session create; tokens
+// are the authorization tokens of its repositories, by resource id.
+func (s *Server) decodeResources(ctx context.Context, raws []json.RawMessage) (out []ma.Raw, tokens map[string]string, err error) {
 	if len(raws) > maxResources {
-		return nil, badRequest("resources: at most %d resources, got %d", maxResources, len(raws))
+		return nil, nil, badRequest("resources: at most %d resources, got %d", maxResources, len(raws))
 	}
-	out := []ma.Raw{}
+	out, tokens = []ma.Raw{}, map[string]string{}
 	taken := map[string]bool{}
 	for i, raw := range raws {
-		res, err := s.decodeResource(ctx, fmt.Sprintf("resources[%d]", i), raw, taken)
+		res, tok, err := s.decodeResource(ctx, fmt.Sprintf("resources[%d]", i), raw, taken)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if tok != "" {
+			tokens[res.ID] = tok
 		}
 		b, err := json.Marshal(res)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, b)
 	}
-	return out, nil
+	return out, tokens, nil
+}
+
+// RepositoryTokenAD is the associated data a repository token is sealed
+// with: it binds the sealed token to its session and resource.
+func RepositoryTokenAD(sessionID, resourceID string) string { return sessionID + "/" + resourceID }
+
+// storeToken seals a repository's token and stores it apart from the
+// session.
+func (s *Server) storeToken(ctx context.Context, sessionID, resourceID, tok string) error {
+	keys := s.cfg.Vaults.Keyring
+	if keys == nil {
+		return badRequest("authorization_token: this server has no master key to seal tokens with")
+	}
+	sealed, err := keys.Seal([]byte(tok), RepositoryTokenAD(sessionID, resourceID))
+	if err != nil {
+		return err
+	}
+	return s.cfg.Store.SetRepositoryToken(ctx, sessionID, resourceID, sealed)
 }
 
 // SessionResources decodes a session's resources.
@@ -290,8 +340,27 @@ func (s *Server) updateResource(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	var p struct {
+		Token *string `json:"authorization_token"`
+	}
+	if err := decode(r, &p); err != nil {
+		return err
+	}
 	if res.Type == "github_repository" {
-		return badRequest("authorization_token: private repositories are not supported by this server yet")
+		if p.Token == nil || *p.Token == "" {
+			return badRequest("authorization_token: required")
+		}
+		if err := checkToken("authorization_token", *p.Token); err != nil {
+			return err
+		}
+		if err := s.storeToken(r.Context(), r.PathValue("id"), res.ID, *p.Token); err != nil {
+			return err
+		}
+		if s.cfg.Lifecycle != nil {
+			s.cfg.Lifecycle.RepositoryTokenChanged(r.Context(), r.PathValue("id"), res.ID)
+		}
+		writeJSON(w, res)
+		return nil
 	}
 	return badRequest("resource %s: a %s resource has nothing to update (authorization_token is for github_repository resources)", res.ID, res.Type)
 }
@@ -341,8 +410,12 @@ func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
 			taken[rel] = true
 		}
 		var err error
-		if added, err = s.decodeResource(r.Context(), "resource", raw, taken); err != nil {
+		var tok string
+		if added, tok, err = s.decodeResource(r.Context(), "resource", raw, taken); err != nil {
 			return nil, err
+		}
+		if tok != "" {
+			return nil, badRequest("resource.authorization_token: a private repository's token is given when the session is created (the session's sandbox gets its credentials then)")
 		}
 		return append(cur, added), nil
 	})
@@ -364,6 +437,9 @@ func (s *Server) deleteResource(w http.ResponseWriter, r *http.Request) error {
 		return nil, notFound("resource %s of session %s not found", rid, r.PathValue("id"))
 	})
 	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.SetRepositoryToken(r.Context(), r.PathValue("id"), rid, nil); err != nil {
 		return err
 	}
 	writeJSON(w, ma.Deleted{ID: rid, Type: "session_resource_deleted"})

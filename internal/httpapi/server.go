@@ -143,6 +143,10 @@ type Lifecycle interface {
 	// MachineRevoked is called after a machine's token was revoked: the
 	// executors connected with it are cut off.
 	MachineRevoked(ctx context.Context, m store.Machine)
+	// RepositoryTokenChanged is called after the token of a session's
+	// github_repository resource was rotated: a running placement of the
+	// session uses the new one.
+	RepositoryTokenChanged(ctx context.Context, sessionID, resourceID string)
 }
 
 // Server is the HTTP API. It is an http.Handler.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,7 +118,7 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 			}
 			sa.Tools, sa.MCPServers = tools, servers
 		}
-		if err := checkWebFetch(sa.Model.ID, sa.Tools); err != nil {
+		if err := checkWebTools(sa.Model.ID, sa.Tools); err != nil {
 			return sa, fieldPrefix("agent.", err)
 		}
 	}
@@ -157,7 +158,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := validateMetadata("metadata", p.Metadata); err != nil {
 		return err
 	}
-	resources, err := s.decodeResources(r.Context(), p.Resources)
+	resources, tokens, err := s.decodeResources(r.Context(), p.Resources)
 	if err != nil {
 		return err
 	}
@@ -222,8 +223,21 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	sess := ma.Session{ID: ids.New(ids.Session), Type: "session", Title: p.Title, Status: ma.StatusIdle, EnvironmentID: env.ID,
 		Agent: agent, Resources: resources, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.Raw{},
 		Budget: ma.Raw("null"), CreatedAt: now, UpdatedAt: now}
+	if len(tokens) > 0 && env.Config.Type != "cloud" {
+		return badRequest("resources: authorization_token needs a cloud environment: the token is given to the clone by the cloud sandbox's egress proxy")
+	}
+	// The tokens are stored first: the session may start at once.
+	for rid, tok := range tokens {
+		if err := s.storeToken(r.Context(), sess.ID, rid, tok); err != nil {
+			return err
+		}
+	}
+	id := sess.ID
 	sess, err = s.cfg.Sessions.Create(r.Context(), sess, initial)
 	if err != nil {
+		for rid := range tokens {
+			s.cfg.Store.SetRepositoryToken(context.WithoutCancel(r.Context()), id, rid, nil)
+		}
 		return err
 	}
 	writeJSON(w, withStats(sess))
@@ -353,7 +367,7 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return fieldPrefix("agent.", err)
 			}
-			if err := checkWebFetch(cur.Agent.Model.ID, tools); err != nil {
+			if err := checkWebTools(cur.Agent.Model.ID, tools); err != nil {
 				return fieldPrefix("agent.", err)
 			}
 			cur.Agent.Tools, cur.Agent.MCPServers = tools, servers

@@ -66,6 +66,11 @@ const (
 	BlockDocument   BlockType = "document"
 	BlockToolUse    BlockType = "tool_use"
 	BlockToolResult BlockType = "tool_result"
+	// BlockServer is a block of a server tool the model's API runs itself
+	// (Anthropic's server_tool_use, web_search_tool_result,
+	// web_fetch_tool_result): Raw holds it as the API sent it, and it goes
+	// back to the API verbatim.
+	BlockServer BlockType = "server"
 )
 
 // Block is one content block. Which fields are set depends on Type.
@@ -91,6 +96,10 @@ type Block struct {
 	ToolUseID string
 	Content   []Block
 	IsError   bool
+
+	// Raw is the exact JSON of a server block (BlockServer). ID and Name
+	// are then set for a server tool use, ToolUseID for its result.
+	Raw json.RawMessage
 }
 
 // Tool is a tool offered to the model.
@@ -99,6 +108,10 @@ type Tool struct {
 	Description string
 	// InputSchema is a JSON Schema object.
 	InputSchema json.RawMessage
+	// Server, when set, names a server tool of the model's API by its
+	// type (Anthropic: "web_search_20250305", "web_fetch_20250910"): the
+	// API runs it, and Description and InputSchema are unused.
+	Server string
 }
 
 // StopReason says why the model stopped.
@@ -109,12 +122,15 @@ const (
 	StopEndTurn   StopReason = "end_turn"
 	StopToolUse   StopReason = "tool_use"
 	StopMaxTokens StopReason = "max_tokens"
+	// StopPauseTurn: the API paused a long turn of server tools; sending
+	// the transcript back with the response continues it.
+	StopPauseTurn StopReason = "pause_turn"
 )
 
 // Response is a complete model response.
 type Response struct {
-	// Content holds text and tool_use blocks in the order the model
-	// produced them.
+	// Content holds text, tool_use and server blocks in the order the
+	// model produced them.
 	Content    []Block
 	StopReason StopReason
 	Usage      Usage
@@ -135,6 +151,10 @@ type Usage struct {
 	CacheCreationInputTokens int64
 	// CacheReadInputTokens counts the prompt tokens read from the cache.
 	CacheReadInputTokens int64
+	// WebSearchRequests and WebFetchRequests count the server tool calls
+	// the API ran during the call.
+	WebSearchRequests int64
+	WebFetchRequests  int64
 }
 
 // Sink receives a response while it streams. Implementations must be cheap

@@ -27,6 +27,14 @@ func (m *Manager) Launcher(o Options) *Launcher { return &Launcher{m: m, opts: o
 // WorkspaceDir implements [tools.Launcher].
 func (l *Launcher) WorkspaceDir() string { return WorkspaceDir }
 
+// PathAliases implements [tools.PathAliaser]: [SessionOutputs] shows the
+// workspace's outputs directory.
+func (l *Launcher) PathAliases() map[string]string { return PathAliases() }
+
+// PathAliases maps the absolute paths at which a sandbox also shows
+// directories of its workspace to those directories.
+func PathAliases() map[string]string { return map[string]string{SessionOutputs: OutputsDir} }
+
 // Launch implements [tools.Launcher].
 func (l *Launcher) Launch(spec tools.LaunchSpec) (tools.Proc, error) {
 	sb, err := l.sandbox()

@@ -48,6 +48,7 @@ func setupRoot(cfg *initConfig, ws *os.File, binds []*os.File) error {
 		func() error { return makeEtc(cfg) },
 		func() error { return bindWorkspace(ws, cfg.ReadOnly) },
 		func() error { return bindExtra(cfg.Binds, binds) },
+		linkOutputs,
 		func() error { return makeTmp(cfg.Limits.TmpBytes) },
 		func() error { return makeDev(cfg.Limits.TmpBytes) },
 		makeProc,
@@ -219,6 +220,16 @@ func bindWorkspace(ws *os.File, readOnly bool) error {
 		flags |= unix.MS_RDONLY
 	}
 	return remount(dst, flags)
+}
+
+// linkOutputs makes SessionOutputs a symbolic link to the workspace's
+// outputs directory.
+func linkOutputs() error {
+	link := inRoot(SessionOutputs)
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return err
+	}
+	return os.Symlink(filepath.Join(WorkspaceDir, OutputsDir), link)
 }
 
 // bindExtra binds each source (an open descriptor) read-only on its

@@ -35,6 +35,13 @@ import (
 const (
 	// WorkspaceDir is where the session's workspace is mounted.
 	WorkspaceDir = "/workspace"
+	// OutputsDir is the directory of the workspace (relative to it) whose
+	// files the server keeps as the session's outputs; a sandbox of a
+	// writable workspace starts with it.
+	OutputsDir = "outputs"
+	// SessionOutputs is a symbolic link to the outputs directory, at the
+	// path the Managed Agents API gives agent outputs.
+	SessionOutputs = "/mnt/session/outputs"
 	// ProxyAddr is the egress proxy's address on the sandbox's loopback.
 	ProxyAddr = "127.0.0.1:3128"
 	// User is the name of the unprivileged user tools run as.

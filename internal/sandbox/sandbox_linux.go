@@ -117,7 +117,7 @@ func (m *Manager) Start(ctx context.Context, o Options) (*Sandbox, error) {
 }
 
 func (m *Manager) start(ctx context.Context, o Options) (*Sandbox, error) {
-	if err := m.prepareWorkspace(o.Workspace); err != nil {
+	if err := m.prepareWorkspace(o.Workspace, !o.ReadOnly); err != nil {
 		return nil, err
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -164,15 +164,28 @@ func (m *Manager) start(ctx context.Context, o Options) (*Sandbox, error) {
 	return sb, nil
 }
 
-// prepareWorkspace checks the workspace directory and, when the server
-// runs as root, gives it to the sandbox's user.
-func (m *Manager) prepareWorkspace(dir string) error {
+// prepareWorkspace checks the workspace directory, creates its outputs
+// directory (for a writable workspace, the first time) and, when the
+// server runs as root, gives them to the sandbox's user.
+func (m *Manager) prepareWorkspace(dir string, outputs bool) error {
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
 		return fmt.Errorf("sandbox: workspace: %w", err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("sandbox: workspace %s is not a directory", dir)
+	}
+	if outputs {
+		out := filepath.Join(dir, OutputsDir)
+		err := os.Mkdir(out, 0o755)
+		switch {
+		case err == nil && os.Geteuid() == 0:
+			if err := os.Lchown(out, m.cfg.HostUID, m.cfg.HostGID); err != nil {
+				return fmt.Errorf("sandbox: outputs owner: %w", err)
+			}
+		case err != nil && !errors.Is(err, os.ErrExist):
+			return fmt.Errorf("sandbox: outputs: %w", err)
+		}
 	}
 	if os.Geteuid() != 0 || int(st.Uid) == m.cfg.HostUID {
 		return nil

@@ -42,6 +42,7 @@ type Store interface {
 	Files
 	Skills
 	ToolCalls
+	RepositoryTokens
 	// Close releases the backend's resources.
 	Close() error
 }

@@ -68,9 +68,9 @@ func WebFetchTool() Tool {
 }
 
 // AgentToolset returns the names of every tool of agent_toolset_20260401:
-// the built-in tools, then web_fetch and web_search. web_fetch is offered
-// when a per-tool config enables it (models other than Claude); web_search
-// is never offered.
+// the built-in tools, then web_fetch and web_search. They are offered when
+// a per-tool config enables them: for Claude models both as Anthropic's
+// server tools, for other models web_fetch only, run by the server.
 func AgentToolset() []string {
 	return append(Names(), WebFetch, WebSearch)
 }

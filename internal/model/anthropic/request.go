@@ -6,6 +6,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/reinsdev/reins/internal/model"
 )
@@ -40,7 +41,9 @@ func (p *Provider) params(req *model.Request) (anthropic.MessageNewParams, []opt
 		params.Tools = append(params.Tools, tool)
 	}
 	if n := len(params.Tools); n > 0 {
-		*params.Tools[n-1].GetCacheControl() = anthropic.NewCacheControlEphemeralParam()
+		if cc := params.Tools[n-1].GetCacheControl(); cc != nil {
+			*cc = anthropic.NewCacheControlEphemeralParam()
+		}
 	}
 	for i, m := range req.Messages {
 		msg, err := messageParam(m)
@@ -80,7 +83,22 @@ func (p *Provider) params(req *model.Request) (anthropic.MessageNewParams, []opt
 	return params, ropts, nil
 }
 
+// The Anthropic server tool types reins offers (model.Tool.Server).
+const (
+	WebSearchTool = "web_search_20250305"
+	WebFetchTool  = "web_fetch_20250910"
+)
+
 func toolParam(t model.Tool) (anthropic.ToolUnionParam, error) {
+	switch t.Server {
+	case "":
+	case WebSearchTool:
+		return anthropic.ToolUnionParam{OfWebSearchTool20250305: &anthropic.WebSearchTool20250305Param{}}, nil
+	case WebFetchTool:
+		return anthropic.ToolUnionParam{OfWebFetchTool20250910: &anthropic.WebFetchTool20250910Param{}}, nil
+	default:
+		return anthropic.ToolUnionParam{}, invalidf("tool %q: unknown server tool type %q", t.Name, t.Server)
+	}
 	schema := anthropic.ToolInputSchemaParam{}
 	if len(t.InputSchema) > 0 {
 		var fields map[string]any
@@ -178,8 +196,33 @@ func contentBlock(b model.Block) (anthropic.ContentBlockParamUnion, error) {
 		return anthropic.NewToolUseBlock(b.ID, input, b.Name), nil
 	case model.BlockToolResult:
 		return toolResultBlock(b)
+	case model.BlockServer:
+		return serverBlock(b.Raw)
 	}
 	return anthropic.ContentBlockParamUnion{}, invalidf("unsupported content block type %q", b.Type)
+}
+
+// serverBlock replays a server tool block verbatim: the API wants its own
+// blocks back (encrypted contents included) exactly as it sent them.
+func serverBlock(raw json.RawMessage) (anthropic.ContentBlockParamUnion, error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return anthropic.ContentBlockParamUnion{}, invalidf("server block is not a JSON object: %v", err)
+	}
+	switch head.Type {
+	case "server_tool_use":
+		b := param.Override[anthropic.ServerToolUseBlockParam](raw)
+		return anthropic.ContentBlockParamUnion{OfServerToolUse: &b}, nil
+	case "web_search_tool_result":
+		b := param.Override[anthropic.WebSearchToolResultBlockParam](raw)
+		return anthropic.ContentBlockParamUnion{OfWebSearchToolResult: &b}, nil
+	case "web_fetch_tool_result":
+		b := param.Override[anthropic.WebFetchToolResultBlockParam](raw)
+		return anthropic.ContentBlockParamUnion{OfWebFetchToolResult: &b}, nil
+	}
+	return anthropic.ContentBlockParamUnion{}, invalidf("unsupported server block type %q", head.Type)
 }
 
 func toolResultBlock(b model.Block) (anthropic.ContentBlockParamUnion, error) {

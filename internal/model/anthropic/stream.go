@@ -31,13 +31,17 @@ type accumulator struct {
 	thinking   bool
 }
 
-// partial is a text or tool_use block under construction.
+// partial is a text, tool_use or server block under construction.
 type partial struct {
 	typ       model.BlockType
 	textIndex int
 	text      strings.Builder
 	id, name  string
 	json      strings.Builder
+	// raw is a server block as content_block_start sent it; a
+	// server_tool_use's input comes in input_json_delta events after it.
+	raw       string
+	toolUseID string
 }
 
 func newAccumulator(sink model.Sink, log *slog.Logger) *accumulator {
@@ -69,7 +73,7 @@ func (a *accumulator) add(ev anthropic.MessageStreamEventUnion) {
 				a.sink.TextDelta(b.textIndex, ev.Delta.Text)
 			}
 		case "input_json_delta":
-			if b.typ == model.BlockToolUse {
+			if b.typ == model.BlockToolUse || b.typ == model.BlockServer {
 				b.json.WriteString(ev.Delta.PartialJSON)
 			}
 		}
@@ -92,6 +96,10 @@ func (a *accumulator) add(ev anthropic.MessageStreamEventUnion) {
 		if u.JSON.CacheReadInputTokens.Valid() {
 			a.usage.CacheReadInputTokens = u.CacheReadInputTokens
 		}
+		if u.JSON.ServerToolUse.Valid() {
+			a.usage.WebSearchRequests = u.ServerToolUse.WebSearchRequests
+			a.usage.WebFetchRequests = u.ServerToolUse.WebFetchRequests
+		}
 	case "message_stop":
 		a.stopped = true
 	}
@@ -110,6 +118,10 @@ func (a *accumulator) startBlock(index int64, cb anthropic.ContentBlockStartEven
 		}
 	case "tool_use":
 		b := &partial{typ: model.BlockToolUse, id: cb.ID, name: cb.Name}
+		a.blocks[index] = b
+		a.order = append(a.order, b)
+	case "server_tool_use", "web_search_tool_result", "web_fetch_tool_result":
+		b := &partial{typ: model.BlockServer, raw: cb.RawJSON(), id: cb.ID, name: string(cb.Name), toolUseID: cb.ToolUseID}
 		a.blocks[index] = b
 		a.order = append(a.order, b)
 	case "thinking", "redacted_thinking":
@@ -139,6 +151,12 @@ func (a *accumulator) response(ctx context.Context) (*model.Response, error) {
 			resp.Content = append(resp.Content, model.Block{Type: model.BlockText, Text: b.text.String()})
 		case model.BlockToolUse:
 			resp.Content = append(resp.Content, model.Block{Type: model.BlockToolUse, ID: b.id, Name: b.name, Input: a.toolInput(ctx, b)})
+		case model.BlockServer:
+			raw, err := a.serverRaw(ctx, b)
+			if err != nil {
+				return nil, err
+			}
+			resp.Content = append(resp.Content, model.Block{Type: model.BlockServer, Raw: raw, ID: b.id, Name: b.name, ToolUseID: b.toolUseID})
 		}
 	}
 	return resp, nil
@@ -159,14 +177,38 @@ func (a *accumulator) toolInput(ctx context.Context, b *partial) json.RawMessage
 	return json.RawMessage(s)
 }
 
+// serverRaw returns a server block as the API will want it back: the
+// content_block_start block, with a server_tool_use's streamed input in
+// place of the empty one that event carries.
+func (a *accumulator) serverRaw(ctx context.Context, b *partial) (json.RawMessage, error) {
+	if !json.Valid([]byte(b.raw)) {
+		return nil, classify.BrokenStream(ctx, "a server tool block is not valid JSON")
+	}
+	if b.id == "" || b.json.Len() == 0 {
+		return json.RawMessage(b.raw), nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(b.raw), &fields); err != nil {
+		return nil, classify.BrokenStream(ctx, "a server tool block is not a JSON object")
+	}
+	fields["input"] = a.toolInput(ctx, b)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, classify.BrokenStream(ctx, "re-encoding a server tool block: "+err.Error())
+	}
+	return out, nil
+}
+
 func stopReason(r anthropic.StopReason) model.StopReason {
 	switch r {
+	case anthropic.StopReasonPauseTurn:
+		return model.StopPauseTurn
 	case anthropic.StopReasonToolUse:
 		return model.StopToolUse
 	case anthropic.StopReasonMaxTokens, "model_context_window_exceeded":
 		return model.StopMaxTokens
 	}
-	// end_turn, stop_sequence, refusal, pause_turn and unknown reasons all
+	// end_turn, stop_sequence, refusal and unknown reasons all
 	// end the model's turn.
 	return model.StopEndTurn
 }

@@ -122,6 +122,44 @@ func testWorkspaceMarkers(t *testing.T, s store.Store) {
 	}
 }
 
+// testRepositoryTokens checks a session's repository tokens: set,
+// replaced, removed one by one, and deleted with the session.
+func testRepositoryTokens(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	sess := newSession(t, s, "agent_a")
+	get := func() map[string][]byte {
+		t.Helper()
+		m, err := s.RepositoryTokens(ctx, sess.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := get(); len(m) != 0 {
+		t.Fatalf("tokens before any: %v", m)
+	}
+	for _, set := range []struct{ rid, sealed string }{{"r1", "one"}, {"r2", "two"}, {"r1", "three"}} {
+		if err := s.SetRepositoryToken(ctx, sess.ID, set.rid, []byte(set.sealed)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := get(); len(m) != 2 || string(m["r1"]) != "three" || string(m["r2"]) != "two" {
+		t.Fatalf("tokens: %q", m)
+	}
+	if err := s.SetRepositoryToken(ctx, sess.ID, "r2", nil); err != nil {
+		t.Fatal(err)
+	}
+	if m := get(); len(m) != 1 || string(m["r1"]) != "three" {
+		t.Fatalf("tokens after removing r2: %q", m)
+	}
+	if err := s.DeleteSession(ctx, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if m := get(); len(m) != 0 {
+		t.Fatalf("tokens of a deleted session: %q", m)
+	}
+}
+
 // testClaimSetting checks that the first claim of a setting wins and that
 // a claim returns the recorded value.
 func testClaimSetting(t *testing.T, s store.Store) {

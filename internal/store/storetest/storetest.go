@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimSetting", testClaimSetting},
 		{"WorkspaceMarkers", testWorkspaceMarkers},
 		{"ToolCalls", testToolCalls},
+		{"RepositoryTokens", testRepositoryTokens},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

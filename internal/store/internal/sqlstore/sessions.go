@@ -123,6 +123,9 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM tool_calls WHERE session_id = ?`, id); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM repository_tokens WHERE session_id = ?`, id); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `DELETE FROM events WHERE session_id = ?`, id)
 		return err
 	})
