@@ -111,23 +111,13 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		if n == 0 {
 			return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM running_tools WHERE session_id = ?`, id); err != nil {
-			return err
+		// The tables that hold rows of a session go with it.
+		for _, table := range []string{"running_tools", "session_leases", "session_workspaces", "tool_calls", "repository_tokens", "events"} {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE session_id = ?`, id); err != nil {
+				return fmt.Errorf("deleting the session's %s: %w", table, err)
+			}
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM session_leases WHERE session_id = ?`, id); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM session_workspaces WHERE session_id = ?`, id); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM tool_calls WHERE session_id = ?`, id); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM repository_tokens WHERE session_id = ?`, id); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM events WHERE session_id = ?`, id)
-		return err
+		return nil
 	})
 }
 
