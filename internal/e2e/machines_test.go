@@ -23,7 +23,7 @@ type machineView struct {
 }
 
 // TestMachineTokens: a machine token made by the API (scoped to
-// self-hosted environments, shown once) is exchanged for executor tokens;
+// environments, shown once) is exchanged for executor tokens;
 // an executor connected with it that declares neither process nor agent is
 // refused (-32012 capability_missing, close 4002, ErrRegistrationRefused),
 // one that declares process registers as the machine's; revoking the
@@ -31,11 +31,9 @@ type machineView struct {
 func TestMachineTokens(t *testing.T) {
 	s := start(t, options{})
 	envID, _ := s.selfHosted(t, "machine hands")
-	cloud := s.newEnv(t, "cloud")
 	for _, bad := range []map[string]any{
 		{"environment_ids": []string{envID}},
 		{"name": "m"},
-		{"name": "m", "environment_ids": []string{cloud.ID}},
 		{"name": "m", "environment_ids": []string{"env_missing"}},
 	} {
 		if status, err := call(s.url, s.key, "POST", "/v1/machines", bad, nil); status != 400 {

@@ -655,3 +655,63 @@ func TestPlatformToolsPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPlatformToolsCloudSession: an agent end serves a session of a cloud
+// environment (its machine token scoped to it): the tools endpoint runs
+// bash in the session's sandbox, and the log shows the call as the
+// built-in loop records it. A machine token is all the agent end holds;
+// the machine's executors never get the environment's tool leases.
+func TestPlatformToolsCloudSession(t *testing.T) {
+	s := start(t, options{})
+	cloud := s.newEnv(t, "cloud hands")
+	sessID, token := brainSession(t, s, cloud.ID, toolsAgent)
+	turns := brainTurns(t, s, token)
+	s.send(t, sessID, userMessage("where are you"))
+	tr := within(t, turns, "turn.start")
+	res := callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("echo from-$((40+2)); pwd"), IdempotencyKey: "where"})
+	if res.IsError || strings.Fields(toolText(res))[0] != "from-42" || strings.Fields(toolText(res))[1] != "/workspace" {
+		t.Fatalf("bash in the cloud session's sandbox: %+v", res)
+	}
+	if err := tr.EndTurn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range s.listAll(t, sessID) {
+		switch {
+		case ev.Type == ma.EventAgentToolUse && ev.ID == res.ToolCallID:
+			got = append(got, "use")
+		case ev.Type == ma.EventAgentToolResult && ev.ToolUseID == res.ToolCallID:
+			got = append(got, "result")
+		}
+	}
+	if !slices.Equal(got, []string{"use", "result"}) {
+		t.Fatalf("the log has %v of the call, want its tool use then its result", got)
+	}
+
+	// An executor of the machine that offers bash gets none of the cloud
+	// environment's tool leases: the built-in loop's bash runs in a sandbox.
+	var machines struct{ Data []machineView }
+	if _, err := call(s.url, s.key, "GET", "/v1/machines", nil, &machines); err != nil || len(machines.Data) != 1 {
+		t.Fatalf("machines %+v %v", machines, err)
+	}
+	machineClient(t, s.url, token, "machine-hands", []string{executor.CapabilityProcess, executor.ToolCapability("bash")})
+	waitMachineExecutors(t, s, machines.Data[0].ID, 1, 10*time.Second)
+	var a, plain struct{ ID string }
+	if _, err := call(s.url, s.key, "POST", "/v1/agents", map[string]any{"name": "loop", "model": "scripted", "tools": toolsAgent}, &a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(s.url, s.key, "POST", "/v1/sessions", map[string]any{"agent": a.ID, "environment_id": cloud.ID}, &plain); err != nil {
+		t.Fatal(err)
+	}
+	st := s.openStream(t, plain.ID)
+	s.send(t, plain.ID, userMessage(`@tool bash {"command":"pwd"}`+"\n@then done"))
+	var where string
+	for _, f := range st.until(isIdle) {
+		if f.Type == ma.EventAgentToolResult && len(f.Content) > 0 {
+			where = strings.TrimSpace(f.Content[0].Text)
+		}
+	}
+	if where != "/workspace" {
+		t.Fatalf("the built-in loop's bash ran in %q, want the sandbox's /workspace", where)
+	}
+}

@@ -33,7 +33,11 @@ func machineView(m store.Machine) machine {
 
 // createMachine enrolls a machine: its token, in this response only, lets
 // machine-scoped executors (processes, agent ends) serve sessions of the
-// self-hosted environments named in environment_ids.
+// environments named in environment_ids. A cloud environment may be named:
+// its sessions' turns may run on the machine's agent ends, while their
+// tools stay in the server's sandboxes (the hub leases an environment's
+// tools only to executors of the environment's own scope, never to a
+// machine's).
 func (s *Server) createMachine(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name           string   `json:"name"`
@@ -58,9 +62,6 @@ func (s *Server) createMachine(w http.ResponseWriter, r *http.Request) error {
 		}
 		if err != nil {
 			return err
-		}
-		if err := env.CheckOutsideExecutors(); err != nil {
-			return badRequest("environment_ids: %v", err)
 		}
 		if env.ArchivedAt != nil {
 			return badRequest("environment_ids: environment %s is archived", id)
