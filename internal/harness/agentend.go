@@ -123,8 +123,9 @@ func (s *turnSink) Append(ctx context.Context, events []json.RawMessage) error {
 }
 
 // turnStart is what the agent end is told: the inputs since the session
-// last went idle, the log before them, and the agent.
-func turnStart(sess *ma.Session, live []ma.Event) (TurnStart, error) {
+// last went idle, the log before them, and the agent. raw holds the live
+// events' JSON.
+func turnStart(sess *ma.Session, live []ma.Event, raw []json.RawMessage) (TurnStart, error) {
 	cut := 0
 	for i, ev := range live {
 		if ev.Type == ma.EventStatusIdle {
@@ -133,10 +134,7 @@ func turnStart(sess *ma.Session, live []ma.Event) (TurnStart, error) {
 	}
 	st := TurnStart{Inputs: []json.RawMessage{}}
 	for i, ev := range live {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return st, err
-		}
+		b := raw[i]
 		switch {
 		case i < cut:
 			st.Transcript = append(st.Transcript, b)
@@ -159,7 +157,11 @@ func turnStart(sess *ma.Session, live []ma.Event) (TurnStart, error) {
 func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) error {
 	tctx, done := r.turnContext(ctx, gen)
 	defer done()
-	start, err := turnStart(sess, r.log.live())
+	live, raw, err := r.log.liveJSON()
+	if err != nil {
+		return err
+	}
+	start, err := turnStart(sess, live, raw)
 	if err != nil {
 		return err
 	}
