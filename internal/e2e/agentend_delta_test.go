@@ -188,6 +188,7 @@ func TestAgentEndTranscriptDeltas(t *testing.T) {
 
 	// The agent end is lost mid-turn: the new connection gets the
 	// transcript whole, then deltas.
+	noRefusal(t, refused)
 	stop()
 	st.until(func(f frame) bool { return f.Type == ma.EventStatusRescheduled })
 	turns, starts, refused, _ = deltaAgentEnd(t, s, token, "brain-2", executor.DefaultTranscriptCache)
@@ -202,6 +203,12 @@ func TestAgentEndTranscriptDeltas(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIdle(t, st)
+	noRefusal(t, refused)
+}
+
+// noRefusal fails the test if an agent end refused a delta.
+func noRefusal(t *testing.T, refused <-chan string) {
+	t.Helper()
 	select {
 	case id := <-refused:
 		t.Fatalf("transcript_unavailable for %s", id)
