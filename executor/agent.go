@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +32,24 @@ const (
 	ReasonModelTokenUnavailable = "model_token_unavailable"
 	// ReasonToolsTokenUnavailable: no tools token can be issued now.
 	ReasonToolsTokenUnavailable = "tools_token_unavailable"
+	// ReasonTranscriptUnavailable refuses a turn.start whose transcript
+	// is a delta the agent end cannot rebuild (it no longer holds the
+	// transcript the delta continues): the hub sends the turn.start again
+	// at once, with the whole transcript.
+	ReasonTranscriptUnavailable = "transcript_unavailable"
 )
+
+// FeatureTranscriptDeltas is the protocol feature "transcript_deltas": an
+// agent end that declares it at registration (executor.register's
+// features) keeps each session's transcript (the transcript and inputs of
+// the session's last turn.start it accepted), so that the next turn.start
+// of the session on the same connection may carry only what follows:
+// [TurnStart.TranscriptSince] names the last event it keeps, and
+// [TurnStart.TranscriptBase] the turn whose turn.start it comes from. An
+// agent end that no longer holds them refuses the turn.start with
+// {accepted:false, reason:"transcript_unavailable"}. Without the feature
+// every turn.start carries the whole transcript.
+const FeatureTranscriptDeltas = "transcript_deltas"
 
 // Error codes of a platform tool call's result (an open set, with the
 // tool result codes such as workspace_boundary).
@@ -71,6 +89,15 @@ type TurnStart struct {
 	// Transcript is the session's log before the inputs, as the API
 	// shows it: the conversation so far.
 	Transcript []json.RawMessage `json:"transcript,omitempty"`
+	// TranscriptSince, set only for an agent end that declared
+	// [FeatureTranscriptDeltas], makes Transcript a delta: the whole
+	// transcript is the events of the agent end's copy (the transcript
+	// and inputs of turn TranscriptBase's turn.start) up to and including
+	// the event whose id is TranscriptSince, followed by Transcript. The
+	// Go client rebuilds it before the handler runs: a handler never sees
+	// these two fields set.
+	TranscriptSince string `json:"transcript_since,omitempty"`
+	TranscriptBase  string `json:"transcript_base,omitempty"`
 	// Agent is the session's agent configuration (model, system prompt,
 	// tools), as the API shows it.
 	Agent json.RawMessage `json:"agent,omitempty"`
@@ -125,6 +152,18 @@ type AgentTurnRequest struct {
 	MachineIDs    []string
 	Start         TurnStart
 	Sink          TurnSink
+	// Delta, if set, is Start's transcript as a delta over what the agent
+	// end Delta.ExecutorID holds: it is sent instead of the whole
+	// transcript when the turn goes to that very connection.
+	Delta *TranscriptDelta
+}
+
+// TranscriptDelta is a turn's transcript as the events after Since of the
+// copy held by an agent end: the transcript and inputs of turn Base's
+// turn.start, on the connection ExecutorID (see [AgentTurn.TranscriptHolder]).
+type TranscriptDelta struct {
+	ExecutorID, Base, Since string
+	Events                  []json.RawMessage
 }
 
 // ErrNoAgentEnd is returned by [Hub.StartTurn] when no agent end of the
@@ -142,9 +181,10 @@ type AgentTurn struct {
 	// ExecutorID is the agent end that runs it.
 	ExecutorID string
 
-	h    *Hub
-	conn *hubConn
-	sink TurnSink
+	h      *Hub
+	conn   *hubConn
+	sink   TurnSink
+	holder string // conn's id when it keeps transcripts
 
 	seqMu sync.Mutex // held across an append, so one sequence appends once
 	next  int64
@@ -153,6 +193,11 @@ type AgentTurn struct {
 	done chan struct{}
 	err  error
 }
+
+// TranscriptHolder returns the id of the connection that runs the turn
+// when it keeps the transcript it was sent ([FeatureTranscriptDeltas]),
+// for a later [AgentTurnRequest.Delta]; "" when it does not.
+func (t *AgentTurn) TranscriptHolder() string { return t.holder }
 
 // Done is closed when the turn ended: [AgentTurn.End], [AgentTurn.Cancel]
 // or the loss of its agent end (Err is then [ErrAgentEndLost]).
@@ -217,14 +262,31 @@ func (h *Hub) StartTurn(ctx context.Context, req AgentTurnRequest) (*AgentTurn, 
 		return nil, ErrNoAgentEnd
 	}
 	t := &AgentTurn{SessionID: req.Start.SessionID, TurnID: req.Start.TurnID, ExecutorID: c.id, h: h, conn: c, sink: req.Sink, done: make(chan struct{})}
+	deltas := slices.Contains(c.features, FeatureTranscriptDeltas)
+	if deltas {
+		t.holder = c.id
+	}
 	if c.turns == nil {
 		c.turns = make(map[string]*AgentTurn)
 	}
 	c.turns[t.TurnID] = t
 	h.mu.Unlock()
 	req.Start.Model, req.Start.Tools = c.resolve(req.Start.Model), c.resolve(req.Start.Tools)
+	req.Start.TranscriptSince, req.Start.TranscriptBase = "", ""
+	start := req.Start
+	delta := deltas && req.Delta != nil && req.Delta.ExecutorID == c.id
+	if delta {
+		start.Transcript, start.TranscriptSince, start.TranscriptBase = req.Delta.Events, req.Delta.Since, req.Delta.Base
+	}
 	var res turnStartResult
-	if err := c.rpc.call(ctx, MethodTurnStart, req.Start, &res); err != nil {
+	err := c.rpc.call(ctx, MethodTurnStart, start, &res)
+	if err == nil && delta && !res.Accepted && res.Reason == ReasonTranscriptUnavailable {
+		// The agent end no longer holds what the delta continues: the
+		// same turn.start again, whole.
+		res = turnStartResult{}
+		err = c.rpc.call(ctx, MethodTurnStart, req.Start, &res)
+	}
+	if err != nil {
 		t.End()
 		return nil, err
 	}

@@ -126,6 +126,15 @@ func (c *Client) turnStart(ctx context.Context, conn *rpcConn, params json.RawMe
 	if p.SessionID == "" || p.TurnID == "" {
 		return nil, NewRPCError(CodeInvalidParams, "").withDetail("session_id and turn_id are required")
 	}
+	delta := p.TranscriptSince != ""
+	switch ok, err := c.held.rebuild(&p); {
+	case err != nil:
+		return nil, NewRPCError(CodeInvalidParams, "").withDetail(err.Error())
+	case !ok:
+		c.emit(Event{Type: EventTranscriptUnavailable, SessionID: p.SessionID})
+		return turnStartResult{Reason: ReasonTranscriptUnavailable}, nil
+	}
+	c.emit(Event{Type: EventTurnStarted, SessionID: p.SessionID, Delta: delta})
 	tctx, cancel := context.WithCancel(ctx)
 	c.turns.mu.Lock()
 	if c.turns.cancels == nil {

@@ -40,6 +40,13 @@ const (
 	EventToolFinished                  // a tool call finished (… and Result)
 	EventSessionAssigned
 	EventSessionReleased
+	// EventTurnStarted: an agent end accepted a turn.start (SessionID;
+	// Delta when its transcript came as a delta the client rebuilt).
+	EventTurnStarted
+	// EventTranscriptUnavailable: an agent end refused a turn.start
+	// whose transcript delta continues a transcript it no longer holds
+	// (SessionID); the harness sends it again whole.
+	EventTranscriptUnavailable
 )
 
 // Event reports a change of the client's state, for display.
@@ -51,6 +58,7 @@ type Event struct {
 	ToolCallID string
 	Tool       string
 	Result     *ToolResult
+	Delta      bool
 }
 
 // Options configure a [Client]. URL and a credential (EnvironmentKey,
@@ -107,6 +115,13 @@ type Options struct {
 	// Agent runs the turns the harness gives this executor (declare
 	// [CapabilityAgent] too). Nil: turn.start is refused with -32012.
 	Agent AgentHandler
+	// TranscriptCache is how many sessions' transcripts an agent end
+	// keeps (least recently used first out; default 1000) so that the
+	// harness may send only what a session's log gained since the
+	// previous turn (the "transcript_deltas" feature); the handler still
+	// sees the whole transcript. Negative: keep none, and take the whole
+	// transcript in every turn.start.
+	TranscriptCache int
 	// OnEvent, if set, receives state changes. It must not block.
 	OnEvent func(Event)
 	// Logger receives diagnostics (default: discarded).
@@ -134,7 +149,8 @@ type Client struct {
 	kick     chan struct{} // wakes the result sender
 	prove    chan struct{} // asks for an early heartbeat (too many unproven results)
 
-	turns agentTurns // agent-end turns running
+	turns agentTurns  // agent-end turns running
+	held  transcripts // sessions' transcripts (transcript_deltas)
 
 	stopCh chan struct{}
 	done   chan struct{}
@@ -182,11 +198,15 @@ func NewClient(opts Options) *Client {
 			opts.Capabilities = BuiltinCapabilities()
 		}
 	}
+	if opts.TranscriptCache == 0 {
+		opts.TranscriptCache = DefaultTranscriptCache
+	}
 	if opts.Mutating == nil {
 		opts.Mutating = func(t string) bool { return t == "bash" || t == "write" || t == "edit" }
 	}
 	c := &Client{
 		opts:     opts,
+		held:     transcripts{max: opts.TranscriptCache},
 		protocol: Subprotocol,
 		tokens:   opts.TokenSource,
 		logger:   opts.Logger,
@@ -483,6 +503,7 @@ func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, e
 		Capabilities: c.opts.Capabilities,
 		MaxSessions:  c.opts.MaxSessions,
 		Sessions:     held,
+		Features:     c.features(),
 	}, &res)
 	if err != nil {
 		return res, err

@@ -31,6 +31,7 @@ type hubConn struct {
 	identity    string
 	info        ExecutorInfo
 	caps        []string
+	features    []string // optional protocol features the executor declared
 	maxSessions int
 	leases      map[string]*Lease
 	turns       map[string]*AgentTurn // agent-end turns by turn id
@@ -156,7 +157,7 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 		LeaseTTLMS:          h.opts.LeaseTTL.Milliseconds(),
 		Resumed:             []string{},
 		Lost:                []LostSession{},
-		Features:            []string{featureResultInAck},
+		Features:            []string{featureResultInAck, FeatureTranscriptDeltas},
 	}
 	var resend []*Lease
 	h.mu.Lock()
@@ -178,6 +179,7 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 	c.identity = identity
 	c.info = p.Executor
 	c.caps = p.Capabilities
+	c.features = p.Features
 	c.maxSessions = p.MaxSessions
 	h.byIdentity[identity] = c
 	scope := c.principal.scope()

@@ -72,6 +72,9 @@ type registerParams struct {
 	Capabilities []string       `json:"capabilities"`
 	MaxSessions  int            `json:"max_sessions"`
 	Sessions     []SessionLease `json:"sessions"`
+	// Features lists the optional protocol features the executor speaks
+	// (see [FeatureTranscriptDeltas]).
+	Features []string `json:"features,omitempty"`
 }
 
 type registerResult struct {

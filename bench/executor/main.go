@@ -13,7 +13,7 @@
 //   - the memory per idle executor connection on the hub side, with 5,000
 //     executors connected from a child process.
 //
-// Usage: go run ./bench/executor [-calls 5000] [-turns 500] [-conns 5000]
+// Usage: go run ./bench/executor [-calls 5000] [-turns 500] [-turns-per-session 25] [-conns 5000]
 package main
 
 import (
@@ -47,6 +47,7 @@ func main() {
 	dur := flag.Duration("duration", 3*time.Second, "duration of each throughput run")
 	conns := flag.Int("conns", 5000, "idle executor connections for the memory figure")
 	turns := flag.Int("turns", 500, "turns of each loop through a server (built-in loop and agent end); 0 skips them")
+	perSession := flag.Int("turns-per-session", 25, "turns per session of the turns through a server (a long session: as many as -turns)")
 	child := flag.String("child-clients", "", "internal: connect this many idle executors to URL,KEY")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the sequential tool calls to this file")
 	flag.Parse()
@@ -111,7 +112,7 @@ func main() {
 	brain.Stop()
 	<-brain.Done()
 	if *turns > 0 {
-		printServerTurns(*turns)
+		printServerTurns(*turns, *perSession)
 	}
 
 	if *conns > 0 {

@@ -21,10 +21,12 @@ import (
 // over loopback HTTP), a turn of the built-in loop (the scripted model
 // answering at once) and a turn on an agent end (turn.start →
 // session.event with an agent.message and turn.end → idle), in
-// alternating blocks of 25 turns on fresh sessions, so that both see the
-// same machine and logs of the same length. A turn is timed from the POST
-// of the user.message to its idle on the session's stream.
-func serverTurns(turns int) (builtin, agentEnd latency) {
+// alternating blocks of block turns on fresh sessions, so that both see
+// the same machine and logs of the same length (a long block: turn.start
+// carries its transcript as a delta, the agent end keeping the session's
+// transcript). A turn is timed from the POST of the user.message to its
+// idle on the session's stream.
+func serverTurns(turns, block int) (builtin, agentEnd latency) {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "reins-bench-turns-")
 	if err != nil {
@@ -68,9 +70,7 @@ func serverTurns(turns int) (builtin, agentEnd latency) {
 	go brain.Run(ctx)
 	defer func() { brain.Stop(); <-brain.Done() }()
 
-	// A pair of fresh sessions per block: turn.start carries the session's
-	// log so far, so an agent-end turn grows with it (see the docs); a
-	// block keeps it short, as the built-in loop's.
+	// A pair of fresh sessions per block.
 	pair := func() (b, a string, bst, ast *benchclient.Stream) {
 		var bs, as ma.Session
 		c.Do(url, "POST", "/v1/sessions", map[string]any{"agent": ag.ID, "environment_id": cloud.ID}, &bs)
@@ -84,15 +84,18 @@ func serverTurns(turns int) (builtin, agentEnd latency) {
 		s.WaitFor(ma.EventStatusIdle)
 		return time.Since(t0)
 	}
-	const block = 25
 	var bd, ad []time.Duration
 	for warm := true; len(bd) < turns; warm = false {
 		b, a, bst, ast := pair()
 		var bb, ab []time.Duration
-		for range block {
+		n := block
+		if warm {
+			n = min(block, 25)
+		}
+		for range n {
 			bb = append(bb, turn(b, bst))
 		}
-		for range block {
+		for range n {
 			ab = append(ab, turn(a, ast))
 		}
 		bst.Close()
@@ -105,9 +108,9 @@ func serverTurns(turns int) (builtin, agentEnd latency) {
 }
 
 // printServerTurns prints serverTurns's figures and their ratio.
-func printServerTurns(turns int) {
-	b, a := serverTurns(turns)
-	fmt.Printf("turns through a server (POST user.message → idle on the stream, SQLite, %d each, 25 per session):\n", turns)
+func printServerTurns(turns, perSession int) {
+	b, a := serverTurns(turns, max(perSession, 1))
+	fmt.Printf("turns through a server (POST user.message → idle on the stream, SQLite, %d each, %d per session):\n", turns, perSession)
 	fmt.Printf("%-34s %10s %10s\n", "built-in loop (scripted model)", b.p50, b.p99)
 	fmt.Printf("%-34s %10s %10s\n", "agent end (start→event→idle)", a.p50, a.p99)
 	fmt.Printf("%-34s %9.2fx %9.2fx\n\n", "ratio agent end/built-in loop", float64(a.p50)/float64(b.p50), float64(a.p99)/float64(b.p99))

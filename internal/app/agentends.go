@@ -45,7 +45,11 @@ func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harnes
 	if g, err := rs.RefreshModelToken(ctx); err == nil {
 		st.Model = &g
 	}
-	t, err := a.hub.StartTurn(ctx, executor.AgentTurnRequest{EnvironmentID: sess.EnvironmentID, MachineIDs: machines, Start: st, Sink: rs})
+	req := executor.AgentTurnRequest{EnvironmentID: sess.EnvironmentID, MachineIDs: machines, Start: st, Sink: rs}
+	if d := start.Delta; d != nil {
+		req.Delta = &executor.TranscriptDelta{ExecutorID: d.Holder, Base: d.Base, Since: d.Since, Events: d.Events}
+	}
+	t, err := a.hub.StartTurn(ctx, req)
 	if errors.Is(err, executor.ErrNoAgentEnd) {
 		return nil, &harness.Wait{C: anyOf(ctx, changed), Reason: "waiting for an agent end of the session's environment to connect"}, nil
 	}

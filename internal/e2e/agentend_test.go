@@ -60,10 +60,20 @@ func agentEndSessionIn(t *testing.T, s *server, a *anthropic.BetaManagedAgentsAg
 // handler; it is stopped at cleanup or by the returned function.
 func agentEnd(t *testing.T, s *server, token, name string, handler executor.AgentHandlerFunc) (stop func()) {
 	t.Helper()
+	return agentEndWith(t, s, token, name, handler, nil)
+}
+
+// agentEndWith is agentEnd with options adjusted by adjust (if not nil).
+func agentEndWith(t *testing.T, s *server, token, name string, handler executor.AgentHandlerFunc, adjust func(*executor.Options)) (stop func()) {
+	t.Helper()
 	hc := ownHTTPClient(t)
-	c := executor.NewClient(executor.Options{URL: s.url, MachineToken: token, Executor: executor.ExecutorInfo{Name: name}, HTTPClient: hc,
+	opts := executor.Options{URL: s.url, MachineToken: token, Executor: executor.ExecutorInfo{Name: name}, HTTPClient: hc,
 		Capabilities: []string{executor.CapabilityAgent}, Sessions: &executor.BuiltinSessions{Dir: t.TempDir()}, Agent: handler,
-		BackoffMin: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		BackoffMin: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+	if adjust != nil {
+		adjust(&opts)
+	}
+	c := executor.NewClient(opts)
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(context.Background()) }()
 	stop = func() { c.Stop(); <-done }

@@ -40,6 +40,20 @@ type TurnStart struct {
 	Inputs     []json.RawMessage
 	Transcript []json.RawMessage
 	Agent      json.RawMessage
+	// Delta, if set, is Transcript as a delta over what an agent end
+	// holds: AgentEnds sends it instead of Transcript when the turn goes
+	// to that agent end.
+	Delta *TranscriptDelta
+
+	transcriptIDs []string // the ids of Transcript's events
+}
+
+// TranscriptDelta is a transcript as the events after Since of the copy
+// an agent end (Holder, see [AgentTurn]) keeps of turn Base's transcript
+// and inputs.
+type TranscriptDelta struct {
+	Holder, Base, Since string
+	Events              []json.RawMessage
 }
 
 // TurnSink takes an agent end's batches of events to the runner of the
@@ -55,6 +69,10 @@ type AgentTurn interface {
 	Err() error
 	End()
 	Cancel(ctx context.Context, reason string)
+	// TranscriptHolder names the agent end's connection when it keeps
+	// the transcript and inputs it was sent (for a later
+	// [TurnStart.Delta]), else "".
+	TranscriptHolder() string
 }
 
 // EventTurnEnd is the last event an agent end appends in a turn.
@@ -105,8 +123,9 @@ func (s *turnSink) Append(ctx context.Context, events []json.RawMessage) error {
 }
 
 // turnStart is what the agent end is told: the inputs since the session
-// last went idle, the log before them, and the agent.
-func turnStart(sess *ma.Session, live []ma.Event) (TurnStart, error) {
+// last went idle, the log before them, and the agent. raw holds the live
+// events' JSON.
+func turnStart(sess *ma.Session, live []ma.Event, raw []json.RawMessage) (TurnStart, error) {
 	cut := 0
 	for i, ev := range live {
 		if ev.Type == ma.EventStatusIdle {
@@ -115,17 +134,16 @@ func turnStart(sess *ma.Session, live []ma.Event) (TurnStart, error) {
 	}
 	st := TurnStart{Inputs: []json.RawMessage{}}
 	for i, ev := range live {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return st, err
-		}
+		b := raw[i]
 		switch {
 		case i < cut:
 			st.Transcript = append(st.Transcript, b)
+			st.transcriptIDs = append(st.transcriptIDs, ev.ID)
 		case ev.Type == ma.EventUserMessage || ev.Type == ma.EventUserCustomToolResult || ev.Type == ma.EventUserToolConfirmation:
 			st.Inputs = append(st.Inputs, b)
 		default:
 			st.Transcript = append(st.Transcript, b) // what this turn already did
+			st.transcriptIDs = append(st.transcriptIDs, ev.ID)
 		}
 	}
 	agent, err := json.Marshal(sess.Agent)
@@ -139,7 +157,11 @@ func turnStart(sess *ma.Session, live []ma.Event) (TurnStart, error) {
 func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) error {
 	tctx, done := r.turnContext(ctx, gen)
 	defer done()
-	start, err := turnStart(sess, r.log.live())
+	live, raw, err := r.log.liveJSON()
+	if err != nil {
+		return err
+	}
+	start, err := turnStart(sess, live, raw)
 	if err != nil {
 		return err
 	}
@@ -148,7 +170,12 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 	start.TurnID = ids.New("turn_")
 	active, forget := r.h.addTurn(sess.ID, start.TurnID, sess.Agent.Model.ID)
 	defer forget()
+	start.Delta = r.sent.delta(&start)
+	r.sent = nil // until an agent end accepts the turn
 	turn, wait, err := r.h.cfg.AgentEnds.StartTurn(tctx, sess, start, sink)
+	if err == nil && wait == nil {
+		r.sent = newSentTranscript(turn.TranscriptHolder(), &start)
+	}
 	switch {
 	case wait != nil:
 		return r.reschedule(ctx, gen, wait)
@@ -193,6 +220,7 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 				return nil
 			}
 		case <-turn.Done():
+			r.sent = nil
 			return r.agentEndFailed(ctx, "the agent end running the turn was lost; the turn starts again on the next agent end that connects")
 		case <-tctx.Done():
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), turnCancelWait)

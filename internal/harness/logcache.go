@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -15,6 +16,7 @@ const logBatch = 1000
 type logCache struct {
 	seq     int64
 	rows    []ma.Event        // every entry read, in log order
+	raw     []json.RawMessage // rows' JSON, as liveJSON marshalled them
 	latest  map[string]int    // event id -> index of its latest row
 	pending map[string]string // pending client events: id -> type
 }
@@ -62,6 +64,30 @@ func (c *logCache) live() []ma.Event {
 		}
 	}
 	return out
+}
+
+// liveJSON returns the live events, as live does, and each one's JSON;
+// a row is marshalled once, the first time it is asked for.
+func (c *logCache) liveJSON() ([]ma.Event, []json.RawMessage, error) {
+	if n := len(c.rows) - len(c.raw); n > 0 {
+		c.raw = append(c.raw, make([]json.RawMessage, n)...)
+	}
+	evs := make([]ma.Event, 0, len(c.latest))
+	raws := make([]json.RawMessage, 0, len(c.latest))
+	for i, ev := range c.rows {
+		if c.latest[ev.ID] != i {
+			continue
+		}
+		if c.raw[i] == nil {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.raw[i] = b
+		}
+		evs, raws = append(evs, ev), append(raws, c.raw[i])
+	}
+	return evs, raws, nil
 }
 
 // queued reports whether an interrupt, and whether other input, waits.

@@ -32,6 +32,10 @@ type runner struct {
 
 	settled bool // tool uses left running by an earlier runner were answered
 
+	// sent is what the agent end of the session's last turn keeps of its
+	// transcript (nil: the next turn.start carries it whole).
+	sent *sentTranscript
+
 	turn *turnObs // the observation of the turn in progress, if any
 	obs  txObs    // what the current transaction leaves to report
 
@@ -176,6 +180,7 @@ func (r *runner) hasWork() bool {
 func (r *runner) fail(ctx context.Context, n int, err error) bool {
 	r.h.log.Error("session runner step failed", "session", r.id, "attempt", n, "err", err)
 	r.log, r.proj, r.sess = nil, nil, nil // retry from the log
+	r.sent = nil
 	if !r.internalFailure(ctx, n, err) {
 		return false
 	}
