@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
@@ -24,7 +26,8 @@ type agentEnds struct {
 	hub    *executor.Hub
 	st     store.Store
 	tokens *turntoken.Issuer
-	models model.Router // what the model gateway forwards to
+	models model.Router  // what the model gateway forwards to
+	hands  *replicaHands // replicas only: moves sessions to their agent ends' replica
 }
 
 // StartTurn implements harness.AgentEnds.
@@ -51,12 +54,55 @@ func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harnes
 	}
 	t, err := a.hub.StartTurn(ctx, req)
 	if errors.Is(err, executor.ErrNoAgentEnd) {
-		return nil, &harness.Wait{C: anyOf(ctx, changed), Reason: "waiting for an agent end of the session's environment to connect"}, nil
+		wait, err := a.noAgentEnd(ctx, sess.ID, sess.EnvironmentID, changed)
+		return nil, wait, err
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	return t, nil, nil
+}
+
+// noAgentEnd is StartTurn's answer when no agent end connected here may
+// run the session's turn: with replicas, the session moves to one that
+// announced an agent end of its environment (the runner, fenced off,
+// leaves); otherwise it waits until one connects, here (changed) or at
+// another replica.
+func (a agentEnds) noAgentEnd(ctx context.Context, sessionID, envID string, changed []<-chan struct{}) (*harness.Wait, error) {
+	wait := &harness.Wait{Reason: "waiting for an agent end of the session's environment to connect"}
+	if a.hands == nil {
+		wait.C = anyOf(ctx, changed)
+		return wait, nil
+	}
+	key := agentKey(envID)
+	// Subscribed before the database is read: an announcement made after
+	// the read is not missed.
+	sub := a.hands.bus.Subscribe(handsKey(key))
+	to, err := a.hands.route(ctx, sessionID, key)
+	if err != nil || to != "" {
+		sub.Close()
+		if err == nil {
+			err = fmt.Errorf("the session moved to replica %s, where an agent end of environment %s is connected: %w", to, envID, store.ErrFenced)
+		}
+		return nil, err
+	}
+	wait.C = anyOf(ctx, append(changed, received(ctx, sub)))
+	return wait, nil
+}
+
+// received returns a channel closed when sub receives; sub is closed
+// then, or when ctx ends.
+func received(ctx context.Context, sub *bus.Sub) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		defer sub.Close()
+		select {
+		case <-sub.C:
+			close(out)
+		case <-ctx.Done():
+		}
+	}()
+	return out
 }
 
 // rpcSink answers an agent end with the protocol's errors for the

@@ -286,7 +286,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		st.Close()
 		return nil, err
 	}
-	hcfg.AgentEnds = agentEnds{hub: hub, st: st, tokens: turnTokens, models: models}
+	hcfg.AgentEnds = agentEnds{hub: hub, st: st, tokens: turnTokens, models: models, hands: ht.hands}
 	hcfg.Skills = skillPrompts{st: st, sandboxed: ht.sandboxes != nil}
 	hcfg.WebFetch = &webfetch.Fetcher{Transport: guard.Transport(), Policy: webFetchPolicy(st)}
 	h := harness.New(hcfg)

@@ -25,6 +25,13 @@ const withdrawTimeout = 5 * time.Second
 // replicas. No environment id has this form.
 const liveKey = "*"
 
+// agentKey is the key a replica announces for an environment whose
+// sessions an agent end connected to it may serve (its environment key,
+// or its machine's scope): ReplicasWithHands(agentKey(env)) lists the
+// replicas an agent-end session of env can run its turns on. No
+// environment id has this form.
+func agentKey(envID string) string { return "agent:" + envID }
+
 // handsKey is the bus key of a change of the executors of an environment
 // at another replica.
 func handsKey(envID string) string { return "hands:" + envID }
@@ -69,23 +76,75 @@ func (r *replicaHands) leave(ctx context.Context) {
 	r.mu.Lock()
 	r.leaving = true
 	r.mu.Unlock()
-	ids, _ := r.hub.Environments()
+	ids, _ := r.here(ctx)
 	if err := r.write(ctx, ids); err != nil {
 		r.log.Warn("withdraw this replica from the live ones", "err", err)
 	}
 }
 
+// here returns what the replica announces besides liveKey: the
+// environments it has executors of, and the agentKey of every environment
+// an agent end connected to it serves; changed is closed at the next
+// registration or departure of an executor. A machine whose scope cannot
+// be read is left out (logged): the next renewal reads it again.
+func (r *replicaHands) here(ctx context.Context) (keys []string, changed <-chan struct{}) {
+	keys, changed = r.hub.Environments()
+	keys = slices.Clone(keys)
+	var scopes map[string][]string // machine -> environments, read once
+	for _, e := range r.hub.Executors() {
+		if !slices.Contains(e.Capabilities, executor.CapabilityAgent) {
+			continue
+		}
+		if e.EnvironmentID != "" {
+			keys = append(keys, agentKey(e.EnvironmentID))
+		}
+		if e.MachineID == "" {
+			continue
+		}
+		if scopes == nil {
+			var err error
+			if scopes, err = r.machineScopes(ctx); err != nil {
+				if ctx.Err() == nil {
+					r.log.Warn("read the scopes of this replica's agent ends' machines", "err", err)
+				}
+				scopes = map[string][]string{}
+			}
+		}
+		for _, env := range scopes[e.MachineID] {
+			keys = append(keys, agentKey(env))
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys), changed
+}
+
+// machineScopes maps every live machine to the environments of its scope.
+func (r *replicaHands) machineScopes(ctx context.Context) (map[string][]string, error) {
+	ms, err := r.st.ListMachines(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]string, len(ms))
+	for _, m := range ms {
+		if m.RevokedAt == nil {
+			out[m.ID] = m.EnvironmentIDs
+		}
+	}
+	return out, nil
+}
+
 // announce keeps the replica's announcement current until ctx ends: at
 // each registration or departure of an executor, and every ttl/3. Every
-// environment that gains executors here is told to the other replicas
-// (a Changed note on handsKey), whose sessions waiting for an executor of
-// it then look again. At the end the announcement is withdrawn.
+// environment that gains executors (or agent ends: its agentKey) here is
+// told to the other replicas (a Changed note on handsKey), whose sessions
+// waiting for an executor (an agent end) of it then look again. At the
+// end the announcement is withdrawn.
 func (r *replicaHands) announce(ctx context.Context) {
 	renew := time.NewTicker(r.ttl / 3)
 	defer renew.Stop()
 	var told []string
 	for {
-		ids, changed := r.hub.Environments()
+		ids, changed := r.here(ctx)
 		if err := r.write(ctx, ids); err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn("announce this replica's executors", "err", err)
@@ -113,14 +172,15 @@ func (r *replicaHands) announce(ctx context.Context) {
 }
 
 // route hands the session over to another replica that announced
-// executors of the environment, when this one has none, and wakes it
-// there. It returns that replica, or "" when the session is to wait here:
-// an executor of the environment is connected here (busy, or without a
-// tool the session needs), no other replica has one, or the caller does
-// not hold the session's lease. An error wrapping store.ErrFenced means
-// the lease is no longer the caller's.
+// executors of the environment (envID, or an agentKey for the agent ends
+// of one), when this one has none, and wakes it there. It returns that
+// replica, or "" when the session is to wait here: an executor of the
+// environment is connected here (busy, or without a tool the session
+// needs), no other replica has one, or the caller does not hold the
+// session's lease. An error wrapping store.ErrFenced means the lease is
+// no longer the caller's.
 func (r *replicaHands) route(ctx context.Context, sessionID, envID string) (string, error) {
-	if here, _ := r.hub.Environments(); slices.Contains(here, envID) {
+	if here, _ := r.here(ctx); slices.Contains(here, envID) {
 		return "", nil
 	}
 	if _, ok := store.FenceFrom(ctx, sessionID); !ok {

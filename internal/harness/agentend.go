@@ -26,7 +26,9 @@ func ServedByAgentEnd(sess *ma.Session) bool {
 type AgentEnds interface {
 	// StartTurn sends turn.start to an agent end that may run the
 	// session's turn; what it appends must be handed to sink. A non-nil
-	// Wait means no agent end is connected: the session waits on it.
+	// Wait means no agent end is connected: the session waits on it. An
+	// error wrapping store.ErrFenced means the session moved to another
+	// replica (one its agent ends are connected to): the runner leaves.
 	StartTurn(ctx context.Context, sess *ma.Session, start TurnStart, sink TurnSink) (AgentTurn, *Wait, error)
 }
 
@@ -181,6 +183,8 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 		return r.reschedule(ctx, gen, wait)
 	case tctx.Err() != nil:
 		return ctx.Err() // an interrupt: the next step reads it
+	case errors.Is(err, store.ErrFenced):
+		return err // the session moved to another replica
 	case err != nil:
 		return r.agentEndFailed(ctx, fmt.Sprintf("the agent end refused the turn: %v", err))
 	}
