@@ -71,6 +71,42 @@ var toolsAgent = []any{map[string]any{"type": "agent_toolset_20260401", "configs
 
 func bash(command string) map[string]any { return map[string]any{"command": command} }
 
+// callWhenHandsReady makes the call, again while it answers
+// environment_unavailable (the session's executor still registering), for
+// up to 20 s.
+func callWhenHandsReady(t *testing.T, tr *executor.Turn, call executor.PlatformToolCall) executor.PlatformToolResult {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		res := callTool(t, tr, call)
+		if res.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
+			return res
+		}
+	}
+}
+
+// toolUsesWith returns the session's agent.tool_use events whose input
+// holds part.
+func toolUsesWith(t *testing.T, s *server, sessID, part string) []ma.Event {
+	t.Helper()
+	return slices.DeleteFunc(s.listAll(t, sessID), func(ev ma.Event) bool {
+		return ev.Type != ma.EventAgentToolUse || !strings.Contains(string(ev.Input), part)
+	})
+}
+
+// waitToolUse waits up to 10 s for an agent.tool_use whose input holds
+// part and returns its id.
+func waitToolUse(t *testing.T, s *server, sessID, part string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if uses := toolUsesWith(t, s, sessID, part); len(uses) > 0 {
+			return uses[0].ID
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no agent.tool_use with %q appeared", part)
+		}
+	}
+}
+
 // callTool calls the tools endpoint through the SDK's helper and fails
 // the test on a request error.
 func callTool(t *testing.T, tr *executor.Turn, call executor.PlatformToolCall) executor.PlatformToolResult {
@@ -179,14 +215,7 @@ func TestPlatformToolsSelfHosted(t *testing.T) {
 	}
 	startExecutorClient(t, s.url, envKey, "hands-1")
 	// The same key runs now: an environment_unavailable outcome is not kept.
-	var res executor.PlatformToolResult
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		res = callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("echo x >> count.txt; wc -l < count.txt"), IdempotencyKey: "k0"})
-		if res.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // the executor registering
-	}
+	res := callWhenHandsReady(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("echo x >> count.txt; wc -l < count.txt"), IdempotencyKey: "k0"})
 	if res.IsError || strings.TrimSpace(toolText(res)) != "1" || res.ToolCallID == "" || res.Status != "completed" {
 		t.Fatalf("bash: %+v", res)
 	}
@@ -206,16 +235,7 @@ func TestPlatformToolsSelfHosted(t *testing.T) {
 		r, _ := tr.CallTool(ctx, executor.PlatformToolCall{Name: "bash", Input: bash("sleep 2; echo slept"), IdempotencyKey: "slow"})
 		slow <- r
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if slices.ContainsFunc(s.listAll(t, sessID), func(ev ma.Event) bool {
-			return ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "sleep 2")
-		}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the slow call's agent.tool_use did not appear")
-		}
-	}
+	waitToolUse(t, s, sessID, "sleep 2")
 	status, raw, body := postToolCall(t, tr.Start.Tools.URL, tr.Start.Tools.Token, "slow", `{"name":"bash","input":{"command":"sleep 2; echo slept"}}`)
 	if status != 200 || raw.Status != "in_progress" || raw.ErrorCode != executor.ToolErrorInProgress {
 		t.Fatalf("the same key while running: %d %s", status, body)
@@ -416,12 +436,7 @@ func TestPlatformToolsReplayAfterRestart(t *testing.T) {
 	s.send(t, sessID, userMessage("count"))
 	tr := within(t, turns, "turn.start")
 	count := executor.PlatformToolCall{Name: "bash", Input: bash("echo x >> count.txt; wc -l < count.txt"), IdempotencyKey: "count"}
-	var first executor.PlatformToolResult
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if first = callTool(t, tr, count); first.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
-			break
-		}
-	}
+	first := callWhenHandsReady(t, tr, count)
 	if strings.TrimSpace(toolText(first)) != "1" {
 		t.Fatalf("first call: %+v", first)
 	}
@@ -456,13 +471,7 @@ func TestPlatformToolsReplayAfterRestart(t *testing.T) {
 		t.Fatalf("a record without outcome: %+v, want %+v", cut, first)
 	}
 	// The new executor has a new workspace: the log says what ran.
-	ran := 0
-	for _, ev := range s.listAll(t, sessID) {
-		if ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "count.txt; wc") {
-			ran++
-		}
-	}
-	if ran != 1 {
+	if ran := len(toolUsesWith(t, s, sessID, "count.txt; wc")); ran != 1 {
 		t.Fatalf("the counted call ran %d times, want 1", ran)
 	}
 	if err := tr.EndTurn(ctx); err != nil {
@@ -486,13 +495,7 @@ func TestPlatformToolsReinsExecutor(t *testing.T) {
 	turns := brainTurns(t, s, token)
 	s.send(t, sessID, userMessage("where are you"))
 	tr := within(t, turns, "turn.start")
-	var res executor.PlatformToolResult
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		res = callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("echo from-$((40+2)) > out.txt; cat out.txt"), IdempotencyKey: "where"})
-		if res.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
-			break // else the executor is still starting
-		}
-	}
+	res := callWhenHandsReady(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("echo from-$((40+2)) > out.txt; cat out.txt"), IdempotencyKey: "where"})
 	if res.IsError || strings.TrimSpace(toolText(res)) != "from-42" {
 		t.Fatalf("bash on reins executor: %+v", res)
 	}
@@ -525,11 +528,7 @@ func TestPlatformToolsInterrupt(t *testing.T) {
 	st := s.openStream(t, sessID)
 	s.send(t, sessID, userMessage("sleep"))
 	tr := within(t, turns, "turn.start")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if r := callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("true")}); r.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
-			break // else the executor is still registering
-		}
-	}
+	callWhenHandsReady(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("true")})
 	type outcome struct {
 		res executor.PlatformToolResult
 		err error
@@ -539,13 +538,7 @@ func TestPlatformToolsInterrupt(t *testing.T) {
 		r, err := tr.CallTool(context.Background(), executor.PlatformToolCall{Name: "bash", Input: bash("sleep 60")})
 		slow <- outcome{r, err}
 	}()
-	for deadline := time.Now().Add(10 * time.Second); !slices.ContainsFunc(s.listAll(t, sessID), func(ev ma.Event) bool {
-		return ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "sleep 60")
-	}); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the call's agent.tool_use did not appear")
-		}
-	}
+	waitToolUse(t, s, sessID, "sleep 60")
 	began := time.Now()
 	s.send(t, sessID, interruptEvent())
 	o := within(t, slow, "the interrupted call's answer")
@@ -577,28 +570,14 @@ func TestPlatformToolsStopMidCall(t *testing.T) {
 	turns := brainTurns(t, s, token)
 	s.send(t, sessID, userMessage("long"))
 	tr := within(t, turns, "turn.start")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if r := callTool(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("true")}); r.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
-			break // else the executor is still registering
-		}
-	}
+	callWhenHandsReady(t, tr, executor.PlatformToolCall{Name: "bash", Input: bash("true")})
 	long := executor.PlatformToolCall{Name: "bash", Input: bash("echo started; sleep 60"), IdempotencyKey: "long"}
 	cut := make(chan error, 1)
 	go func() {
 		_, err := tr.CallTool(context.Background(), long)
 		cut <- err
 	}()
-	var useID string
-	for deadline := time.Now().Add(10 * time.Second); useID == ""; time.Sleep(20 * time.Millisecond) {
-		for _, ev := range s.listAll(t, sessID) {
-			if ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "sleep 60") {
-				useID = ev.ID
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the call's agent.tool_use did not appear")
-		}
-	}
+	useID := waitToolUse(t, s, sessID, "sleep 60")
 	stop()
 	if err := within(t, cut, "the cut-off call's answer"); err == nil {
 		t.Fatal("the call cut off by the stop answered no error")
@@ -612,13 +591,7 @@ func TestPlatformToolsStopMidCall(t *testing.T) {
 	if res.Status != "completed" || res.ToolCallID != useID || !res.IsError {
 		t.Fatalf("the cut-off call after the restart: %+v (tool use %s)", res, useID)
 	}
-	ran := 0
-	for _, ev := range s.listAll(t, sessID) {
-		if ev.Type == ma.EventAgentToolUse && strings.Contains(string(ev.Input), "sleep 60") {
-			ran++
-		}
-	}
-	if ran != 1 {
+	if ran := len(toolUsesWith(t, s, sessID, "sleep 60")); ran != 1 {
 		t.Fatalf("the cut-off call is in the log %d times, want 1", ran)
 	}
 	if err := tr.EndTurn(context.Background()); err != nil {
@@ -638,12 +611,7 @@ func TestPlatformToolsPostgres(t *testing.T) {
 	s.send(t, sessID, userMessage("count"))
 	tr := within(t, turns, "turn.start")
 	count := executor.PlatformToolCall{Name: "bash", Input: bash("echo x >> count.txt; wc -l < count.txt"), IdempotencyKey: "count"}
-	var first executor.PlatformToolResult
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if first = callTool(t, tr, count); first.ErrorCode != executor.ToolErrorEnvironmentUnavailable || time.Now().After(deadline) {
-			break
-		}
-	}
+	first := callWhenHandsReady(t, tr, count)
 	if again := callTool(t, tr, count); strings.TrimSpace(toolText(first)) != "1" || again.ToolCallID != first.ToolCallID || toolText(again) != toolText(first) {
 		t.Fatalf("first %+v, replay %+v", first, again)
 	}
