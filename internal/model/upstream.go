@@ -19,6 +19,25 @@ type Upstream interface {
 	Forward(ctx context.Context, path string, header http.Header, body []byte) (*http.Response, error)
 }
 
+// Forwarded settles what an SDK's raw POST of a forwarded call gave: a
+// response with an error status is the answer (the SDKs put its body
+// back), an error without one is the failure, and no response at all is
+// an error naming provider.
+func Forwarded(provider string, res *http.Response, err error) (*http.Response, error) {
+	switch {
+	case res != nil && res.StatusCode >= 400:
+		return res, nil
+	case err != nil:
+		if res != nil && res.Body != nil {
+			res.Body.Close()
+		}
+		return nil, err
+	case res == nil:
+		return nil, fmt.Errorf("%s: no response", provider)
+	}
+	return res, nil
+}
+
 // Upstream returns the provider registered under name as an Upstream, or
 // an error saying why there is none.
 func (r Router) Upstream(name string) (Upstream, error) {

@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -23,17 +22,5 @@ func (p *Provider) Forward(ctx context.Context, path string, header http.Header,
 	}
 	var res *http.Response
 	err := p.client.Post(ctx, path, nil, &res, opts...)
-	if res != nil && res.StatusCode >= 400 {
-		return res, nil // the SDK put the error body back
-	}
-	if err != nil {
-		if res != nil && res.Body != nil {
-			res.Body.Close()
-		}
-		return nil, err
-	}
-	if res == nil {
-		return nil, errors.New("anthropic: no response")
-	}
-	return res, nil
+	return model.Forwarded("anthropic", res, err)
 }

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -25,17 +24,5 @@ func (p *Provider) Forward(ctx context.Context, path string, header http.Header,
 	}
 	var res *http.Response
 	err := c.Post(ctx, path, nil, &res, opts...)
-	if res != nil && res.StatusCode >= 400 {
-		return res, nil // the SDK put the error body back
-	}
-	if err != nil {
-		if res != nil && res.Body != nil {
-			res.Body.Close()
-		}
-		return nil, err
-	}
-	if res == nil {
-		return nil, errors.New("openai: no response")
-	}
-	return res, nil
+	return model.Forwarded("openai", res, err)
 }
