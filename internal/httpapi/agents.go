@@ -566,9 +566,14 @@ func listQuery(r *http.Request, defaultOrder string) (store.ListQuery, string, e
 
 // writePage answers a forward cursor page.
 func writePage[T any](w http.ResponseWriter, items []store.Item[T], lq store.ListQuery, order string) {
-	page := ma.Page[T]{Data: make([]T, len(items))}
+	writePageOf(w, items, lq, order, func(v T) T { return v })
+}
+
+// writePageOf answers a forward cursor page of what view shows of items.
+func writePageOf[T, V any](w http.ResponseWriter, items []store.Item[T], lq store.ListQuery, order string, view func(T) V) {
+	page := ma.Page[V]{Data: make([]V, len(items))}
 	for i, it := range items {
-		page.Data[i] = it.Value
+		page.Data[i] = view(it.Value)
 	}
 	if len(items) == lq.Limit {
 		page.NextPage = cursor{Pos: items[len(items)-1].Pos, Order: order}.encode()

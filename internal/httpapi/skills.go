@@ -96,14 +96,7 @@ func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	page := ma.Page[ma.Skill]{Data: make([]ma.Skill, len(items))}
-	for i, it := range items {
-		page.Data[i] = it.Value.Skill
-	}
-	if len(items) == lq.Limit {
-		page.NextPage = cursor{Pos: items[len(items)-1].Pos, Order: "desc"}.encode()
-	}
-	writeJSON(w, page)
+	writePageOf(w, items, lq, "desc", func(sk store.Skill) ma.Skill { return sk.Skill })
 	return nil
 }
 
@@ -165,14 +158,7 @@ func (s *Server) listSkillVersions(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	page := ma.Page[ma.SkillVersion]{Data: make([]ma.SkillVersion, len(items))}
-	for i, it := range items {
-		page.Data[i] = it.Value.SkillVersion
-	}
-	if len(items) == lq.Limit {
-		page.NextPage = cursor{Pos: items[len(items)-1].Pos, Order: "desc"}.encode()
-	}
-	writeJSON(w, page)
+	writePageOf(w, items, lq, "desc", func(v store.SkillVersion) ma.SkillVersion { return v.SkillVersion })
 	return nil
 }
 

@@ -218,14 +218,7 @@ func (s *Server) listWork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page := ma.Page[work]{Data: make([]work, len(items))}
-	for i, it := range items {
-		page.Data[i] = workView(it.Value)
-	}
-	if len(items) == lq.Limit {
-		page.NextPage = cursor{Pos: items[len(items)-1].Pos, Order: order}.encode()
-	}
-	writeJSON(w, page)
+	writePageOf(w, items, lq, order, workView)
 	return nil
 }
 
