@@ -18,7 +18,6 @@ import (
 	"github.com/reinsdev/reins/bench/internal/benchclient"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -32,7 +31,6 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/app"
-	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
@@ -189,7 +187,7 @@ func must(_ ma.Session, err error) {
 }
 
 type bench struct {
-	app    *app.App
+	srv    *benchclient.Server
 	sink   *httptest.Server // the traces' collector, with -telemetry
 	url    string
 	client *benchclient.Client
@@ -206,23 +204,9 @@ func newBench(dir string, models model.Router, withTelemetry bool, opts ...sqlit
 		sink = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
 		cfg.Metrics, cfg.Tracing = telemetry.NewMetrics(), &telemetry.TracingConfig{Endpoint: sink.URL}
 	}
-	a, err := app.New(ctx, cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
-	key, _, err := httpapi.CreateKey(ctx, a.Store, "bench")
-	if err != nil {
-		log.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := a.Start(ctx, ln); err != nil {
-		log.Fatal(err)
-	}
+	srv := benchclient.Serve(ctx, cfg)
 	tr := &http.Transport{MaxIdleConnsPerHost: 4096, MaxConnsPerHost: 0}
-	b := &bench{app: a, sink: sink, url: "http://" + ln.Addr().String(), client: &benchclient.Client{HTTP: &http.Client{Transport: tr}, Key: key}}
+	b := &bench{srv: srv, sink: sink, url: srv.URL, client: srv.Client(tr)}
 	var ag ma.Agent
 	b.do("POST", "/v1/agents", map[string]any{"name": "bench", "model": "scripted"}, &ag)
 	var env ma.Environment
@@ -232,9 +216,7 @@ func newBench(dir string, models model.Router, withTelemetry bool, opts ...sqlit
 }
 
 func (b *bench) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	b.app.Shutdown(ctx)
+	b.srv.Close()
 	if b.sink != nil {
 		b.sink.Close()
 	}
@@ -451,8 +433,8 @@ func (b *bench) idleMemory(n int) (heapBefore, heapAfter, rssBefore, rssAfter ui
 	wg.Wait()
 	// Wait until every session finished its turn.
 	for {
-		ids, err := b.app.Store.SessionIDsByStatus(context.Background(), ma.StatusRunning)
-		pending, err2 := b.app.Store.SessionIDsWithPending(context.Background())
+		ids, err := b.srv.App.Store.SessionIDsByStatus(context.Background(), ma.StatusRunning)
+		pending, err2 := b.srv.App.Store.SessionIDsWithPending(context.Background())
 		if err != nil || err2 != nil {
 			log.Fatal(err, err2)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/harness"
-	"github.com/reinsdev/reins/internal/httpapi"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -33,28 +31,10 @@ func serverTurns(turns, block int) (builtin, agentEnd latency) {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	a, err := app.New(ctx, app.Config{DataDir: dir})
-	if err != nil {
-		log.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := a.Start(ctx, ln); err != nil {
-		log.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		a.Shutdown(sctx)
-	}()
-	key, _, err := httpapi.CreateKey(ctx, a.Store, "bench")
-	if err != nil {
-		log.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String()
-	c := &benchclient.Client{HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, Key: key}
+	srv := benchclient.Serve(ctx, app.Config{DataDir: dir})
+	defer srv.Close()
+	url := srv.URL
+	c := srv.Client(&http.Transport{MaxIdleConnsPerHost: 64})
 	var ag ma.Agent
 	c.Do(url, "POST", "/v1/agents", map[string]any{"name": "bench", "model": "scripted"}, &ag)
 	var cloud, hosted ma.Environment
