@@ -109,18 +109,30 @@ type turnSink struct {
 // Append implements TurnSink.
 func (s *turnSink) Append(ctx context.Context, events []json.RawMessage) error {
 	b := agentBatch{events: events, reply: make(chan error, 1)}
+	err, sent := askRunner(ctx, s.batches, b, b.reply, s.gone)
+	if sent != nil {
+		return sent
+	}
+	return err
+}
+
+// askRunner hands q to the runner of a turn on ch and waits for its
+// answer on reply. The error is ErrTurnInactive when the runner stopped
+// reading (gone is closed) before it took q, or ctx's.
+func askRunner[Q, A any](ctx context.Context, ch chan<- Q, q Q, reply <-chan A, gone <-chan struct{}) (A, error) {
+	var zero A
 	select {
-	case s.batches <- b:
-	case <-s.gone:
-		return ErrTurnInactive
+	case ch <- q:
+	case <-gone:
+		return zero, ErrTurnInactive
 	case <-ctx.Done():
-		return ctx.Err()
+		return zero, ctx.Err()
 	}
 	select {
-	case err := <-b.reply:
-		return err
+	case a := <-reply:
+		return a, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return zero, ctx.Err()
 	}
 }
 

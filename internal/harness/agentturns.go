@@ -68,19 +68,11 @@ type toolCallReply struct {
 // not).
 func (t *ActiveTurn) CallTool(ctx context.Context, call PlatformToolCall) (PlatformToolResult, error) {
 	req := toolCallRequest{call: call, reply: make(chan toolCallReply, 1)}
-	select {
-	case t.calls <- req:
-	case <-t.gone:
-		return PlatformToolResult{}, ErrTurnInactive
-	case <-ctx.Done():
-		return PlatformToolResult{}, ctx.Err()
+	r, err := askRunner(ctx, t.calls, req, req.reply, t.gone)
+	if err != nil {
+		return PlatformToolResult{}, err
 	}
-	select {
-	case r := <-req.reply:
-		return r.res, r.err
-	case <-ctx.Done():
-		return PlatformToolResult{}, ctx.Err()
-	}
+	return r.res, r.err
 }
 
 // AgentTurn returns the agent-end turn turnID of the session if it runs

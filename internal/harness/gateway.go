@@ -31,19 +31,11 @@ var errTurnExhausted = errors.New("the turn ended: a model call exhausted its re
 // do runs fn on the turn's runner.
 func (t *ActiveTurn) do(ctx context.Context, fn func(ctx context.Context, r *runner) error) error {
 	c := agentCall{fn: fn, reply: make(chan error, 1)}
-	select {
-	case t.modelCalls <- c:
-	case <-t.gone:
-		return ErrTurnInactive
-	case <-ctx.Done():
-		return ctx.Err()
+	err, sent := askRunner(ctx, t.modelCalls, c, c.reply, t.gone)
+	if sent != nil {
+		return sent
 	}
-	select {
-	case err := <-c.reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return err
 }
 
 // Model is the id of the session agent's model.
