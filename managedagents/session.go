@@ -27,6 +27,12 @@ type Session struct {
 	UpdatedAt          string       `json:"updated_at"`
 	ArchivedAt         *string      `json:"archived_at"`
 	DeploymentID       *string      `json:"deployment_id"`
+	// StopReason is, while the session is idle after a turn, the stop
+	// reason of its last session.status_idle (a reins extension: the
+	// session object of the API has none, and a client listing sessions
+	// would otherwise read each one's events to tell a session waiting on
+	// it from a finished one). Absent otherwise.
+	StopReason *StopReason `json:"stop_reason,omitempty"`
 }
 
 // SessionStats are a session's timing figures.

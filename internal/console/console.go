@@ -59,11 +59,18 @@ func Handler() http.Handler {
 
 // Mount returns a handler that serves the console under [Prefix] and
 // every other path with api, untouched (no ServeMux in between to clean
-// or redirect the API's paths).
+// or redirect the API's paths). /favicon.ico, which browsers ask for on
+// their own (the console's pages name their icon, but a JSON answer of the
+// API opened in a tab does not), is the console's icon rather than an
+// unauthenticated API request.
 func Mount(api http.Handler) http.Handler {
 	c := Handler()
 	root := strings.TrimSuffix(Prefix, "/")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/favicon.ico" {
+			r = r.Clone(r.Context())
+			r.URL.Path = Prefix + "favicon.svg"
+		}
 		if r.URL.Path == root || strings.HasPrefix(r.URL.Path, Prefix) {
 			c.ServeHTTP(w, r)
 			return

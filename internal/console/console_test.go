@@ -26,6 +26,8 @@ func TestHandler(t *testing.T) {
 		{"GET", "/v1/agents", 200, true},
 		{"GET", "//v1/../v1/agents", 200, true}, // the API's paths reach it untouched
 		{"GET", "/consoles", 200, true},
+		{"GET", "/favicon.ico", 200, false},
+		{"GET", "/console/favicon.svg", 200, false},
 	}
 	for _, c := range cases {
 		w := httptest.NewRecorder()

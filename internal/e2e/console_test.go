@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -20,11 +21,70 @@ import (
 	"github.com/reinsdev/reins/internal/app"
 )
 
+// tab is what a console tab did: the URLs it requested, and its
+// problems — console errors, browser log errors, failed requests and
+// answers of 400 or more. Uncaught exceptions fail the test at its end.
+type tab struct {
+	mu       sync.Mutex // guards the fields below
+	seen     []string
+	problems []string
+	thrown   []string
+}
+
+// urls returns the URLs requested so far.
+func (b *tab) urls() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.seen...)
+}
+
+// takeProblems returns the problems seen since the last call.
+func (b *tab) takeProblems() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := b.problems
+	b.problems = nil
+	return p
+}
+
+func (b *tab) record(ev any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch ev := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		b.seen = append(b.seen, ev.Request.URL)
+	case *network.EventResponseReceived:
+		if ev.Response.Status >= 400 {
+			b.problems = append(b.problems, fmt.Sprintf("%d %s", ev.Response.Status, ev.Response.URL))
+		}
+	case *network.EventLoadingFailed:
+		if !ev.Canceled { // a stream the page stops is cancelled
+			b.problems = append(b.problems, "request failed: "+ev.ErrorText)
+		}
+	case *cdplog.EventEntryAdded:
+		if ev.Entry.Level == cdplog.EntryLevelError {
+			b.problems = append(b.problems, fmt.Sprintf("log: %s %s", ev.Entry.Text, ev.Entry.URL))
+		}
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+			b.problems = append(b.problems, fmt.Sprintf("console.%s", ev.Type))
+		}
+	case *runtime.EventExceptionThrown:
+		d := ev.ExceptionDetails
+		msg := d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			msg += " " + d.Exception.Description
+		}
+		b.thrown = append(b.thrown, msg)
+		b.problems = append(b.problems, "exception: "+msg)
+	}
+}
+
 // browser starts a headless Chromium (Debian's chromium package) and
 // returns a tab's context. Running as root, Chromium's own sandbox cannot
 // start (it needs an unprivileged user), so --no-sandbox is passed then
-// only. Every request the page makes is recorded in urls.
-func browser(t *testing.T) (ctx context.Context, urls func() []string) {
+// only. The tab records the requests and problems of its pages.
+func browser(t *testing.T) (context.Context, *tab) {
 	t.Helper()
 	path := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -41,42 +101,21 @@ func browser(t *testing.T) (ctx context.Context, urls func() []string) {
 		opts = append(opts, chromedp.NoSandbox)
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	var mu sync.Mutex
-	var seen, thrown []string
-	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithListener(func(ev any) {
-		switch ev := ev.(type) {
-		case *network.EventRequestWillBeSent:
-			mu.Lock()
-			seen = append(seen, ev.Request.URL)
-			mu.Unlock()
-		case *runtime.EventExceptionThrown:
-			mu.Lock()
-			d := ev.ExceptionDetails
-			msg := d.Text
-			if d.Exception != nil && d.Exception.Description != "" {
-				msg += " " + d.Exception.Description
-			}
-			thrown = append(thrown, msg)
-			mu.Unlock()
-		}
-	}))
+	b := &tab{}
+	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithListener(b.record))
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
 	t.Cleanup(func() {
 		cancelTab()
 		cancelAlloc()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, e := range thrown {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, e := range b.thrown {
 			t.Errorf("the page threw: %s", e)
 		}
 	})
-	return ctx, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), seen...)
-	}
+	return ctx, b
 }
 
 // run runs actions with a deadline, failing the test with what was going on.
@@ -153,7 +192,7 @@ func TestConsole(t *testing.T) {
 	s := startWith(t, options{}, func(c *app.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
-	ctx, urls := browser(t)
+	ctx, tb := browser(t)
 	base := s.url + "/console/"
 
 	// A wrong key is refused with the API's error.
@@ -277,7 +316,7 @@ func TestConsole(t *testing.T) {
 	if !strings.Contains(session, s.key) {
 		t.Errorf("session storage does not hold the key: %s", session)
 	}
-	all := urls()
+	all := tb.urls()
 	if len(all) < 10 {
 		t.Fatalf("only %d requests recorded", len(all))
 	}

@@ -404,6 +404,10 @@ func (r *runner) setStatus(tx store.Tx, status string, ev *ma.Event) error {
 func (r *runner) setStatusAt(tx store.Tx, status string, ev *ma.Event, now string) error {
 	s := tx.Session()
 	s.Status = status
+	s.StopReason = nil
+	if status == ma.StatusIdle {
+		s.StopReason = ev.StopReason
+	}
 	s.UpdatedAt = now
 	ev.ProcessedAt = &now
 	switch {

@@ -271,6 +271,9 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if sq.Statuses, err = q.enums("statuses", "status", sessionStatuses); err != nil {
 		return err
 	}
+	if sq.StopReasons, err = q.enums("stop_reasons", "stop reason", stopReasons); err != nil {
+		return err
+	}
 	if sq.AgentVersion, err = q.int64("agent_version"); err != nil {
 		return err
 	}

@@ -257,8 +257,12 @@ type SessionQuery struct {
 	// console's environment filter).
 	EnvironmentID string
 	Statuses      []string
-	CreatedGT     *time.Time
-	CreatedLT     *time.Time
+	// StopReasons keeps the idle sessions whose stop reason is one of
+	// these types (a reins extension: the console's "requires action"
+	// and "failed" filters).
+	StopReasons []string
+	CreatedGT   *time.Time
+	CreatedLT   *time.Time
 }
 
 // EventQuery pages through a session's live events.

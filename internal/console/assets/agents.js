@@ -1,15 +1,15 @@
 // Agents: the list, the form (or JSON) that creates one, and an agent's
 // versions with a diff between two of them.
 import { get, post, qs } from "./api.js";
-import { h, clear, ago, errorBox, field, pretty, confirmDialog, toast } from "./util.js";
+import { h, append, clear, ago, errorBox, field, pretty, confirmDialog, toast } from "./util.js";
 
 export async function agentsPage(main) {
   const r = await get("/v1/agents" + qs({ limit: 100 }));
-  main.append(h("div", { class: "head" }, h("h1", {}, "Agents"), h("a", { class: "button", href: "#/agents/new" }, "New agent")),
+  append(main, [h("div", { class: "head" }, h("h1", {}, "Agents"), h("a", { class: "button", href: "#/agents/new" }, "New agent")),
     h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, ["Name", "Model", "Version", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, r.data.map((a) => h("tr", {}, h("td", {}, h("a", { href: `#/agents/${a.id}` }, a.name), h("div", { class: "id" }, a.id)),
         h("td", {}, a.model?.id), h("td", {}, String(a.version)), h("td", { title: a.updated_at }, ago(a.updated_at))))))),
-    r.data.length ? null : h("p", { class: "muted" }, "No agents yet."));
+    r.data.length ? null : h("p", { class: "muted" }, "No agents yet.")]);
 }
 
 export function newAgentPage(main) {
@@ -29,16 +29,19 @@ export function newAgentPage(main) {
   };
   const modeForm = h("input", { type: "radio", name: "mode", value: "form", checked: true, id: "mode-form" });
   const modeJSON = h("input", { type: "radio", name: "mode", value: "json", id: "mode-json" });
-  const formPart = h("div", {}, field("Name", name), field("Model", model, "claude-…, openai/<model> or scripted"),
+  // Each way of describing the agent is a fieldset, disabled while hidden:
+  // a disabled control is not validated, so the form's required fields do
+  // not block a JSON submission (nor the reverse).
+  const formPart = h("fieldset", { class: "plain" }, field("Name", name), field("Model", model, "claude-…, openai/<model> or scripted"),
     h("datalist", { id: "models" }, ["scripted", "claude-sonnet-4-5", "claude-opus-4-1"].map((m) => h("option", { value: m }))),
     field("System prompt", system),
     h("div", { class: "field check" }, toolset, h("label", { for: toolset.id = "f-toolset" }, "Built-in tools (bash, read, write, edit, glob, grep)")),
     field("Permission policy", policy));
-  const jsonPart = h("div", { hidden: true }, field("Agent JSON (the body of POST /v1/agents)", json));
+  const jsonPart = h("fieldset", { class: "plain", hidden: true, disabled: true }, field("Agent JSON (the body of POST /v1/agents)", json));
   const sync = () => {
     if (modeJSON.checked && !json.value.trim()) json.value = pretty(build());
-    formPart.hidden = modeJSON.checked;
-    jsonPart.hidden = !modeJSON.checked;
+    formPart.hidden = formPart.disabled = modeJSON.checked;
+    jsonPart.hidden = jsonPart.disabled = !modeJSON.checked;
   };
   modeForm.addEventListener("change", sync);
   modeJSON.addEventListener("change", sync);
@@ -49,7 +52,10 @@ export function newAgentPage(main) {
     e.preventDefault();
     clear(out);
     try {
-      const body = modeJSON.checked ? JSON.parse(json.value) : build();
+      let body = build();
+      if (modeJSON.checked) {
+        try { body = JSON.parse(json.value); } catch (err) { throw new Error(`The agent JSON does not parse: ${err.message}`); }
+      }
       const a = await post("/v1/agents", body);
       toast(`Agent ${a.name} created`);
       location.hash = `#/agents/${a.id}`;

@@ -33,10 +33,16 @@ async function errorFrom(res) {
 let onUnauthorized = () => {};
 export function whenUnauthorized(fn) { onUnauthorized = fn; }
 
+// notSignedIn is the error of a request made without a key (by a page
+// that outlived a sign-out): it is not sent, and signs nobody out again.
+function notSignedIn() { return new APIError(401, "authentication_error", "not signed in"); }
+
 // request sends one API request with the key and returns the decoded JSON
 // body (null for an empty one). key overrides the stored key (sign-in).
+// A 401 signs out only when the key refused is the one in use.
 export async function request(method, path, body, key = getKey()) {
-  const headers = { "x-api-key": key || "", "anthropic-version": "2023-06-01" };
+  if (!key) throw notSignedIn();
+  const headers = { "x-api-key": key, "anthropic-version": "2023-06-01" };
   const init = { method, headers, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" };
   if (body !== undefined) {
     headers["content-type"] = "application/json";
@@ -80,13 +86,15 @@ export function stream(sessionID, { from = 0, onEvent, onState }) {
     qs({ event_deltas: ["agent.message", "agent.thinking"] });
 
   async function once() {
+    const key = getKey();
+    if (!key) throw notSignedIn();
     const res = await fetch(path, {
-      headers: { "x-api-key": getKey() || "", "Last-Event-ID": String(last), accept: "text/event-stream" },
+      headers: { "x-api-key": key, "Last-Event-ID": String(last), accept: "text/event-stream" },
       signal: ctl.signal, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
     });
     if (!res.ok) {
       const err = await errorFrom(res);
-      if (res.status === 401) onUnauthorized(err);
+      if (res.status === 401 && key === getKey()) onUnauthorized(err);
       throw err;
     }
     onState("live");

@@ -7,7 +7,16 @@ import { agentsPage, agentPage, newAgentPage } from "./agents.js";
 import { environmentsPage, environmentPage, vaultsPage, vaultPage, keysPage } from "./configure.js";
 
 const main = document.getElementById("main");
+// cleanup stops the page in view (its timers and streams); visit numbers
+// the pages shown, so a page that finishes loading after the user left it
+// (or was signed out) is stopped at once instead of running unseen.
 let cleanup = null;
+let visit = 0;
+
+function leave() {
+  visit++;
+  if (cleanup) { cleanup(); cleanup = null; }
+}
 
 const routes = [
   [/^#\/sessions\/new$/, newSessionPage],
@@ -24,7 +33,7 @@ const routes = [
 ];
 
 function route() {
-  if (cleanup) { cleanup(); cleanup = null; }
+  leave();
   clear(main);
   const signedIn = !!getKey();
   document.getElementById("nav").hidden = !signedIn;
@@ -40,8 +49,11 @@ function route() {
     const m = hash.match(re);
     if (m) {
       const params = m.slice(1).map(decodeURIComponent);
-      Promise.resolve(page(main, ...params)).then((c) => { cleanup = c || null; })
-        .catch((err) => main.append(errorBox(err)));
+      const my = visit;
+      Promise.resolve(page(main, ...params)).then((c) => {
+        if (my === visit) cleanup = c || null;
+        else if (c) c();
+      }).catch((err) => { if (my === visit) main.append(errorBox(err)); });
       return;
     }
   }
@@ -77,7 +89,7 @@ function signIn(reason) {
 
 whenUnauthorized((err) => {
   clearKey();
-  if (cleanup) { cleanup(); cleanup = null; }
+  leave();
   document.getElementById("nav").hidden = true;
   document.getElementById("signout").hidden = true;
   signIn(`Signed out: ${err.message}`);

@@ -3,6 +3,7 @@
 import { get, post, del, stream } from "./api.js";
 import { h, clear, errorBox, field, confirmDialog, toast, pretty } from "./util.js";
 import { statusBadge } from "./sessions.js";
+import { markdown } from "./markdown.js";
 
 const FOLD_CHARS = 1500, FOLD_LINES = 20;
 
@@ -15,6 +16,13 @@ const ERROR_MEANING = {
 function textOf(content) {
   if (typeof content === "string") return content;
   return (content || []).map((b) => (b.type === "text" ? b.text : b.type === "image" ? "[image]" : b.type === "document" ? `[document ${b.title || ""}]` : "")).join("");
+}
+
+// agentText renders an agent message's blocks as Markdown, a paragraph
+// break between two blocks.
+function agentText(content) {
+  const blocks = typeof content === "string" ? [content] : (content || []).map((b) => textOf([b]));
+  return h("div", { class: "text md" }, markdown(blocks.filter(Boolean).join("\n\n")));
 }
 
 function folded(text, cls) {
@@ -30,7 +38,9 @@ export async function sessionPage(main, id) {
   const tools = new Map();     // tool use id -> { card, actions, result }
   const pending = new Set();   // tool use ids waiting on the user
   const starts = new Map();    // span start id -> processed_at
-  let stopReason = null;
+  let stopReason = sess.stop_reason?.type || null;
+  let deleted = false;
+  let interruptSent = false;
 
   const title = h("h1", {}, sess.title || "Untitled session");
   const badge = h("span", {}, statusBadge(sess.status));
@@ -39,37 +49,74 @@ export async function sessionPage(main, id) {
   const stopLine = h("p", { class: "stop", "aria-live": "polite" });
   const text = h("textarea", { name: "message", rows: "3", placeholder: "Message the agent (Ctrl+Enter sends)" });
   const sendOut = h("div");
+  const closedNote = h("p", { class: "closed muted", hidden: true });
 
   function setStatus(status) {
+    if (status !== sess.status) interruptSent = false;
     sess.status = status;
-    clear(badge).append(statusBadge(status, stopReason));
+    clear(badge).append(statusBadge(deleted ? "deleted" : status, stopReason));
+    controls();
   }
 
-  const interrupt = h("button", { type: "button", onclick: () => sendEvents([{ type: "user.interrupt" }]) }, "Interrupt");
+  const interrupt = h("button", { type: "button", onclick: async () => {
+    if (await sendEvents([{ type: "user.interrupt" }], [interrupt], true)) interruptSent = true;
+    controls();
+  } }, "Interrupt");
   const archive = h("button", { type: "button", onclick: async () => {
     if (!(await confirmDialog("Archive this session? It stops and can no longer take messages.", "Archive"))) return;
+    archive.disabled = true;
     try { sess = await post(`/v1/sessions/${id}/archive`); toast("Session archived"); } catch (err) { toast(err.message, "error"); }
+    controls();
   } }, "Archive");
   const remove = h("button", { type: "button", class: "danger", onclick: async () => {
     if (!(await confirmDialog("Delete this session and its whole event log? This cannot be undone."))) return;
-    try { await del(`/v1/sessions/${id}`); location.hash = "#/sessions"; toast("Session deleted"); } catch (err) { toast(err.message, "error"); }
+    remove.disabled = true;
+    try { await del(`/v1/sessions/${id}`); location.hash = "#/sessions"; toast("Session deleted"); } catch (err) { toast(err.message, "error"); remove.disabled = false; }
   } }, "Delete");
 
-  async function sendEvents(events) {
+  // sendEvents posts events with the buttons that sent them disabled until
+  // the answer comes (a second click cannot send them twice); keep leaves
+  // them disabled after a success, for buttons the events make moot.
+  async function sendEvents(events, buttons = [], keep = false) {
     clear(sendOut);
-    try { await post(`/v1/sessions/${id}/events`, { events }); return true; } catch (err) { sendOut.append(errorBox(err)); return false; }
+    for (const b of buttons) b.disabled = true;
+    let ok = false;
+    try { await post(`/v1/sessions/${id}/events`, { events }); ok = true; } catch (err) { sendOut.append(errorBox(err)); }
+    if (!ok || !keep) for (const b of buttons) b.disabled = false;
+    return ok;
   }
 
+  // controls enables what the session's state allows: Interrupt while a
+  // turn is on (running, rescheduling, or idle waiting on the user), no
+  // message box once the session is archived, terminated or deleted.
+  function closedBecause() {
+    if (deleted) return "This session was deleted.";
+    if (sess.archived_at) return "This session is archived: it takes no more messages.";
+    return sess.status === "terminated" ? "This session is terminated: it takes no more messages; start a new one." : "";
+  }
+  function controls() {
+    const waiting = sess.status === "idle" && stopReason === "requires_action";
+    const closed = closedBecause();
+    interrupt.disabled = interruptSent || !!closed || !(sess.status === "running" || sess.status === "rescheduling" || waiting);
+    form.hidden = !!closed;
+    closedNote.hidden = !closed;
+    closedNote.textContent = closed;
+    archive.disabled = deleted || !!sess.archived_at;
+    remove.disabled = deleted;
+    for (const tid of closed ? pending : []) if (tools.has(tid)) clear(tools.get(tid).actions);
+  }
+
+  const sendButton = h("button", { type: "submit" }, "Send");
   const form = h("form", { class: "composer", "aria-label": "Send a message" }, field("Message", text),
-    h("div", { class: "row" }, h("button", { type: "submit" }, "Send"), interrupt), sendOut);
+    h("div", { class: "row" }, sendButton, interrupt), sendOut);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const t = text.value;
-    if (!t.trim()) return;
+    if (!t.trim() || sendButton.disabled) return;
     // Cleared at once, not when the answer comes: what is typed meanwhile
     // stays. A refused message comes back if the box is still empty.
     text.value = "";
-    if (!(await sendEvents([{ type: "user.message", content: [{ type: "text", text: t }] }])) && !text.value) text.value = t;
+    if (!(await sendEvents([{ type: "user.message", content: [{ type: "text", text: t }] }], [sendButton])) && !text.value) text.value = t;
   });
   text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
 
@@ -78,26 +125,32 @@ export async function sessionPage(main, id) {
     h("div", { class: "head" }, title, badge, conn),
     h("p", { class: "meta muted" }, h("span", { class: "id" }, id), ` · agent ${sess.agent?.name || sess.agent?.id} v${sess.agent?.version ?? ""} · model ${sess.agent?.model?.id || ""} · environment ${sess.environment_id}`),
     h("div", { class: "row actions" }, archive, remove),
-    log, stopLine, form);
+    log, stopLine, closedNote, form);
 
-  // Rendering. Events arrive in order; each is appended (or updates the
-  // node it belongs to), so a long log renders as it streams in.
+  // Rendering. Events arrive in order and each is appended, so a long log
+  // renders as it streams in. An event seen before (a queued input echoed
+  // again when consumed, a preview's final event) moves to where it came
+  // last: its place in the log, as the list endpoint shows it.
   function add(evID, el) {
-    if (evID && nodes.has(evID)) { nodes.get(evID).replaceWith(el); }
-    else log.append(el);
-    if (evID) nodes.set(evID, el);
-    if (atBottom && !scrollQueued) {
-      // One scroll per frame however many events arrived: a long log
-      // replayed at once costs one layout per frame, not one per event.
-      scrollQueued = true;
-      requestAnimationFrame(() => { scrollQueued = false; log.lastElementChild?.scrollIntoView({ block: "end" }); });
-    }
+    const old = evID && nodes.get(evID);
+    if (old) old.remove();
+    log.append(el);
+    if (evID) { nodes.set(evID, el); el.dataset.eventId = evID; }
+    follow();
     return el;
+  }
+
+  // follow keeps the end of the transcript in view while the user is at
+  // the bottom, once per frame however many events and deltas arrived.
+  function follow() {
+    if (!atBottom || scrollQueued) return;
+    scrollQueued = true;
+    requestAnimationFrame(() => { scrollQueued = false; window.scrollTo(0, document.documentElement.scrollHeight); });
   }
   let scrollQueued = false;
   let atBottom = true;
   window.addEventListener("scroll", onScroll, { passive: true });
-  function onScroll() { atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80; }
+  function onScroll() { atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80; }
 
   function who(label, cls, ...body) {
     return h("li", { class: `ev ${cls}` }, h("div", { class: "who" }, label), ...body);
@@ -117,7 +170,7 @@ export async function sessionPage(main, id) {
 
   function showActions(toolID) {
     const t = tools.get(toolID);
-    if (!t) return;
+    if (!t || closedBecause()) return;
     clear(t.actions);
     if (t.kind === "custom") {
       const answer = h("textarea", { rows: "2", name: "custom-result" });
@@ -127,19 +180,21 @@ export async function sessionPage(main, id) {
         h("button", { type: "submit" }, "Send result"));
       f.addEventListener("submit", (e) => {
         e.preventDefault();
-        sendEvents([{ type: "user.custom_tool_result", custom_tool_use_id: toolID, content: [{ type: "text", text: answer.value }], is_error: isErr.checked }]);
+        const b = f.querySelector("button");
+        if (b.disabled) return;
+        sendEvents([{ type: "user.custom_tool_result", custom_tool_use_id: toolID, content: [{ type: "text", text: answer.value }], is_error: isErr.checked }], [b], true);
       });
       t.actions.append(f);
       return;
     }
     const msg = h("input", { name: "deny-message", placeholder: "Why (the model reads this)" });
-    t.actions.append(h("div", { class: "row approve" },
-      h("button", { type: "button", class: "ok", onclick: () => sendEvents([{ type: "user.tool_confirmation", tool_use_id: toolID, result: "allow" }]) }, "Approve"),
-      h("button", { type: "button", class: "danger", onclick: () => {
-        const c = { type: "user.tool_confirmation", tool_use_id: toolID, result: "deny" };
-        if (msg.value.trim()) c.deny_message = msg.value.trim();
-        sendEvents([c]);
-      } }, "Deny"), field("Deny message", msg)));
+    const approve = h("button", { type: "button", class: "ok", onclick: () => sendEvents([{ type: "user.tool_confirmation", tool_use_id: toolID, result: "allow" }], [approve, deny], true) }, "Approve");
+    const deny = h("button", { type: "button", class: "danger", onclick: () => {
+      const c = { type: "user.tool_confirmation", tool_use_id: toolID, result: "deny" };
+      if (msg.value.trim()) c.deny_message = msg.value.trim();
+      sendEvents([c], [approve, deny], true);
+    } }, "Deny");
+    t.actions.append(h("div", { class: "row approve" }, approve, deny, field("Deny message", msg)));
   }
 
   function settle(toolID, note, cls) {
@@ -172,6 +227,7 @@ export async function sessionPage(main, id) {
       case "event_delta": {
         const el = nodes.get(ev.event_id);
         if (el?.dataset.preview) el.querySelector(".text").append(ev.delta?.content?.text || "");
+        follow();
         return;
       }
       case "user.message": {
@@ -181,7 +237,7 @@ export async function sessionPage(main, id) {
         return;
       }
       case "user.interrupt": add(ev.id, h("li", { class: "ev sys" }, "Interrupted")); return;
-      case "agent.message": add(ev.id, who("Agent", "agent", h("div", { class: "text" }, textOf(ev.content)))); return;
+      case "agent.message": add(ev.id, who("Agent", "agent", agentText(ev.content))); return;
       case "agent.thinking": add(ev.id, who("Thinking", "thinking", h("details", {}, h("summary", {}, "Thinking"), h("div", { class: "text" }, textOf(ev.content) || "(hidden)")))); return;
       case "agent.tool_use": toolCard(ev, "builtin"); return;
       case "agent.mcp_tool_use": toolCard(ev, "mcp"); return;
@@ -221,7 +277,7 @@ export async function sessionPage(main, id) {
       }
       case "session.status_running": stopReason = null; setStatus("running"); stopLine.textContent = ""; return;
       case "session.status_rescheduled": setStatus("rescheduling"); add(ev.id, h("li", { class: "ev sys muted" }, `Rescheduling${ev.reason ? ": " + ev.reason : ""}`)); return;
-      case "session.status_terminated": setStatus("terminated"); stopLine.textContent = "Terminated: this session cannot continue; start a new one."; return;
+      case "session.status_terminated": stopReason = null; setStatus("terminated"); stopLine.textContent = "Terminated: this session cannot continue; start a new one."; return;
       case "session.status_idle": {
         stopReason = ev.stop_reason?.type || null;
         setStatus("idle");
@@ -230,12 +286,13 @@ export async function sessionPage(main, id) {
         return;
       }
       case "session.updated": if (ev.title !== undefined && ev.title !== null) title.textContent = ev.title; return;
-      case "session.deleted": stopLine.textContent = "This session was deleted."; setStatus("terminated"); return;
+      case "session.deleted": deleted = true; stopLine.textContent = ""; setStatus("deleted"); return;
       default:
         if (seq !== null) add(ev.id, h("li", { class: "ev sys muted" }, ev.type));
     }
   }
 
+  controls();
   const stop = stream(id, {
     from: 0, onEvent,
     onState: (s, err) => { conn.textContent = s === "live" ? "live" : s === "reconnecting" ? "reconnecting…" : `stream ended${err ? ": " + err.message : ""}`; },

@@ -5,41 +5,43 @@ import { h, clear, ago, errorBox, field } from "./util.js";
 
 const PAGE = 25;
 const REFRESH_MS = 2000;
-const STATUSES = ["idle", "running", "rescheduling", "terminated"];
+// The status filter: a status, or an idle stop reason (the server's
+// stop_reasons[] filter, a reins extension).
+const STATUSES = {
+  "": { label: "Any status" },
+  idle: { label: "idle", statuses: ["idle"] },
+  "requires-action": { label: "requires action", statuses: ["idle"], stop_reasons: ["requires_action"] },
+  failed: { label: "failed", statuses: ["idle"], stop_reasons: ["retries_exhausted"] },
+  running: { label: "running", statuses: ["running"] },
+  rescheduling: { label: "rescheduling", statuses: ["rescheduling"] },
+  terminated: { label: "terminated", statuses: ["terminated"] },
+};
 
-// requiresAction remembers, per session and update time, whether an idle
-// session stopped on requires_action (the session object does not say; its
-// last session.status_idle does).
-const stopCache = new Map();
-
-async function stopReason(s) {
-  const k = `${s.id}@${s.updated_at}`;
-  if (stopCache.has(k)) return stopCache.get(k);
-  const p = get(`/v1/sessions/${s.id}/events` + qs({ order: "desc", limit: 1, types: ["session.status_idle"] }))
-    .then((r) => r.data[0]?.stop_reason?.type || null).catch(() => null);
-  stopCache.set(k, p);
-  if (stopCache.size > 2000) stopCache.delete(stopCache.keys().next().value);
-  return p;
+// statusLabel is what a session's badge says: an idle session waiting on
+// the user "requires action", one whose turn failed "failed".
+export function statusLabel(status, stop) {
+  if (status === "idle" && stop === "requires_action") return "requires action";
+  if (status === "idle" && stop === "retries_exhausted") return "failed";
+  return status;
 }
 
 export function statusBadge(status, stop) {
-  const label = status === "idle" && stop === "requires_action" ? "requires action" : status;
+  const label = statusLabel(status, stop);
   return h("span", { class: `badge s-${label.replace(" ", "-")}` }, label);
 }
 
-async function options(path, label) {
-  try {
-    const r = await get(path + qs({ limit: 100 }));
-    return r.data.map((x) => h("option", { value: x.id }, `${x.name || x.id}${label ? "" : ""}`));
-  } catch { return []; }
+// named lists the first hundred agents or environments: [{id, name}].
+async function named(path) {
+  try { return (await get(path + qs({ limit: 100 }))).data.map((x) => ({ id: x.id, name: x.name || x.id })); } catch { return []; }
 }
+
+const options = (xs) => xs.map((x) => h("option", { value: x.id }, x.name));
 
 export async function sessionsPage(main) {
   const state = { agent: "", env: "", status: "", archived: false, page: "", search: "" };
   const agentSel = h("select", { name: "agent" }, h("option", { value: "" }, "All agents"));
   const envSel = h("select", { name: "environment" }, h("option", { value: "" }, "All environments"));
-  const statusSel = h("select", { name: "status" }, h("option", { value: "" }, "Any status"),
-    STATUSES.map((s) => h("option", { value: s }, s)));
+  const statusSel = h("select", { name: "status" }, Object.entries(STATUSES).map(([v, s]) => h("option", { value: v }, s.label)));
   const archived = h("input", { type: "checkbox", name: "archived" });
   const search = h("input", { type: "search", name: "search", placeholder: "sesn_… or words of a title" });
   const body = h("tbody");
@@ -63,27 +65,31 @@ export async function sessionsPage(main) {
       body)),
     h("div", { class: "pager" }, prev, next), info);
 
-  Promise.all([options("/v1/agents"), options("/v1/environments")]).then(([a, e]) => {
-    agentSel.append(...a);
-    envSel.append(...e);
-  });
-
+  // The names of agents and environments come from their lists, read once:
+  // a row costs no request. One beyond the first hundred is looked up
+  // once, by id.
   const names = new Map();
-  async function nameOf(kind, id) {
-    if (!id) return "";
-    const k = `${kind}:${id}`;
-    if (!names.has(k)) names.set(k, get(`/v1/${kind}/${id}`).then((x) => x.name || id).catch(() => id));
-    return names.get(k);
+  const lists = Promise.all([named("/v1/agents"), named("/v1/environments")]).then(([a, e]) => {
+    agentSel.append(...options(a));
+    envSel.append(...options(e));
+    for (const [kind, xs] of [["agents", a], ["environments", e]]) for (const x of xs) names.set(`${kind}:${x.id}`, x.name);
+  });
+  function nameCell(kind, id) {
+    const cell = h("td", {}, names.get(`${kind}:${id}`) ?? id ?? "");
+    if (id && !names.has(`${kind}:${id}`)) {
+      const p = get(`/v1/${kind}/${id}`).then((x) => x.name || id).catch(() => id);
+      names.set(`${kind}:${id}`, id);
+      p.then((n) => { names.set(`${kind}:${id}`, n); cell.textContent = n; });
+    }
+    return cell;
   }
 
-  function row(s, stop) {
-    const agentCell = h("td", {}, s.agent?.id || ""), envCell = h("td", {}, s.environment_id);
-    nameOf("agents", s.agent?.id).then((n) => { agentCell.textContent = n; });
-    nameOf("environments", s.environment_id).then((n) => { envCell.textContent = n; });
+  function row(s) {
+    const agentCell = nameCell("agents", s.agent?.id), envCell = nameCell("environments", s.environment_id);
     return h("tr", { dataset: { id: s.id, status: s.status } },
       h("td", {}, h("a", { href: `#/sessions/${s.id}` }, s.title || h("span", { class: "muted" }, "untitled")),
         h("div", { class: "id" }, s.id), s.archived_at ? h("span", { class: "badge" }, "archived") : null),
-      h("td", {}, statusBadge(s.status, stop)), agentCell, envCell,
+      h("td", {}, statusBadge(s.status, s.stop_reason?.type)), agentCell, envCell,
       h("td", { title: s.created_at }, ago(s.created_at)), h("td", { title: s.updated_at }, ago(s.updated_at)));
   }
 
@@ -102,20 +108,20 @@ export async function sessionsPage(main) {
           data = { data: [] };
         }
       } else {
+        const st = STATUSES[state.status];
         data = await get("/v1/sessions" + qs({
-          limit: PAGE, agent_id: state.agent, environment_id: state.env, statuses: state.status ? [state.status] : [],
+          limit: PAGE, agent_id: state.agent, environment_id: state.env, statuses: st.statuses, stop_reasons: st.stop_reasons,
           include_archived: state.archived ? "true" : "", page: state.page,
         }));
       }
+      await lists;
       if (stopped || my !== gen) return;
       let rows = data.data;
       if (q && !q.startsWith("sesn_")) {
         const words = q.toLowerCase().split(/\s+/);
         rows = rows.filter((s) => words.every((w) => (s.title || "").toLowerCase().includes(w)));
       }
-      const stops = await Promise.all(rows.map((s) => (s.status === "idle" ? stopReason(s) : null)));
-      if (stopped || my !== gen) return;
-      clear(body).append(...rows.map((s, i) => row(s, stops[i])));
+      clear(body).append(...rows.map(row));
       if (!rows.length) body.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No sessions match.")));
       cursors = { prev: data.prev_page || null, next: data.next_page || null };
       prev.disabled = !cursors.prev;
@@ -141,7 +147,7 @@ export async function sessionsPage(main) {
 
   await load();
   // Live: the page in view is read again every two seconds while the tab is
-  // visible (one request, plus one per idle session whose update time moved).
+  // visible, one request each time.
   const tick = () => {
     if (stopped) return;
     if (!document.hidden && !inflight) load();
@@ -156,9 +162,9 @@ export async function newSessionPage(main) {
   const env = h("select", { name: "environment", required: true });
   const title = h("input", { name: "title", maxlength: "500" });
   const out = h("div");
-  const [a, e] = await Promise.all([options("/v1/agents"), options("/v1/environments")]);
-  agent.append(...a);
-  env.append(...e);
+  const [a, e] = await Promise.all([named("/v1/agents"), named("/v1/environments")]);
+  agent.append(...options(a));
+  env.append(...options(e));
   const form = h("form", { class: "card" },
     h("h1", {}, "New session"),
     field("Agent", agent), field("Environment", env), field("Title (optional)", title),

@@ -225,3 +225,21 @@ func TestOpenWorkMigration(t *testing.T) {
 	defer s.Close()
 	storetest.CheckOneOpenWork(t, s, "env_1", "sesn_1", "work_2", "work_1")
 }
+
+// TestStopReasonMigration: sessions idle before the session stop reason
+// existed (no column, no field in the body) take it from their log.
+func TestStopReasonMigration(t *testing.T) {
+	dsn, conn := migratedConn(t)
+	s := open(t, dsn)
+	ss := storetest.SeedStopReasons(t, s)
+	s.Close()
+	for _, q := range []string{`UPDATE sessions SET body = convert_to((convert_from(body, 'UTF8')::jsonb - 'stop_reason')::text, 'UTF8')`,
+		`ALTER TABLE sessions DROP COLUMN stop_reason`, `DELETE FROM schema_migrations WHERE version = 16`} {
+		if _, err := conn.Exec(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s = open(t, dsn)
+	defer s.Close()
+	storetest.CheckStopReasons(t, s, ss)
+}

@@ -159,7 +159,7 @@ func TestOpenWorkMigration(t *testing.T) {
 	db := migratedDB(t, path)
 	// Back to the schema before the index, with the race's duplicates
 	// (the later migrations run again too).
-	for _, q := range []string{`DROP INDEX work_open_session`, `DROP TABLE session_leases`, `DROP TABLE replica_hands`, `DROP TABLE session_workspaces`, `DROP TABLE machines`, `DELETE FROM schema_migrations WHERE version >= 7`} {
+	for _, q := range []string{`DROP INDEX work_open_session`, `DROP TABLE session_leases`, `DROP TABLE replica_hands`, `DROP TABLE session_workspaces`, `DROP TABLE machines`, `ALTER TABLE sessions DROP COLUMN stop_reason`, `DELETE FROM schema_migrations WHERE version >= 7`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestEventsRowidMigration(t *testing.T) {
 		`INSERT INTO events_old SELECT session_id, seq, id, type, live, pending, processed_at, body FROM events`,
 		`DROP TABLE events`, `ALTER TABLE events_old RENAME TO events`,
 		`CREATE INDEX events_by_id ON events (session_id, id)`, `CREATE INDEX events_pending ON events (session_id, seq) WHERE pending`,
-		`DROP TABLE replica_hands`, `DROP TABLE session_workspaces`, `DROP TABLE machines`,
+		`DROP TABLE replica_hands`, `DROP TABLE session_workspaces`, `DROP TABLE machines`, `ALTER TABLE sessions DROP COLUMN stop_reason`,
 		`DELETE FROM schema_migrations WHERE version >= 9`,
 	} {
 		if _, err := db.Exec(q); err != nil {
@@ -270,4 +270,29 @@ func TestEventsRowidMigration(t *testing.T) {
 	if pending, err := s.SessionIDsWithPending(ctx); err != nil || len(pending) != 1 {
 		t.Fatalf("sessions with pending events after the migration: %v, %v", pending, err)
 	}
+}
+
+// TestStopReasonMigration: sessions idle before the session stop reason
+// existed (no column, no field in the body) take it from their log.
+func TestStopReasonMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "reins.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := storetest.SeedStopReasons(t, s)
+	s.Close()
+	db := migratedDB(t, path)
+	for _, q := range []string{`UPDATE sessions SET body = json_remove(CAST(body AS TEXT), '$.stop_reason')`,
+		`ALTER TABLE sessions DROP COLUMN stop_reason`, `DELETE FROM schema_migrations WHERE version >= 18`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if s, err = sqlite.Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckStopReasons(t, s, ss)
 }

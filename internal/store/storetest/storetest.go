@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TxReadLog", testTxReadLog},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"SessionListFilters", testSessionListFilters},
+		{"StopReasons", testStopReasons},
 		{"DeleteSession", testDeleteSession},
 		{"EventFilters", testEventFilters},
 		{"ByteBudget", testByteBudget},

@@ -86,8 +86,12 @@ func (t *sessionTx) write() error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(t.ctx, `UPDATE sessions SET status = ?, archived = ?, last_seq = ?, body = ? WHERE id = ?`,
-		t.sess.Status, t.sess.ArchivedAt != nil, t.lastSeq, body, t.sess.ID)
+	var stop any
+	if t.sess.StopReason != nil {
+		stop = t.sess.StopReason.Type
+	}
+	_, err = t.tx.Exec(t.ctx, `UPDATE sessions SET status = ?, stop_reason = ?, archived = ?, last_seq = ?, body = ? WHERE id = ?`,
+		t.sess.Status, stop, t.sess.ArchivedAt != nil, t.lastSeq, body, t.sess.ID)
 	return err
 }
 

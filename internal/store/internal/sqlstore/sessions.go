@@ -69,6 +69,9 @@ func (s *Store) ListSessions(ctx context.Context, sq store.SessionQuery) ([]stor
 	if len(sq.Statuses) > 0 {
 		q.in("status", sq.Statuses)
 	}
+	if len(sq.StopReasons) > 0 {
+		q.in("stop_reason", sq.StopReasons)
+	}
 	q.since("created_at", sq.CreatedGT, sq.CreatedGTE, sq.CreatedLT, sq.CreatedLTE)
 	return list(ctx, s.r, scanItem[ma.Session], `SELECT pos, body FROM sessions`, "pos", &q, sq.ListQuery)
 }
