@@ -202,8 +202,8 @@ func TestConsoleTranscript(t *testing.T) {
 			return li.offsetHeight > %f * window.innerHeight && r.bottom <= c.top + 2 && r.bottom > c.top - 150; })()`, times)
 	}
 	run(t, ctx, "long reply", send("@pace 6ms\n@text "+words), waitJS(inView(1)), waitJS(inView(1.5)))
+	saveShot(t, ctx, "transcript-streaming", chromedp.CaptureScreenshot())
 	run(t, ctx, "long reply ends", waitJS(textIn(".stop", "end turn")))
-	shot(t, ctx, "transcript-follow")
 
 	// A message sent during a turn.
 	run(t, ctx, "mid-turn send",

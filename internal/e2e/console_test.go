@@ -167,12 +167,18 @@ func textIn(sel, s string) string {
 // shot saves a full-page screenshot when REINS_CONSOLE_SCREENSHOTS names a
 // directory (the README's pictures are made so).
 func shot(t *testing.T, ctx context.Context, name string) {
+	run(t, ctx, "settle", chromedp.Sleep(300*time.Millisecond))
+	saveShot(t, ctx, name, chromedp.FullScreenshot(100))
+}
+
+// saveShot saves the screenshot capture takes when
+// REINS_CONSOLE_SCREENSHOTS names a directory.
+func saveShot(t *testing.T, ctx context.Context, name string, capture chromedp.Action[[]byte]) {
 	dir := os.Getenv("REINS_CONSOLE_SCREENSHOTS")
 	if dir == "" {
 		return
 	}
-	run(t, ctx, "settle", chromedp.Sleep(300*time.Millisecond))
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, capture)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ export async function sessionPage(main, id) {
   let interruptSent = false;
 
   const title = h("h1", {}, sess.title || "Untitled session");
-  const badge = h("span", {}, statusBadge(sess.status));
+  const badge = h("span", {}, statusBadge(sess.status, stopReason));
   const conn = h("span", { class: "conn muted", "aria-live": "polite" }, "connecting…");
   const log = h("ol", { class: "transcript", "aria-label": "Transcript", "aria-live": "polite", "aria-relevant": "additions" });
   const stopLine = h("p", { class: "stop", "aria-live": "polite" });
