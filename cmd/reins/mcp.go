@@ -54,12 +54,32 @@ func mcpTools() map[string]mcpTool {
 	}
 }
 
+// mcpWithheldFlags are the flags `reins mcp serve` never publishes, on
+// any command. Where the CLI reaches and as whom is fixed when the server
+// starts (its environment: REINS_URL, REINS_API_KEY, REINS_DATA_DIR, or
+// the key file in the default data dir), never chosen by a caller, who
+// could otherwise send the key to a server of its own or read another
+// data dir's key; and no caller reads this machine's files. The audit of
+// every flag the published commands take:
+//
+//   - url, api-key, data-dir (agents, environments, sessions, vaults):
+//     connection and credential;
+//   - data-dir, database-url (keys): the store the keys are read from;
+//   - file (agents/environments create and update, sessions create and
+//     send): reads a path on this machine; the other flags set the same
+//     fields.
+//
+// The other flags (output, paging, filters, the fields of a request)
+// choose what a command does at the fixed server.
+var mcpWithheldFlags = []string{"url", "api-key", "data-dir", "database-url", "file"}
+
 // newMCPCommand returns the "mcp" command, which exposes root's CLI to MCP
 // clients through the Cobra binding: "reins mcp serve" serves stdio,
 // "reins mcp serve --http ADDR" serves streamable HTTP at /mcp behind a
 // bearer token, and "reins mcp tools" prints the catalogue as JSON. Only
-// the commands of mcpTools are published, with their MCP hints; read-only
-// ones run in parallel, the others one at a time.
+// the commands of mcpTools are published, with their MCP hints and
+// without mcpWithheldFlags; read-only ones run in parallel, the others one
+// at a time.
 func newMCPCommand(root *cobra.Command) *cobra.Command {
 	tools := mcpTools()
 	return mcpcobra.NewCommand(root, mcpcobra.CommandOptions{
@@ -72,6 +92,7 @@ func newMCPCommand(root *cobra.Command) *cobra.Command {
 				}
 				return ok
 			},
+			OmitFlags: mcpWithheldFlags,
 		},
 	})
 }

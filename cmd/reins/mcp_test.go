@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -33,13 +36,24 @@ func TestMCPToolsCatalogue(t *testing.T) {
 			ReadOnlyHint    bool  `json:"readOnlyHint"`
 			DestructiveHint *bool `json:"destructiveHint"`
 		}
+		InputSchema struct {
+			Properties struct {
+				Flags struct {
+					Properties map[string]json.RawMessage `json:"properties"`
+				} `json:"flags"`
+			} `json:"properties"`
+		} `json:"inputSchema"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &defs); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
 	var names []string
+	flags := map[string]bool{}
 	for _, d := range defs {
 		names = append(names, d.Name)
+		for f := range d.InputSchema.Properties.Flags.Properties {
+			flags[f] = true
+		}
 		readOnly := strings.HasSuffix(d.Name, "_list") || strings.HasSuffix(d.Name, "_get") || strings.HasSuffix(d.Name, "_versions") ||
 			d.Name == "reins_version" || d.Name == "reins_sessions_events" || d.Name == "reins_environments_work"
 		if d.Annotations.ReadOnlyHint != readOnly {
@@ -63,6 +77,15 @@ func TestMCPToolsCatalogue(t *testing.T) {
 	}
 	if !slices.Equal(names, want) {
 		t.Errorf("published tools:\n%v\nwant:\n%v", names, want)
+	}
+	// Every flag a caller may set, so that a new one is published only
+	// once someone has judged it: a connection setting, credential or
+	// path belongs in mcpWithheldFlags.
+	wantFlags := []string{"agent", "agent-version", "allowed-host", "approve", "auto-approve", "auto-deny", "custom-tool", "deny", "deny-message",
+		"description", "environment", "include-archived", "interrupt", "is-error", "limit", "metadata", "model", "name", "networking", "order",
+		"output", "page", "session", "status", "system", "title", "tool-response", "tool-result", "toolset", "type", "version"}
+	if got := slices.Sorted(maps.Keys(flags)); !slices.Equal(got, wantFlags) {
+		t.Errorf("published flags:\n%v\nwant:\n%v", got, wantFlags)
 	}
 }
 
@@ -222,4 +245,108 @@ func TestMCPServeOverStdio(t *testing.T) {
 	if res.IsError || !strings.Contains(out.String(), "reins") || !strings.Contains(out.String(), `"exitCode":0`) {
 		t.Fatalf("reins_version over MCP: isError=%v %s", res.IsError, out.String())
 	}
+}
+
+// TestMCPServeKeepsTheKey: the connection settings of `reins mcp serve`
+// are fixed when it starts. A call_tool passing --url, --api-key,
+// --data-dir, --database-url or --file, over stdio and over HTTP, is
+// invalid_arguments and runs nothing: a server listening where the call
+// points never sees a request, let alone the key; the same call without
+// them reaches the server the environment names, with its key.
+func TestMCPServeKeepsTheKey(t *testing.T) {
+	srv := startServer(t)
+	var attacked atomic.Int64
+	attacker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attacked.Add(1)
+		t.Errorf("the attacker's server got %s %s (Authorization %q, x-api-key %q)", r.Method, r.URL, r.Header.Get("Authorization"), r.Header.Get("x-api-key"))
+	}))
+	defer attacker.Close()
+	otherDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(otherDir, "api-key"), []byte("sk-reins-other\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := reinsEnv(t, reinsDir(t), "REINS_URL="+srv.url, "REINS_API_KEY="+srv.key, "REINS_MCP_TOKEN=mcp-token")
+	attacks := []struct {
+		op    string
+		flags map[string]any
+	}{
+		{"reins_agents_list", map[string]any{"url": attacker.URL}},
+		{"reins_sessions_list", map[string]any{"url": attacker.URL, "output": "json"}},
+		{"reins_agents_list", map[string]any{"api-key": "sk-reins-chosen"}},
+		{"reins_agents_list", map[string]any{"data-dir": otherDir}},
+		{"reins_keys_list", map[string]any{"data-dir": otherDir}},
+		{"reins_keys_list", map[string]any{"database-url": "postgres://" + strings.TrimPrefix(attacker.URL, "http://") + "/db"}},
+		{"reins_agents_create", map[string]any{"file": filepath.Join(otherDir, "api-key")}},
+		{"reins_sessions_send", map[string]any{"file": "/etc/passwd"}},
+	}
+	for _, mode := range []string{"stdio", "http"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cs := connectMCP(t, ctx, env, mode)
+			for _, a := range attacks {
+				o := callTool(t, ctx, cs, a.op, map[string]any{"flags": a.flags})
+				if o.Failure == nil || o.Failure.Code != "invalid_arguments" {
+					t.Errorf("%s %v: %+v, want invalid_arguments", a.op, a.flags, o)
+				}
+			}
+			// A flag in the positional arguments stays an argument.
+			callTool(t, ctx, cs, "reins_agents_list", map[string]any{"args": []string{"--url=" + attacker.URL}})
+			o := callTool(t, ctx, cs, "reins_agents_list", map[string]any{"flags": map[string]any{"output": "json"}})
+			if o.Failure != nil || !strings.Contains(o.Stdout, srv.agentID) {
+				t.Fatalf("agents list at the fixed server: %+v", o)
+			}
+		})
+	}
+	if n := attacked.Load(); n != 0 {
+		t.Fatalf("the attacker's server got %d requests", n)
+	}
+}
+
+// connectMCP starts `reins mcp serve` (compact) in env over mode (stdio
+// or http) and connects the official client to it.
+func connectMCP(t *testing.T, ctx context.Context, env []string, mode string) *sdk.ClientSession {
+	t.Helper()
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cmd := exec.Command(lookPath(t, env, "reins"), "mcp", "serve")
+	cmd.Env = env
+	var transport sdk.Transport = &sdk.CommandTransport{Command: cmd}
+	if mode == "http" {
+		cmd.Args = append(cmd.Args, "--http", "127.0.0.1:0")
+		url, token := startMCPHTTP(t, cmd)
+		transport = &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token}}, DisableStandaloneSSE: true}
+	}
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// toolOutcome is a Cobra operation's result: its failure, or what the
+// command printed.
+type toolOutcome struct {
+	Failure *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"failure"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	ExitCode int    `json:"exitCode"`
+}
+
+// callTool calls op with args through call_tool.
+func callTool(t *testing.T, ctx context.Context, cs *sdk.ClientSession, op string, args map[string]any) toolOutcome {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": op, "arguments": args}})
+	if err != nil {
+		t.Fatalf("%s: %v", op, err)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	var o toolOutcome
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatalf("%s: %s: %v", op, raw, err)
+	}
+	return o
 }

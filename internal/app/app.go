@@ -303,7 +303,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hc := cfg.HTTP
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
 	hc.Sessions = sessions.New(sessions.Config{Store: st, Bus: b, Runner: wk.h, Work: wk.q, Hosting: wk.hosting})
-	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Bootstrap: cfg.BootstrapKey}
+	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Machines: st, Bootstrap: cfg.BootstrapKey}
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
 	hc.Lifecycle = replicaLifecycle{ht, b}
 	hc.ValidatePackages = packages.Validate

@@ -43,12 +43,14 @@ var (
 // VaultStore is what VaultCredentials needs of the store.
 type VaultStore interface {
 	ListCredentials(ctx context.Context, vaultID string, q store.ListQuery) ([]store.Item[store.Credential], error)
-	UpdateCredential(ctx context.Context, vaultID, id string, fn func(cur *store.Credential) error) (store.Credential, error)
+	GetCredential(ctx context.Context, vaultID, id string) (store.Credential, error)
+	SwapCredential(ctx context.Context, vaultID, id string, version int64, fn func(cur *store.Credential) error) (store.Credential, error)
 }
 
 // VaultCredentials is Credentials over the store's vaults: static_bearer
 // tokens as they are, mcp_oauth access tokens refreshed through their token
-// endpoint when they expire (the new token is sealed and stored).
+// endpoint when they expire (the new token is sealed and stored), once
+// among all the processes sharing the store (see [RefreshCredential]).
 type VaultCredentials struct {
 	Store   VaultStore
 	Keyring *vault.Keyring
@@ -61,7 +63,7 @@ type VaultCredentials struct {
 	Logger *slog.Logger
 
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex // per credential: one refresh at a time
+	locks map[string]*sync.Mutex // per credential: one refresh at a time in this process
 }
 
 var _ Refresher = (*VaultCredentials)(nil)
@@ -104,83 +106,51 @@ func (v *VaultCredentials) token(ctx context.Context, vaultIDs []string, serverU
 	lock := v.lock(c.ID)
 	lock.Lock()
 	defer lock.Unlock()
-	// Another caller may have refreshed while this one waited.
-	if fresh, err := v.find(ctx, vaultIDs, serverURL); err == nil && fresh.ID == c.ID && string(fresh.Sealed) != string(c.Sealed) {
-		if s, err := v.Keyring.OpenSecrets(fresh.Sealed, c.ID); err == nil && !v.expired(fresh.Auth.ExpiresAt) {
-			return s.AccessToken, nil
-		}
-	}
-	_, tok, err := RefreshCredential(ctx, v.HTTPClient, v.Store, v.Keyring, c)
+	r := refresher{client: v.HTTPClient, st: v.Store, keys: v.Keyring, skew: v.skew(), log: v.logger()}
+	_, tok, err := r.refresh(ctx, c)
 	if err != nil {
 		v.logger().Warn("mcp_oauth refresh failed", "credential_id", c.ID, "vault_id", c.VaultID, "err", err)
 		return "", fmt.Errorf("credential %s: %w: refresh: %w", c.ID, ErrCredentialUnusable, err)
 	}
-	v.logger().Info("mcp_oauth token refreshed", "credential_id", c.ID, "vault_id", c.VaultID)
 	return tok, nil
 }
 
-// RefreshCredential refreshes the mcp_oauth credential c through its token
-// endpoint and stores the new access token (and refresh token, if the
-// endpoint rotated it) sealed, with the new expiry. It returns the stored
-// credential and the new access token. client is as for Refresh.
+// RefreshCredential refreshes the mcp_oauth credential c, whose access
+// token was found expired or rejected, through its token endpoint, and
+// stores the new access token (and refresh token, if the endpoint rotated
+// it) sealed, with the new expiry. The processes sharing the store refresh
+// a credential one at a time: each claims the refresh at the credential's
+// version (compare-and-swap), and one that finds another's claim, or loses
+// the race for it, waits for the winner and returns the token the winner
+// stored; so a rotating refresh token is spent once. It returns the
+// stored credential and its access token. client is as for Refresh.
 func RefreshCredential(ctx context.Context, client *http.Client, st VaultStore, keys *vault.Keyring, c store.Credential) (store.Credential, string, error) {
-	sec, err := keys.OpenSecrets(c.Sealed, c.ID)
-	if err != nil {
-		return c, "", err
+	return refresher{client: client, st: st, keys: keys, skew: defaultSkew}.refresh(ctx, c)
+}
+
+// defaultSkew is how long before they expire tokens are refreshed.
+const defaultSkew = 30 * time.Second
+
+func (v *VaultCredentials) skew() time.Duration {
+	if v.Skew == 0 {
+		return defaultSkew
 	}
-	r := c.Auth.Refresh
-	if r == nil || sec.RefreshToken == "" {
-		return c, "", errors.New("no refresh configuration")
-	}
-	req := RefreshRequest{TokenEndpoint: r.TokenEndpoint, ClientID: r.ClientID, RefreshToken: sec.RefreshToken,
-		AuthType: r.TokenEndpointAuth.Type, ClientSecret: sec.ClientSecret}
-	if r.Resource != nil {
-		req.Resource = *r.Resource
-	}
-	if r.Scope != nil {
-		req.Scope = *r.Scope
-	}
-	res, err := Refresh(ctx, client, req)
-	if err != nil {
-		return c, "", err
-	}
-	sec.AccessToken = res.AccessToken
-	if res.RefreshToken != "" {
-		sec.RefreshToken = res.RefreshToken
-	}
-	sealed, err := keys.SealSecrets(sec, c.ID)
-	if err != nil {
-		return c, "", err
-	}
-	now := time.Now()
-	out, err := st.UpdateCredential(ctx, c.VaultID, c.ID, func(cur *store.Credential) error {
-		cur.Sealed = sealed
-		if res.ExpiresIn > 0 {
-			exp := ma.Time(now.Add(res.ExpiresIn))
-			cur.Auth.ExpiresAt = &exp
-		} else {
-			cur.Auth.ExpiresAt = nil
-		}
-		cur.UpdatedAt = ma.Time(now)
-		return nil
-	})
-	if err != nil {
-		return c, "", fmt.Errorf("store the refreshed token: %w", err)
-	}
-	return out, res.AccessToken, nil
+	return v.Skew
 }
 
 func (v *VaultCredentials) expired(expiresAt *string) bool {
+	return expired(expiresAt, v.skew())
+}
+
+// expired reports whether a token expiring at expiresAt (nil: never) is
+// within skew of its expiry.
+func expired(expiresAt *string, skew time.Duration) bool {
 	if expiresAt == nil {
 		return false
 	}
 	t, err := time.Parse(time.RFC3339Nano, *expiresAt)
 	if err != nil {
 		return true
-	}
-	skew := v.Skew
-	if skew == 0 {
-		skew = 30 * time.Second
 	}
 	return !time.Now().Before(t.Add(-skew))
 }

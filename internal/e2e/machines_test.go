@@ -23,7 +23,8 @@ type machineView struct {
 }
 
 // TestMachineTokens: a machine token made by the API (scoped to
-// environments, shown once) is exchanged for executor tokens;
+// environments, shown once) is exchanged for executor tokens, and is 403
+// permission_error on the rest of the API;
 // an executor connected with it that declares neither process nor agent is
 // refused (-32012 capability_missing, close 4002, ErrRegistrationRefused),
 // one that declares process registers as the machine's; revoking the
@@ -51,8 +52,8 @@ func TestMachineTokens(t *testing.T) {
 	if _, err := call(s.url, s.key, "GET", "/v1/machines", nil, &list); err != nil || len(list.Data) != 1 || list.Data[0].Token != "" || list.Data[0].ID != m.ID {
 		t.Fatalf("list = %+v %v (the token is shown once)", list, err)
 	}
-	if status, _ := callWith(s.url, "GET", "/v1/machines", nil, nil, func(h map[string]string) { h["x-api-key"] = m.Token }); status != 401 {
-		t.Fatalf("a machine token used as an API key: %d, want 401", status)
+	if status, err := callWith(s.url, "GET", "/v1/machines", nil, nil, func(h map[string]string) { h["x-api-key"] = m.Token }); status != 403 || !strings.Contains(err.Error(), `"permission_error"`) {
+		t.Fatalf("a machine token used as an API key: %d %v, want 403 permission_error", status, err)
 	}
 
 	// Neither process nor agent: refused at registration.
@@ -80,6 +81,9 @@ func TestMachineTokens(t *testing.T) {
 	if status, _ := callWith(s.url, "POST", "/v1/executor/tokens", map[string]any{"executor": map[string]string{"name": "x"}}, nil,
 		func(h map[string]string) { h["authorization"] = "Bearer " + m.Token }); status != 401 {
 		t.Fatalf("token exchange with a revoked machine token: %d, want 401", status)
+	}
+	if status, _ := callWith(s.url, "GET", "/v1/machines", nil, nil, func(h map[string]string) { h["x-api-key"] = m.Token }); status != 401 {
+		t.Fatalf("a revoked machine token on the API: %d, want 401", status)
 	}
 	var got machineView
 	if _, err := call(s.url, s.key, "GET", "/v1/machines/"+m.ID, nil, &got); err != nil || got.RevokedAt == nil {

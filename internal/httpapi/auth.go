@@ -41,6 +41,11 @@ type Authenticator struct {
 	// EnvironmentKeys, if set, accepts environment keys (reins_ek_…) of
 	// self-hosted environments with a scope limited to their environment.
 	EnvironmentKeys EnvironmentKeyStore
+	// Machines, if set, recognises machine tokens (reins_mt_…): they
+	// authenticate executors on the executor protocol only, so the API
+	// answers a valid one 403 permission_error (an unknown or revoked one
+	// 401) instead of taking it for a wrong API key.
+	Machines MachineTokenStore
 	// Bootstrap, if set, is accepted as a key (REINS_API_KEY).
 	Bootstrap string
 	// CacheTTL is how long a valid API key is remembered without reading
@@ -100,11 +105,20 @@ func (a *Authenticator) remember(hash string) {
 	a.valid[hash] = time.Now()
 }
 
-// Principal is who a request acts for: an API key (full access) or an
-// environment key (that environment's work queue and sessions only).
+// MachineTokenStore is what an [Authenticator] reads to recognise machine
+// tokens.
+type MachineTokenStore interface {
+	MachineByHash(ctx context.Context, hash string) (store.Machine, error)
+}
+
+// Principal is who a request acts for: an API key (full access), an
+// environment key (that environment's work queue and the tool work of its
+// sessions only) or a machine token (nothing on this API).
 type Principal struct {
 	// EnvironmentID is set for an environment key.
 	EnvironmentID string
+	// MachineID is set for a machine token.
+	MachineID string
 	// hash is the hash of the key the request presented ("" for the
 	// bootstrap key, which cannot be revoked).
 	hash string
@@ -148,6 +162,9 @@ func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, 
 	}
 	if strings.HasPrefix(key, secret.EnvironmentKeyPrefix) && a.EnvironmentKeys != nil {
 		return a.checkEnvironmentKey(ctx, secret.Hash(key))
+	}
+	if strings.HasPrefix(key, secret.MachineTokenPrefix) && a.Machines != nil {
+		return a.checkMachineToken(ctx, secret.Hash(key))
 	}
 	if a.Bootstrap != "" && subtle.ConstantTimeCompare([]byte(key), []byte(a.Bootstrap)) == 1 {
 		return Principal{}, nil
@@ -202,4 +219,17 @@ func (a *Authenticator) checkEnvironmentKey(ctx context.Context, hash string) (P
 		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "environment key %s rejected: %v", k.ID, err)
 	}
 	return Principal{EnvironmentID: k.EnvironmentID, hash: hash}, nil
+}
+
+// checkMachineToken authenticates a machine token by its hash: it must be
+// known and not revoked.
+func (a *Authenticator) checkMachineToken(ctx context.Context, hash string) (Principal, error) {
+	m, err := a.Machines.MachineByHash(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && m.RevokedAt != nil) {
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked machine token")
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{MachineID: m.ID, hash: hash}, nil
 }

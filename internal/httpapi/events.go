@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/reinsdev/reins/internal/sessions"
@@ -102,6 +103,32 @@ func decodeEventParam(field string, raw json.RawMessage) (ma.Event, error) {
 	return ev, nil
 }
 
+// workerEvents are the events an environment key may send: the results
+// of the tool uses its worker runs. What drives a session (user.message,
+// user.interrupt, user.tool_confirmation, system.message) needs an API
+// key.
+var workerEvents = []string{ma.EventUserToolResult, ma.EventUserCustomToolResult}
+
+// mayPost refuses, before anything is validated or appended, a send by an
+// environment key holding an event other than workerEvents. An event
+// whose type cannot be read is left to the validation.
+func (p Principal) mayPost(events []rawView) error {
+	if p.EnvironmentID == "" {
+		return nil
+	}
+	for i, raw := range events {
+		var ev struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(raw, &ev) == nil && ev.Type != "" && !slices.Contains(workerEvents, ev.Type) {
+			return errf(http.StatusForbidden, ma.ErrPermission,
+				"events[%d].type: an environment key may send only %s events, the results of the tools its worker runs; %s needs an API key",
+				i, strings.Join(workerEvents, " and "), ev.Type)
+		}
+	}
+	return nil
+}
+
 type sendBody struct {
 	Events []rawView `json:"events"` // slices of the request body
 }
@@ -116,6 +143,9 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(body.Events) > maxEventsPerRequest {
 		return badRequest("events: at most %d events per request, got %d", maxEventsPerRequest, len(body.Events))
+	}
+	if err := principal(r).mayPost(body.Events); err != nil {
+		return err
 	}
 	evs := make([]ma.Event, len(body.Events))
 	systems := 0

@@ -75,6 +75,8 @@ func (p Principal) limitKey() string {
 	switch {
 	case p.EnvironmentID != "":
 		return "ek:" + p.hash
+	case p.MachineID != "":
+		return "mt:" + p.hash
 	case p.hash != "":
 		return "ak:" + p.hash
 	}

@@ -386,7 +386,12 @@ func (s *Server) authorize(r *http.Request, pattern string) (p Principal, releas
 		return p, nil, err
 	}
 	release, err = s.limits.admit(p.limitKey(), pattern)
-	if err == nil && p.EnvironmentID != "" {
+	switch {
+	case err != nil:
+	case p.MachineID != "":
+		err = errf(http.StatusForbidden, ma.ErrPermission,
+			"a machine token authenticates an executor on the executor protocol only (POST /v1/executor/tokens); this API needs an API key")
+	case p.EnvironmentID != "":
 		err = s.scope(r, p.EnvironmentID)
 	}
 	if err != nil {
@@ -415,7 +420,8 @@ func (s *Server) knownPath(r *http.Request) bool {
 // the session calls a worker makes (get, events list/send/stream) on that
 // environment's sessions, and to reading skill versions (list, get,
 // content), which the official worker downloads for its sessions. Another
-// environment's session is "not found".
+// environment's session is "not found". Which events it may send is
+// checked by sendEvents ([Principal.mayPost]).
 func (s *Server) scope(r *http.Request, envID string) error {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	denied := errf(http.StatusForbidden, ma.ErrPermission, "an environment key can only use its environment's work queue and sessions, and read skill versions")

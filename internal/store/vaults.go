@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -32,8 +33,13 @@ type Vaults interface {
 	// GetCredential returns a credential of the vault.
 	GetCredential(ctx context.Context, vaultID, id string) (Credential, error)
 	// UpdateCredential reads the credential, calls fn and writes it back,
-	// atomically. An error from fn is returned as is.
+	// atomically, at the next Version. An error from fn is returned as is.
 	UpdateCredential(ctx context.Context, vaultID, id string, fn func(cur *Credential) error) (Credential, error)
+	// SwapCredential is UpdateCredential if the credential is still at
+	// version (compare-and-swap): otherwise it calls no fn, writes nothing
+	// and returns an error wrapping ErrConflict, and the caller reads the
+	// credential again.
+	SwapCredential(ctx context.Context, vaultID, id string, version int64, fn func(cur *Credential) error) (Credential, error)
 	// ListCredentials lists a vault's credentials in creation order.
 	ListCredentials(ctx context.Context, vaultID string, q ListQuery) ([]Item[Credential], error)
 	// DeleteCredential removes a credential of the vault.
@@ -46,4 +52,11 @@ type Credential struct {
 	ma.Credential
 	// Sealed is the encrypted secret blob (vault.Keyring.SealSecrets).
 	Sealed []byte
+	// Version counts the credential's writes, from 0 when it is created;
+	// the store sets it.
+	Version int64
+	// RefreshUntil, while it is in the future, says that a process has
+	// claimed the refresh of the credential's OAuth token until then
+	// (connector.VaultCredentials); the zero time when none has.
+	RefreshUntil time.Time
 }

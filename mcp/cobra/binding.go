@@ -17,8 +17,9 @@ import (
 	"github.com/reinsdev/reins/mcp"
 )
 
-// OmitAnnotation is the Cobra annotation that keeps a command and its
-// subtree out of the binding when set to "true".
+// OmitAnnotation keeps a command and its subtree out of the binding when
+// its Cobra annotation is "true", and a flag when its pflag annotation
+// holds "true" (fs.SetAnnotation(name, OmitAnnotation, []string{"true"})).
 const OmitAnnotation = "mcp.reins.dev/omit"
 
 // The Cobra annotations read as MCP hints ("true" or "false"), and the
@@ -54,8 +55,17 @@ type Options struct {
 	// marked with OmitAnnotation.
 	Expose func(*cc.Command) bool
 	// FlagFilter decides whether a flag is published. Nil publishes every
-	// visible, non-deprecated flag except help.
+	// visible, non-deprecated flag except help and those withheld by
+	// OmitFlags or OmitAnnotation.
 	FlagFilter func(*cc.Command, *pflag.Flag) bool
+	// OmitFlags names flags never published, on any command: the
+	// connection settings, credentials and paths that are fixed when the
+	// server starts and that no caller may choose. They are absent from
+	// every input schema, so a call passing one fails with
+	// invalid_arguments like any unknown flag. New fails when no command
+	// of the tree has a flag of one of these names: a misspelt name would
+	// leave the flag it meant published.
+	OmitFlags []string
 	// Group names an operation's group. Nil uses the parent command's name
 	// (empty for children of the root).
 	Group func(*cc.Command) string
@@ -89,9 +99,11 @@ type Options struct {
 
 // A Binding runs the commands of a Cobra tree as MCP operations.
 type Binding struct {
-	opts  Options
-	exe   string
-	ops   []mcp.Operation
+	opts Options
+	exe  string
+	ops  []mcp.Operation
+	// omit is the set of OmitFlags.
+	omit  map[string]bool
 	slots chan struct{}
 	// roSlots are the slots of read-only commands.
 	roSlots chan struct{}
@@ -142,6 +154,9 @@ func New(root *cc.Command, opts Options) (*Binding, error) {
 		}
 		b.exe = exe
 	}
+	if err := b.withhold(root); err != nil {
+		return nil, err
+	}
 	kinds := builtinKinds()
 	for name, c := range opts.Codecs {
 		kinds[name] = flagKind{schema: string(c.Schema), encode: c.Encode}
@@ -182,6 +197,38 @@ func (b *Binding) exposed(root, cmd *cc.Command) bool {
 	return true
 }
 
+// withhold records OmitFlags, each of which must name a flag of some
+// command of root's tree.
+func (b *Binding) withhold(root *cc.Command) error {
+	b.omit = map[string]bool{}
+	for _, name := range b.opts.OmitFlags {
+		b.omit[name] = false
+	}
+	var walk func(cmd *cc.Command)
+	walk = func(cmd *cc.Command) {
+		cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if _, ok := b.omit[f.Name]; ok {
+				b.omit[f.Name] = true
+			}
+		})
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for _, name := range b.opts.OmitFlags {
+		if !b.omit[name] {
+			return fmt.Errorf("mcpcobra: OmitFlags names --%s, which no command of %q has", name, root.Name())
+		}
+	}
+	return nil
+}
+
+// publishes reports whether cmd's flag f is offered to callers.
+func (b *Binding) publishes(cmd *cc.Command, f *pflag.Flag) bool {
+	return published(f) && !b.omit[f.Name] && (b.opts.FlagFilter == nil || b.opts.FlagFilter(cmd, f))
+}
+
 func (b *Binding) expose(cmd *cc.Command) bool {
 	return b.opts.Expose == nil || b.opts.Expose(cmd)
 }
@@ -207,7 +254,7 @@ func (b *Binding) operation(root, cmd *cc.Command, kinds map[string]flagKind) (m
 	flags := map[string]boundFlag{}
 	var err error
 	visit := func(f *pflag.Flag) {
-		if err != nil || !published(f) || (b.opts.FlagFilter != nil && !b.opts.FlagFilter(cmd, f)) {
+		if err != nil || !b.publishes(cmd, f) {
 			return
 		}
 		k, ok := kinds[f.Value.Type()]

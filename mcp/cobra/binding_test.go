@@ -233,10 +233,16 @@ func TestMCPTools(t *testing.T) {
 // the test CLI's tree.
 func served(t *testing.T, opts mcpcobra.Options) (caller, *mcpcobra.Binding) {
 	t.Helper()
+	return servedTree(t, testcli.Root(), opts)
+}
+
+// servedTree is served for the tree of root.
+func servedTree(t *testing.T, root *cc.Command, opts mcpcobra.Options) (caller, *mcpcobra.Binding) {
+	t.Helper()
 	if opts.Executable == "" {
 		opts.Executable = testcliPath
 	}
-	b, err := mcpcobra.New(testcli.Root(), opts)
+	b, err := mcpcobra.New(root, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,5 +450,58 @@ func TestCustomFlagNeedsCodec(t *testing.T) {
 	ops := b.Operations()
 	if len(ops) != 1 || ops[0].Name != "tool_set" || !strings.Contains(string(ops[0].InputSchema), `"enum":["low","high"]`) {
 		t.Fatalf("ops %s", dump(ops))
+	}
+}
+
+// TestWithheldFlags: flags named in OmitFlags (here the root's persistent
+// --verbose) or annotated with OmitAnnotation (echo's --ratio) are in no
+// input schema, and a call passing one is invalid_arguments, never run
+// with the flag dropped. A name in OmitFlags that no command has makes New
+// fail.
+func TestWithheldFlags(t *testing.T) {
+	root := testcli.Root()
+	echo, _, err := root.Find([]string{"echo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := echo.Flags().SetAnnotation("ratio", mcpcobra.OmitAnnotation, []string{"true"}); err != nil {
+		t.Fatal(err)
+	}
+	c, b := servedTree(t, root, mcpcobra.Options{OmitFlags: []string{"verbose"}})
+	for _, op := range b.Operations() {
+		var schema struct {
+			Properties struct {
+				Flags struct {
+					Properties map[string]json.RawMessage `json:"properties"`
+				} `json:"flags"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(op.InputSchema, &schema); err != nil {
+			t.Fatal(err)
+		}
+		flags := schema.Properties.Flags.Properties
+		if _, ok := flags["verbose"]; ok {
+			t.Errorf("%s publishes --verbose", op.Name)
+		}
+		if _, ok := flags["ratio"]; ok {
+			t.Errorf("%s publishes --ratio", op.Name)
+		}
+		if _, ok := flags["times"]; op.Name == "testcli_echo" && !ok {
+			t.Errorf("testcli_echo lost --times: %s", op.InputSchema)
+		}
+	}
+	ctx := context.Background()
+	for _, flag := range []string{"verbose", "ratio"} {
+		o := wantCode(t, c.call(t, ctx, "testcli_echo", map[string]any{"flags": map[string]any{flag: true}}), mcp.CodeInvalidArguments)
+		if !strings.Contains(o.Failure.Message, flag) {
+			t.Errorf("--%s refused with %q, which does not name it", flag, o.Failure.Message)
+		}
+	}
+	if o := decode(t, c.call(t, ctx, "testcli_echo", map[string]any{"flags": map[string]any{"times": 2}})); o.Failure != nil {
+		t.Fatalf("echo with a published flag: %+v", o.Failure)
+	}
+	_, err = mcpcobra.New(testcli.Root(), mcpcobra.Options{Executable: testcliPath, OmitFlags: []string{"verbose", "vrebose"}})
+	if err == nil || !strings.Contains(err.Error(), "--vrebose") {
+		t.Fatalf("New with a misspelt OmitFlags name: %v", err)
 	}
 }

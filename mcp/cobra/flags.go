@@ -203,7 +203,8 @@ func encDuration(v json.RawMessage) (string, error) {
 	return s, nil
 }
 
-// published reports whether a flag is offered to callers.
+// published reports whether a flag may be offered to callers at all: not
+// help, hidden, deprecated or marked with OmitAnnotation.
 func published(f *pflag.Flag) bool {
-	return f.Name != "help" && !f.Hidden && f.Deprecated == ""
+	return f.Name != "help" && !f.Hidden && f.Deprecated == "" && !slices.Contains(f.Annotations[OmitAnnotation], "true")
 }

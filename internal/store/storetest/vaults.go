@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/store"
@@ -30,6 +33,7 @@ func RunVaults[S VaultStore](t *testing.T, open func(t *testing.T) S) {
 		{"VaultListPaging", testVaultListPaging},
 		{"Credentials", testCredentials},
 		{"CredentialUniqueness", testCredentialUniqueness},
+		{"SwapCredential", testSwapCredential},
 		{"ArchiveVault", testArchiveVault},
 		{"DeleteVaultCascades", testDeleteVaultCascades},
 	}
@@ -253,5 +257,71 @@ func testDeleteVaultCascades(t *testing.T, s store.Vaults) {
 	}
 	if _, err := s.GetCredential(ctx, v.ID, c.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("credential outlived its vault: %v", err)
+	}
+}
+
+// testSwapCredential: every write of a credential moves it to the next
+// version; SwapCredential writes only at the version given, so of
+// concurrent swaps from one version exactly one wins and the others write
+// nothing; RefreshUntil is kept as written.
+func testSwapCredential(t *testing.T, s store.Vaults) {
+	ctx := context.Background()
+	v := newVault(t, s, "v")
+	c := bearer(v.ID, "https://mcp.example.com/mcp")
+	if err := s.CreateCredential(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetCredential(ctx, v.ID, c.ID); err != nil || got.Version != 0 || !got.RefreshUntil.IsZero() {
+		t.Fatalf("new credential: version %d, refresh_until %v, %v", got.Version, got.RefreshUntil, err)
+	}
+	up, err := s.UpdateCredential(ctx, v.ID, c.ID, func(cur *store.Credential) error { cur.Sealed = []byte{4}; return nil })
+	if err != nil || up.Version != 1 {
+		t.Fatalf("UpdateCredential: version %d, %v", up.Version, err)
+	}
+	until := time.Now().Add(time.Minute)
+	sw, err := s.SwapCredential(ctx, v.ID, c.ID, 1, func(cur *store.Credential) error { cur.RefreshUntil = until; return nil })
+	if err != nil || sw.Version != 2 || !sw.RefreshUntil.Equal(until) {
+		t.Fatalf("SwapCredential at the current version: %+v, %v", sw, err)
+	}
+	called := false
+	if _, err := s.SwapCredential(ctx, v.ID, c.ID, 1, func(cur *store.Credential) error { called = true; return nil }); !errors.Is(err, store.ErrConflict) || called {
+		t.Fatalf("SwapCredential at a past version: %v (fn called: %v), want ErrConflict", err, called)
+	}
+	boom := errors.New("boom")
+	if _, err := s.SwapCredential(ctx, v.ID, c.ID, 2, func(cur *store.Credential) error { cur.Sealed = []byte{5}; return boom }); !errors.Is(err, boom) {
+		t.Fatalf("fn error: %v", err)
+	}
+	if _, err := s.SwapCredential(ctx, v.ID, "vcrd_missing", 0, func(*store.Credential) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown credential: %v", err)
+	}
+	list, err := s.ListCredentials(ctx, v.ID, store.ListQuery{})
+	if err != nil || len(list) != 1 || list[0].Value.Version != 2 || !list[0].Value.RefreshUntil.Equal(until) || !bytes.Equal(list[0].Value.Sealed, []byte{4}) {
+		t.Fatalf("listed after the swaps: %+v, %v", list, err)
+	}
+
+	// Concurrent swaps from one version: one wins.
+	var wins atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			_, err := s.SwapCredential(ctx, v.ID, c.ID, 2, func(cur *store.Credential) error { cur.Sealed = []byte{byte(i)}; return nil })
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case !errors.Is(err, store.ErrConflict):
+				t.Errorf("swap %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got, _ := s.GetCredential(ctx, v.ID, c.ID); wins.Load() != 1 || got.Version != 3 {
+		t.Fatalf("%d concurrent swaps won, version %d; want 1 and 3", wins.Load(), got.Version)
+	}
+	// Archiving the vault writes its credentials too.
+	if _, err := s.ArchiveVault(ctx, v.ID, now()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetCredential(ctx, v.ID, c.ID); got.Version != 4 {
+		t.Fatalf("after archiving the vault: version %d, want 4", got.Version)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -80,14 +81,14 @@ func (s *Store) ArchiveVault(ctx context.Context, id string, at string) (ma.Vaul
 
 // archiveCredentials archives the live credentials of a vault.
 func (s *Store) archiveCredentials(ctx context.Context, tx Querier, vaultID, at string) error {
-	creds, err := collect(ctx, tx, scanCredential, `SELECT pos, body, sealed FROM vault_credentials WHERE vault_id = ? AND NOT archived`+s.lock(LockUpdate), vaultID)
+	creds, err := collect(ctx, tx, scanCredential, `SELECT pos, `+credentialColumns+` FROM vault_credentials WHERE vault_id = ? AND NOT archived`+s.lock(LockUpdate), vaultID)
 	if err != nil {
 		return err
 	}
 	for _, it := range creds {
 		c := it.Value
 		c.ArchivedAt, c.UpdatedAt = &at, at
-		if err := s.putCredential(ctx, tx, c); err != nil {
+		if err := s.putCredential(ctx, tx, &c); err != nil {
 			return err
 		}
 	}
@@ -168,24 +169,45 @@ func (s *Store) CreateCredential(ctx context.Context, c store.Credential) error 
 	})
 }
 
+// credentialColumns are the columns scanCredentialRow reads.
+const credentialColumns = `body, sealed, version, refresh_until`
+
 func getCredential(ctx context.Context, db Querier, vaultID, id, lock string) (store.Credential, error) {
-	var body, sealed []byte
-	if err := db.QueryRow(ctx, `SELECT body, sealed FROM vault_credentials WHERE id = ? AND vault_id = ?`+lock, id, vaultID).Scan(&body, &sealed); err != nil {
-		return store.Credential{}, notFound(err, "credential "+id+" in vault", vaultID)
-	}
-	c := store.Credential{Sealed: sealed}
-	err := json.Unmarshal(body, &c.Credential)
-	return c, err
+	c, err := scanCredentialRow(db.QueryRow(ctx, `SELECT `+credentialColumns+` FROM vault_credentials WHERE id = ? AND vault_id = ?`+lock, id, vaultID))
+	return c, notFound(err, "credential "+id+" in vault", vaultID)
 }
 
-func (s *Store) putCredential(ctx context.Context, tx Querier, c store.Credential) error {
+// scanCredentialRow scans the credentialColumns of a row, after dest.
+func scanCredentialRow(row Row, dest ...any) (store.Credential, error) {
+	var c store.Credential
+	var body []byte
+	var until int64
+	if err := row.Scan(append(dest, &body, &c.Sealed, &c.Version, &until)...); err != nil {
+		return c, err
+	}
+	if until != 0 {
+		c.RefreshUntil = time.Unix(0, until).UTC()
+	}
+	return c, json.Unmarshal(body, &c.Credential)
+}
+
+// putCredential writes c at the next version, which it sets.
+func (s *Store) putCredential(ctx context.Context, tx Querier, c *store.Credential) error {
 	body, err := json.Marshal(c.Credential)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `UPDATE vault_credentials SET kind = ?, match_key = ?, archived = ?, body = ?, sealed = ? WHERE id = ?`,
-		kindClass(c.Credential), matchKey(c.Credential), c.ArchivedAt != nil, body, sealedBytes(c.Sealed), c.ID)
-	return s.conflict(err, credentialConflict(c.Credential))
+	var until int64
+	if !c.RefreshUntil.IsZero() {
+		until = c.RefreshUntil.UnixNano()
+	}
+	_, err = tx.Exec(ctx, `UPDATE vault_credentials SET kind = ?, match_key = ?, archived = ?, body = ?, sealed = ?, version = version + 1, refresh_until = ? WHERE id = ?`,
+		kindClass(c.Credential), matchKey(c.Credential), c.ArchivedAt != nil, body, sealedBytes(c.Sealed), until, c.ID)
+	if err != nil {
+		return s.conflict(err, credentialConflict(c.Credential))
+	}
+	c.Version++
+	return nil
 }
 
 // GetCredential implements store.Vaults.
@@ -205,20 +227,30 @@ func (s *Store) UpdateCredential(ctx context.Context, vaultID, id string, fn fun
 			return err
 		}
 		c.ID, c.VaultID = id, vaultID
+		if err := s.putCredential(ctx, tx, &c); err != nil {
+			return err
+		}
 		out = c
-		return s.putCredential(ctx, tx, c)
+		return nil
 	})
 	return out, err
 }
 
-// scanCredential scans a row (pos, body, sealed).
+// SwapCredential implements store.Vaults.
+func (s *Store) SwapCredential(ctx context.Context, vaultID, id string, version int64, fn func(*store.Credential) error) (store.Credential, error) {
+	return s.UpdateCredential(ctx, vaultID, id, func(c *store.Credential) error {
+		if c.Version != version {
+			return fmt.Errorf("credential %s is at version %d, not %d: %w", id, c.Version, version, store.ErrConflict)
+		}
+		return fn(c)
+	})
+}
+
+// scanCredential scans a row (pos, then credentialColumns).
 func scanCredential(row Row) (store.Item[store.Credential], error) {
 	var it store.Item[store.Credential]
-	var body []byte
-	if err := row.Scan(&it.Pos, &body, &it.Value.Sealed); err != nil {
-		return it, err
-	}
-	err := json.Unmarshal(body, &it.Value.Credential)
+	var err error
+	it.Value, err = scanCredentialRow(row, &it.Pos)
 	return it, err
 }
 
@@ -229,7 +261,7 @@ func (s *Store) ListCredentials(ctx context.Context, vaultID string, l store.Lis
 	if !l.IncludeArchived {
 		q.and("NOT archived")
 	}
-	return list(ctx, s.r, scanCredential, `SELECT pos, body, sealed FROM vault_credentials`, "pos", &q, l)
+	return list(ctx, s.r, scanCredential, `SELECT pos, `+credentialColumns+` FROM vault_credentials`, "pos", &q, l)
 }
 
 // DeleteCredential implements store.Vaults.
