@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -81,6 +82,7 @@ func (w *world) serveNamed(t testing.TB, host, certName string, h http.Handler) 
 	}
 	srv := httptest.NewUnstartedServer(h)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // handshakes the proxy refuses
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())

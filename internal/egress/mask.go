@@ -134,26 +134,23 @@ func (s *substitution) maskHeader(h http.Header) {
 // canonicalised the name's case, and with it the value's.
 func (s *substitution) maskName(name string) string {
 	for _, m := range s.masks {
-		lower, value := strings.ToLower(name), strings.ToLower(m.Placeholder)
-		if len(lower) != len(name) || value == "" {
-			continue // names are ASCII tokens: lowering keeps offsets
-		}
-		var b strings.Builder
-		for {
-			i := strings.Index(lower, value)
-			if i < 0 {
-				break
-			}
-			b.WriteString(name[:i])
-			b.WriteString(m.Value)
-			name, lower = name[i+len(value):], lower[i+len(value):]
-		}
-		if b.Len() > 0 {
-			b.WriteString(name)
-			name = b.String()
+		for i := indexFold(name, m.Placeholder, 0); i >= 0; i = indexFold(name, m.Placeholder, i+len(m.Value)) {
+			name = name[:i] + m.Value + name[i+len(m.Placeholder):]
 		}
 	}
 	return name
+}
+
+// indexFold returns the index of the first sub in s at or after from,
+// ignoring case, or -1. It allocates nothing: it runs on every header
+// name of every masked response.
+func indexFold(s, sub string, from int) int {
+	for i := from; sub != "" && i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return i
+		}
+	}
+	return -1
 }
 
 // maskedBody is a response body read through the masking replacer.
