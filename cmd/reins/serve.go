@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/egress"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
@@ -46,17 +47,19 @@ type serveOptions struct {
 	logLevel         string
 	outboundAllow    []string
 	sandbox          sandboxFlags
-	memoryBudget     string
-	processBudget    int
-	pipIndexURL      string
-	npmRegistry      string
-	bodyTimeout      time.Duration
-	maxFileSize      int64
-	limits           httpapi.KeyLimits
-	maxRequests      int
-	debugAddr        string
-	metricsAddr      string
-	otlpEndpoint     string
+	// cleartextCredentials are --egress-cleartext-credentials.
+	cleartextCredentials []string
+	memoryBudget         string
+	processBudget        int
+	pipIndexURL          string
+	npmRegistry          string
+	bodyTimeout          time.Duration
+	maxFileSize          int64
+	limits               httpapi.KeyLimits
+	maxRequests          int
+	debugAddr            string
+	metricsAddr          string
+	otlpEndpoint         string
 	// flags are the command's flags, for errors that name them.
 	flags *pflag.FlagSet
 }
@@ -103,6 +106,8 @@ refused at start.`,
 	f.StringSliceVar(&o.outboundAllow, "outbound-allow", nil,
 		"internal addresses (CIDR or IP: loopback, private, link-local) that the server's own requests to URLs users give (agents' MCP servers, OAuth token endpoints, mcp_oauth_validate) may reach anyway; refused by default (REINS_OUTBOUND_ALLOW)")
 	o.sandbox.register(f, "cloud sessions'")
+	f.StringSliceVar(&o.cleartextCredentials, "egress-cleartext-credentials", nil,
+		"hosts (names, IP addresses or *.domain) to which cloud sandboxes' egress proxy substitutes credentials (vault environment_variable credentials, repository tokens) in plain http:// requests too, sending them in clear, e.g. a git server without TLS on a trusted network; elsewhere credentials go over HTTPS only (REINS_EGRESS_CLEARTEXT_CREDENTIALS)")
 	f.StringVar(&o.memoryBudget, "sandbox-memory-budget", "",
 		"memory all cloud sessions' sandboxes may use together, e.g. 16G (default twice this machine's memory: a sandbox rarely reaches its cap, and sandboxed processes are the first the kernel kills when memory runs out): the tools of budget/--sandbox-memory sessions run at once, more wait in line and idle sessions give their slots up to them (REINS_SANDBOX_MEMORY_BUDGET)")
 	f.IntVar(&o.processBudget, "sandbox-process-budget", 0,
@@ -137,6 +142,7 @@ refused at start.`,
 		{"model-max-attempts", "REINS_MODEL_MAX_ATTEMPTS"}, {"model-retry-base", "REINS_MODEL_RETRY_BASE"}, {"model-retry-max", "REINS_MODEL_RETRY_MAX"},
 		{"model-concurrency", "REINS_MODEL_CONCURRENCY"}, {"model-provider-concurrency", "REINS_MODEL_PROVIDER_CONCURRENCY"},
 		{"shutdown-grace", "REINS_SHUTDOWN_GRACE"}, {"log-level", "REINS_LOG_LEVEL"}, {"outbound-allow", "REINS_OUTBOUND_ALLOW"},
+		{"egress-cleartext-credentials", "REINS_EGRESS_CLEARTEXT_CREDENTIALS"},
 		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"},
 		{"sandbox-memory-budget", "REINS_SANDBOX_MEMORY_BUDGET"}, {"sandbox-process-budget", "REINS_SANDBOX_PROCESS_BUDGET"},
 		{"body-timeout", "REINS_BODY_TIMEOUT"}, {"max-file-size", "REINS_MAX_FILE_SIZE"}, {"creates-per-minute", "REINS_CREATES_PER_MINUTE"},
@@ -221,6 +227,12 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		}
 	}
 	sbx.ProcessBudget = o.processBudget
+	for _, h := range o.cleartextCredentials {
+		if err := egress.CheckHost(h); err != nil {
+			return flagError(o.flags, "egress-cleartext-credentials", "%v", err)
+		}
+	}
+	sbx.CleartextCredentialHosts = o.cleartextCredentials
 	outbound, err := netguard.ParseAllow(o.outboundAllow)
 	if err != nil {
 		return fmt.Errorf("--outbound-allow: %w", err)

@@ -18,18 +18,38 @@ import (
 // default and refuses an entry that is not an address or prefix before
 // anything starts.
 func TestServeOutboundAllow(t *testing.T) {
-	t.Setenv("REINS_OUTBOUND_ALLOW", "127.0.0.1/32,::1")
+	serveSliceFromEnv(t, "outbound-allow", "REINS_OUTBOUND_ALLOW", "127.0.0.1/32", "::1")
+	r := execute(context.Background(), "", "serve", "--data-dir", t.TempDir(), "--sandbox", "none", "--outbound-allow", "localhost")
+	if r.err == nil || !strings.Contains(r.err.Error(), "--outbound-allow") || !strings.Contains(r.err.Error(), `"localhost"`) {
+		t.Fatalf("serve --outbound-allow localhost: %v", r.err)
+	}
+}
+
+// serveSliceFromEnv checks that serve's list flag reads want, joined by
+// commas, from the environment variable env by default.
+func serveSliceFromEnv(t *testing.T, flag, env string, want ...string) {
+	t.Helper()
+	t.Setenv(env, strings.Join(want, ","))
 	fs := newServeCommand().Flags()
 	if err := applyEnv(fs); err != nil {
 		t.Fatal(err)
 	}
-	got, err := fs.GetStringSlice("outbound-allow")
-	if err != nil || !slices.Equal(got, []string{"127.0.0.1/32", "::1"}) {
-		t.Fatalf("--outbound-allow default = %q, %v", got, err)
+	got, err := fs.GetStringSlice(flag)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("--%s default = %q, %v", flag, got, err)
 	}
-	r := execute(context.Background(), "", "serve", "--data-dir", t.TempDir(), "--sandbox", "none", "--outbound-allow", "localhost")
-	if r.err == nil || !strings.Contains(r.err.Error(), "--outbound-allow") || !strings.Contains(r.err.Error(), `"localhost"`) {
-		t.Fatalf("serve --outbound-allow localhost: %v", r.err)
+}
+
+// TestServeCleartextCredentials: --egress-cleartext-credentials reads
+// REINS_EGRESS_CLEARTEXT_CREDENTIALS by default and refuses an entry that
+// is not a host, an IP address or *.domain before anything starts.
+func TestServeCleartextCredentials(t *testing.T) {
+	serveSliceFromEnv(t, "egress-cleartext-credentials", "REINS_EGRESS_CLEARTEXT_CREDENTIALS", "git.internal", "*.corp.example", "10.0.0.7")
+	for _, bad := range []string{"http://git.internal", "git.internal:80", "*", "a..b"} {
+		r := execute(context.Background(), "", "serve", "--data-dir", t.TempDir(), "--sandbox", "none", "--egress-cleartext-credentials", bad)
+		if r.err == nil || !strings.Contains(r.err.Error(), "--egress-cleartext-credentials") || !strings.Contains(r.err.Error(), bad) {
+			t.Errorf("serve --egress-cleartext-credentials %s: %v", bad, r.err)
+		}
 	}
 }
 

@@ -45,6 +45,11 @@ type SandboxConfig struct {
 	// that the egress proxy may reach anyway, e.g. a test server on
 	// 127.0.0.1. Public addresses need no entry.
 	EgressAllow []netip.Prefix
+	// CleartextCredentialHosts are hosts (names, IP addresses or
+	// "*.domain") to which the egress proxy substitutes credentials in
+	// plain http:// requests too, e.g. a git server on the local network
+	// that has no TLS. Elsewhere credentials go over TLS only.
+	CleartextCredentialHosts []string
 	// MemoryBudget and ProcessBudget are the memory and processes all
 	// cloud sessions' sandboxes may use together (zero: this machine's
 	// memory, half its thread limit): the server runs the tools of as
@@ -92,6 +97,10 @@ func CheckMirrorURL(raw string) error {
 // egressAllowHint follows a refusal of an internal address.
 const egressAllowHint = "an operator can allow it with --egress-allow"
 
+// cleartextHint follows a refusal of a credential in a plain http://
+// request.
+const cleartextHint = "an operator can allow cleartext credentials for a host with --egress-cleartext-credentials"
+
 // sandboxes makes the sandboxes of cloud sessions, one per session, and
 // serves each one's egress proxy with its environment's network policy.
 type sandboxes struct {
@@ -101,6 +110,8 @@ type sandboxes struct {
 	guard *netguard.Guard
 	log   *slog.Logger
 	ctx   context.Context // lifetime of the proxies
+
+	cleartext []string // SandboxConfig.CleartextCredentialHosts
 
 	cas *caStore // per-environment CAs of the proxies that substitute credentials
 
@@ -122,7 +133,7 @@ func newSandboxes(ctx context.Context, cfg SandboxConfig, pkgs PackagesConfig, s
 	if err != nil {
 		return nil, err
 	}
-	s := &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx,
+	s := &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx, cleartext: cfg.CleartextCredentialHosts,
 		cas:       &caStore{dir: filepath.Join(dataDir, "ca"), keys: keys, cas: map[string]*egress.CA{}},
 		launchers: map[string]tools.Launcher{}, credentials: map[string]*credentialSet{}}
 	// Installs reach the package registries and the operator's mirrors
@@ -164,7 +175,7 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 		return nil, err
 	}
 	p := &egress.Proxy{Policy: policy, Guard: s.guard, Logger: s.log.With("session", a.SessionID), AllowHint: egressAllowHint,
-		MaskResponses: true}
+		MaskResponses: true, CleartextHosts: s.cleartext, CleartextHint: cleartextHint}
 	opts := sandbox.Options{
 		Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
 		Egress: func(ln net.Listener) { s.serveEgress(ln, p) },

@@ -14,11 +14,13 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,6 +103,9 @@ func TestCredentialSubstitutedAtEgress(t *testing.T) {
 	roots := filepath.Join(t.TempDir(), "upstream-ca.pem")
 	os.WriteFile(roots, tt.caPEM, 0o644)
 	t.Setenv("SSL_CERT_FILE", roots) // the server's proxy verifies the test servers against it
+	var cleartextHits atomic.Int64
+	cleartext := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { cleartextHits.Add(1) }))
+	defer cleartext.Close()
 	s := startEscapeServer(t, "--egress-allow", "127.0.0.0/8")
 
 	const value = "sk-live-substituted-0123456789abcdef"
@@ -125,7 +130,8 @@ curl -sS -k --noproxy '' -x "$HTTPS_PROXY" -H "Authorization: Bearer $MY_SECRET"
 no_proxy= NO_PROXY= /usr/bin/python3 -c 'import os, urllib.request as u
 print(u.urlopen(u.Request("%[1]s/urllib", headers={"Authorization": "Bearer " + os.environ["MY_SECRET"]})).read().decode())'
 echo "ENV $MY_SECRET"; tr '\0' '\n' < /proc/self/environ | grep MY_SECRET
-echo "REV $(printf %%s "$MY_SECRET" | rev)"; echo "B64 $(printf %%s "$MY_SECRET" | base64 -w0)"`, allowed.url, other.url))
+echo "REV $(printf %%s "$MY_SECRET" | rev)"; echo "B64 $(printf %%s "$MY_SECRET" | base64 -w0)"
+curl -sS --noproxy '' -x "$HTTPS_PROXY" -H "Authorization: Bearer $MY_SECRET" %[3]s/cleartext`, allowed.url, other.url, cleartext.URL))
 	t.Logf("%s", out)
 	ph := regexp.MustCompile(`ENV (reins_placeholder_[0-9a-f]+)`).FindStringSubmatch(out)
 	if ph == nil {
@@ -145,6 +151,11 @@ echo "REV $(printf %%s "$MY_SECRET" | rev)"; echo "B64 $(printf %%s "$MY_SECRET"
 	}
 	if !strings.Contains(out, "REV "+reverseString(placeholder)) || !strings.Contains(out, "B64 "+base64.StdEncoding.EncodeToString([]byte(placeholder))) {
 		t.Errorf("rev and base64 of the variable do not print the placeholder's forms:\n%s", out)
+	}
+	// Over plain HTTP the credential is not sent: the proxy says why.
+	if !strings.Contains(out, "credentials are substituted only over HTTPS, and this is a plain http:// request to 127.0.0.1") ||
+		!strings.Contains(out, "--egress-cleartext-credentials") || cleartextHits.Load() != 0 {
+		t.Errorf("a plain http:// request with the placeholder was not refused (%d reached the host):\n%s", cleartextHits.Load(), out)
 	}
 	if strings.Contains(out, value) || strings.Contains(out, reverseString(value)) {
 		t.Errorf("the value reached the sandbox:\n%s", out)

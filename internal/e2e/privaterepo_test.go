@@ -49,6 +49,9 @@ func TestPrivateRepositoryResource(t *testing.T) {
 	dir := t.TempDir()
 	s := startWith(t, options{dir: dir}, func(c *app.Config) {
 		c.Sandbox.EgressAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+		// The test's git server has no TLS: the operator lets the token
+		// go to it in clear.
+		c.Sandbox.CleartextCredentialHosts = []string{"127.0.0.1"}
 	})
 	ctx := context.Background()
 	a := s.newAgent(t, "scripted", toolset(false))

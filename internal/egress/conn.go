@@ -200,14 +200,16 @@ func summarize(hosts []string) string {
 
 // upstreamError answers an error from dialling or forwarding to t: 403
 // if the guard refused the address, else 502, saying so when t's
-// certificate failed verification.
+// certificate failed verification. The message describes the failure in
+// the proxy's words (see upstreamProblem): an upstream's bytes, which may
+// echo a substituted credential, never reach the client or the log.
 func (cn *conn) upstreamError(t target, err error) {
 	var d *netguard.DeniedError
 	var v *tls.CertificateVerificationError
 	switch {
 	case errors.As(err, &v):
 		cn.p.failed.Add(1)
-		cn.fail(http.StatusBadGateway, fmt.Sprintf("reins egress proxy: the certificate of %s is not trusted: %v", t.host, v.Err))
+		cn.fail(http.StatusBadGateway, fmt.Sprintf("reins egress proxy: the certificate of %s is not trusted: %s", t.host, certProblem(v.Err)))
 	case errors.As(err, &d):
 		msg := fmt.Sprintf("reins egress proxy: %s is refused: %s", t, d.Reason)
 		if d.IP.IsValid() && cn.p.AllowHint != "" {
@@ -216,7 +218,7 @@ func (cn *conn) upstreamError(t target, err error) {
 		cn.refuse(t, "address", msg)
 	default:
 		cn.p.failed.Add(1)
-		cn.fail(http.StatusBadGateway, fmt.Sprintf("reins egress proxy: cannot reach %s: %v", t, err))
+		cn.fail(http.StatusBadGateway, fmt.Sprintf("reins egress proxy: cannot reach %s: %s", t, upstreamProblem(err)))
 	}
 }
 

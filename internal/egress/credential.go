@@ -89,32 +89,17 @@ type substitution struct {
 	maxBuffered  int
 }
 
-// mask replaces credential values with their placeholders in resp's
-// header and body. A body whose length changes is sent chunked.
-func (s *substitution) mask(resp *http.Response, method string) {
-	if len(s.masks) == 0 {
-		return
-	}
-	for _, vs := range resp.Header {
-		for i, v := range vs {
-			for _, m := range s.masks {
-				vs[i] = strings.ReplaceAll(v, m.Placeholder, m.Value)
-				v = vs[i]
-			}
-		}
-	}
-	noBody := method == http.MethodHead || resp.StatusCode == http.StatusNoContent ||
-		resp.StatusCode == http.StatusNotModified || resp.StatusCode < 200 || resp.ContentLength == 0
-	if noBody || resp.Body == nil {
-		return
-	}
-	resp.Body = struct {
-		io.Reader
-		io.Closer
-	}{newReplacer(resp.Body, s.masks), resp.Body}
-	resp.ContentLength = -1
-	resp.Header.Del("Content-Length")
-	resp.TransferEncoding = []string{"chunked"}
+// withheld returns s without its substitutions: it keeps only the masks,
+// for a request to a host credentials apply to that may not carry them.
+func (s *substitution) withheld() *substitution {
+	return &substitution{masks: s.masks, maxBuffered: s.maxBuffered}
+}
+
+// carries reports whether req's header or query holds a placeholder that
+// apply would replace. It leaves req as it is.
+func (s *substitution) carries(req *http.Request) bool {
+	u := *req.URL
+	return s.applyHeader(req.Header.Clone())+s.applyQuery(&u) > 0
 }
 
 func newSubstitution(creds []Credential, maxBuffered int) *substitution {

@@ -103,7 +103,29 @@ func (cn *conn) forward(req *http.Request, t target) bool {
 	// caller of forward did.
 	out.Host = ""
 	out.URL.User = nil
-	return cn.relay(req, out, t, cn.transport(), cn.p.substitution(t.host))
+	sub := cn.p.substitution(t.host)
+	if sub != nil && !(Policy{AllowedHosts: cn.p.CleartextHosts}).Permits(t.host) {
+		msg := fmt.Sprintf("credentials are substituted only over HTTPS, and this is a plain http:// request to %s: use https://", t.host)
+		if cn.p.CleartextHint != "" {
+			msg += " (" + cn.p.CleartextHint + ")"
+		}
+		if sub = cn.withhold(sub, out, t, msg); sub == nil {
+			return false
+		}
+	}
+	return cn.relay(req, out, t, cn.transport(), sub)
+}
+
+// withhold returns sub without its substitutions, for a request out to t
+// that may not carry credentials for the reason why. If out holds a
+// placeholder in its header or query, it refuses the request instead,
+// saying why, and returns nil.
+func (cn *conn) withhold(sub *substitution, out *http.Request, t target, why string) *substitution {
+	if sub.carries(out) {
+		cn.refuse(t, "credentials", "reins egress proxy: "+why)
+		return nil
+	}
+	return sub.withheld()
 }
 
 // relay sends out, made from the client's req, upstream through tr with
@@ -122,7 +144,8 @@ func (cn *conn) relay(req, out *http.Request, t target, tr http.RoundTripper, su
 		}
 	}
 	if sub != nil && cn.p.MaskResponses {
-		out.Header.Del("Accept-Encoding")
+		// An absent Accept-Encoding would accept any coding.
+		out.Header.Set("Accept-Encoding", "identity")
 	}
 	n, streamed, err := sub.apply(out)
 	if err != nil {
@@ -138,7 +161,11 @@ func (cn *conn) relay(req, out *http.Request, t target, tr http.RoundTripper, su
 	cn.p.allowed.Add(1)
 	removeHopHeaders(resp.Header)
 	if sub != nil && cn.p.MaskResponses {
-		sub.mask(resp, req.Method)
+		if err := sub.maskResponse(resp, req.Method); err != nil {
+			cn.p.failed.Add(1)
+			cn.fail(http.StatusBadGateway, fmt.Sprintf("reins egress proxy: %s: %v", t.host, err))
+			return false
+		}
 	}
 	resp.Proto, resp.ProtoMajor, resp.ProtoMinor = "HTTP/1.1", 1, 1
 	// Response.Write closes a response of unknown length that is not

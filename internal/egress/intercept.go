@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -83,12 +85,30 @@ func (cn *conn) intercept(t target, up net.Conn, creds []Credential) {
 		}
 		out := req.WithContext(cn.ctx)
 		// Whatever the request line says, the request goes to t, keeping
-		// the Host header the client chose.
+		// the Host header the client chose; credentials go only with a
+		// Host that names t's host, not to another site behind it.
 		out.URL.Scheme, out.URL.Host, out.URL.User = "https", t.String(), nil
-		if !cn.relay(req, out, t, tr, sub) {
+		use := sub
+		if h := hostName(req.Host); h != "" && h != t.host {
+			why := fmt.Sprintf("credentials for %s are substituted only in requests whose Host header names %s; this one names %s", t.host, t.host, h)
+			if use = cn.withhold(sub, out, t, why); use == nil {
+				return
+			}
+		}
+		if !cn.relay(req, out, t, tr, use) {
 			return
 		}
 	}
+}
+
+// hostName returns the host of a Host header value, without its port, as
+// target holds hosts.
+func hostName(hostport string) string {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	return normalizeHost(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"))
 }
 
 // upstreamTransport returns a transport that sends requests to t over

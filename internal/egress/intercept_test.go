@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -69,12 +70,19 @@ func mustCA(t testing.TB, name string) *CA {
 // public CA and returns its URL.
 func (w *world) serve(t testing.TB, host string, h http.Handler) string {
 	t.Helper()
-	leaf, err := w.public.leaf(host)
+	return w.serveNamed(t, host, host, h)
+}
+
+// serveNamed is serve with a certificate for certName.
+func (w *world) serveNamed(t testing.TB, host, certName string, h http.Handler) string {
+	t.Helper()
+	leaf, err := w.public.leaf(certName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(h)
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*leaf}}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // handshakes the proxy refuses
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
@@ -260,19 +268,108 @@ func TestNonTLSTunnelToCredentialHost(t *testing.T) {
 	}
 }
 
-func TestPlainHTTPSubstitutes(t *testing.T) {
-	srv := httptest.NewServer(recorder())
+// TestCleartextCredentials: a plain http:// request to a credential's
+// host that carries a placeholder in its header or query is refused,
+// saying why, and never reaches the host; one without is forwarded
+// unsubstituted (a body placeholder goes as it is); hosts named in
+// CleartextHosts get the substitution.
+func TestCleartextCredentials(t *testing.T) {
+	hits := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		d := describeRequest(r)
+		hits <- d
+		io.WriteString(rw, d)
+	}))
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	w := newWorld(t)
 	w.resolver["api.test"] = []string{"127.0.0.1"}
 	w.resolver["plain.test"] = []string{"127.0.0.1"}
-	c := w.client(t, startProxy(t, w.proxy(nil)))
-	if got, _ := send(t, c, "http://api.test:"+port, placeholderA); got != describe(valueA) {
-		t.Errorf("api.test received %s", got)
+	p := w.proxy(nil)
+	p.CleartextHint = "ask the operator"
+	c := w.client(t, startProxy(t, p))
+	api := "http://api.test:" + port
+	for _, where := range []string{"header", "query"} {
+		req, _ := http.NewRequest("GET", api+"/", nil)
+		if where == "header" {
+			req.SetBasicAuth("x", placeholderA)
+		} else {
+			req.URL.RawQuery = "key=" + placeholderA
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "reins egress proxy: credentials are substituted only over HTTPS, and this is a plain http:// request to api.test: use https:// (ask the operator)\n"
+		if b := body(t, resp); resp.StatusCode != 403 || b != want {
+			t.Errorf("placeholder in the %s: %s %q, want 403 %q", where, resp.Status, b, want)
+		}
+		resp.Body.Close()
 	}
+	if len(hits) != 0 {
+		t.Fatalf("the refused requests reached the host: %q", <-hits)
+	}
+	resp, err := c.Post(api+"/", "text/plain", strings.NewReader(placeholderA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := body(t, resp); resp.StatusCode != 200 || b != "auth= custom= cookie= query= body="+placeholderA {
+		t.Errorf("request without a placeholder in its header: %s %q", resp.Status, b)
+	}
+	resp.Body.Close()
+	<-hits
 	if got, _ := send(t, c, "http://plain.test:"+port, placeholderA); got != describe(placeholderA) {
 		t.Errorf("plain.test received %s", got)
+	}
+	<-hits
+
+	p = w.proxy(nil)
+	p.CleartextHosts = []string{"*.test"}
+	c = w.client(t, startProxy(t, p))
+	if got, _ := send(t, c, api, placeholderA); got != describe(valueA) {
+		t.Errorf("api.test, allowed in cleartext, received %s", got)
+	}
+}
+
+// TestInterceptOtherHost: inside TLS intercepted for api.test, a request
+// whose Host names another site is not given the credential: refused if
+// it carries a placeholder, else forwarded as it is. A Host that names
+// api.test in another form gets it.
+func TestInterceptOtherHost(t *testing.T) {
+	w := newWorld(t)
+	hits := make(chan string, 10)
+	api := w.serve(t, "api.test", http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		hits <- r.Host + " " + r.Header.Get("Authorization")
+	}))
+	c := w.client(t, startProxy(t, w.proxy(nil)))
+	do := func(host, auth string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", api+"/", nil)
+		req.Host = host
+		req.Header.Set("Authorization", auth)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp, body(t, resp)
+	}
+	resp, b := do("other.example", "Bearer "+placeholderA)
+	want := "reins egress proxy: credentials for api.test are substituted only in requests whose Host header names api.test; this one names other.example\n"
+	if resp.StatusCode != 403 || b != want {
+		t.Errorf("Host other.example with a placeholder: %s %q, want 403 %q", resp.Status, b, want)
+	}
+	if len(hits) != 0 {
+		t.Fatalf("the refused request reached the host: %q", <-hits)
+	}
+	if resp, _ := do("other.example", "Bearer none"); resp.StatusCode != 200 || <-hits != "other.example Bearer none" {
+		t.Errorf("Host other.example without a placeholder: %s", resp.Status)
+	}
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(api, "https://"))
+	for _, host := range []string{"API.test.", "api.test:" + port} {
+		if resp, _ := do(host, "Bearer "+placeholderA); resp.StatusCode != 200 || <-hits != host+" Bearer "+valueA {
+			t.Errorf("Host %s: %s", host, resp.Status)
+		}
 	}
 }
 
@@ -286,6 +383,7 @@ func TestBasicAuthAndQueryEscaping(t *testing.T) {
 	w := newWorld(t)
 	w.resolver["api.test"] = []string{"127.0.0.1"}
 	p := w.proxy(nil)
+	p.CleartextHosts = []string{"api.test"}
 	p.Credentials[0].Value = "a&b=c d"
 	c := w.client(t, startProxy(t, p))
 	req, _ := http.NewRequest("GET", "http://api.test:"+port+"/?key="+placeholderA, nil)
@@ -418,7 +516,7 @@ func TestInterceptUntrustedUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	want := "reins egress proxy: the certificate of 127.0.0.1 is not trusted: x509: certificate signed by unknown authority"
+	want := "reins egress proxy: the certificate of 127.0.0.1 is not trusted: it is signed by an unknown authority"
 	if b := body(t, resp); resp.StatusCode != 502 || !strings.HasPrefix(b, want) {
 		t.Errorf("got %s %q, want 502 %q", resp.Status, b, want)
 	}

@@ -5,6 +5,7 @@
 package egress
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 )
@@ -44,6 +45,20 @@ func (p Policy) Permits(host string) bool {
 		}
 	}
 	return false
+}
+
+// CheckHost reports whether h can be an entry of a host list
+// (Policy.AllowedHosts, Credential.Hosts, Proxy.CleartextHosts): a host
+// name, an IP address or "*.domain", without a scheme, port or path.
+func CheckHost(h string) error {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return nil
+	}
+	name := strings.TrimPrefix(h, "*.")
+	if !validHost(name) || strings.HasPrefix(name, ".") || strings.Contains(name, "..") {
+		return fmt.Errorf("%q is not a host name, an IP address or *.domain", h)
+	}
+	return nil
 }
 
 // normalizeHost lower-cases host and drops one trailing dot. An IP

@@ -31,13 +31,20 @@ const (
 // Policy permits, dialling only through its Guard.
 //
 // Where Credentials apply to a host, the proxy replaces their
-// placeholders by their values in the requests to that host. Plain HTTP
-// requests it rewrites as it forwards them. A CONNECT to such a host it
-// intercepts if the client starts a TLS handshake: it completes the
-// handshake itself with a certificate from its CA, reads the HTTP/1.1
-// requests inside, and sends each on to the host over a new TLS
-// connection that it verifies against UpstreamRoots. Any other CONNECT
-// is tunnelled untouched.
+// placeholders by their values in the requests to that host, over TLS
+// only. A CONNECT to such a host it intercepts if the client starts a
+// TLS handshake: it completes the handshake itself with a certificate
+// from its CA, reads the HTTP/1.1 requests inside, and sends each on to
+// the host over a new TLS connection that it verifies against
+// UpstreamRoots; it substitutes in those whose Host names the host it
+// connected to. Any other CONNECT is tunnelled untouched. Plain http://
+// requests get no substitution unless their host is in CleartextHosts.
+// A request that carries a placeholder in its header or query where it
+// may not be substituted is refused (403), so that the client learns
+// why, rather than sent with the placeholder.
+//
+// The proxy's own error messages never quote what an upstream sent: they
+// describe the failure in the proxy's words.
 //
 // A Proxy must not be copied or modified once serving; it is safe for
 // concurrent use.
@@ -87,11 +94,22 @@ type Proxy struct {
 	// DefaultMaxBufferedBody.
 	MaxBufferedBody int
 	// MaskResponses replaces credential values with their placeholders in
-	// the responses of hosts credentials apply to (headers and bodies;
-	// such requests are sent without Accept-Encoding so that bodies come
-	// uncompressed), so that a server echoing a request does not hand the
-	// value to the sandbox.
+	// the responses of hosts credentials apply to (status text, header
+	// names and values, bodies and trailers), so that a server echoing a
+	// request does not hand the value to the sandbox. Such requests ask
+	// for identity bodies (Accept-Encoding: identity); a body that comes
+	// in gzip or deflate all the same is decoded as it streams and sent
+	// on without a content coding, and one in any other coding is
+	// refused (502).
 	MaskResponses bool
+	// CleartextHosts are hosts, matched as Policy.AllowedHosts are, to
+	// which credentials are substituted in plain http:// requests too,
+	// the values then crossing the network in clear. Empty means none.
+	CleartextHosts []string
+	// CleartextHint, if set, follows the refusal of a placeholder in a
+	// plain http:// request, e.g. "an operator can allow it with
+	// --egress-cleartext-credentials".
+	CleartextHint string
 
 	active                         atomic.Int64
 	allowed, refused, failed, busy atomic.Uint64
