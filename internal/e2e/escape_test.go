@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -421,6 +425,39 @@ func (s *escapeServer) sessionFiles(t *testing.T, sessionID string) map[string]s
 	return files
 }
 
+// probePlacementThroughLinks plants links to the server's data dir where
+// a file resource is then placed (a directory of its mount path, or the
+// file itself): the placing is done by the session's bash inside the
+// sandbox, so nothing lands in the data dir.
+func probePlacementThroughLinks(t *testing.T, s *escapeServer, envID string) string {
+	ctx := context.Background()
+	c := anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(s.key), option.WithMaxRetries(0))
+	f, err := c.Beta.Files.Upload(ctx, anthropic.BetaFileUploadParams{File: anthropic.File(strings.NewReader("placed by a resource\n"), "placed.txt", "text/plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ link, target, mount string }{
+		{"docs", s.dataDir, "docs/placed.txt"},
+		{"placed.txt", filepath.Join(s.dataDir, "placed.txt"), "placed.txt"},
+	} {
+		link, target, mount := p.link, p.target, p.mount
+		sess := s.session(t, envID)
+		if out := s.bash(t, sess, "ln -s "+target+" "+link+" && echo planted"); !strings.Contains(out, "planted") {
+			t.Fatalf("the link was not made: %s", out)
+		}
+		if _, err := c.Beta.Sessions.Resources.Add(ctx, sess, anthropic.BetaSessionResourceAddParams{
+			BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{FileID: f.ID, MountPath: anthropic.String(mount)},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		out := s.bash(t, sess, "echo the resource is placed before this call")
+		if placed, _ := filepath.Glob(filepath.Join(s.dataDir, "placed*")); len(placed) > 0 {
+			return fmt.Sprintf("a resource was placed in the server's data dir through %s: %v\n%s", link, placed, out)
+		}
+	}
+	return ""
+}
+
 // probeHostPaths looks for the server's data dir (where its keys and
 // database are) in what a session can read of its processes and mounts.
 // The source of the workspace's own mount (and of the environment's
@@ -468,6 +505,7 @@ func runEscapeProbes(t *testing.T, s *escapeServer, envID string) {
 		"loopback":           probeLoopback,
 		"outputs symlink":    probeOutputsSymlink,
 		"host paths":         probeHostPaths,
+		"placement by links": probePlacementThroughLinks,
 	}
 	for name, p := range probes {
 		t.Run(name, func(t *testing.T) {
