@@ -184,12 +184,18 @@ func (m *Manager) prepareWorkspace(dir string, outputs bool) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("sandbox: workspace %s is not a directory", dir)
 	}
+	// What is in the workspace may have been put there by a sandbox: it is
+	// reached through the workspace's root, without following links.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	defer root.Close()
 	if outputs {
-		out := filepath.Join(dir, OutputsDir)
-		err := os.Mkdir(out, 0o755)
+		err := root.Mkdir(OutputsDir, 0o755)
 		switch {
 		case err == nil && os.Geteuid() == 0:
-			if err := os.Lchown(out, m.cfg.HostUID, m.cfg.HostGID); err != nil {
+			if err := root.Lchown(OutputsDir, m.cfg.HostUID, m.cfg.HostGID); err != nil {
 				return fmt.Errorf("sandbox: outputs owner: %w", err)
 			}
 		case err != nil && !errors.Is(err, os.ErrExist):
@@ -199,7 +205,7 @@ func (m *Manager) prepareWorkspace(dir string, outputs bool) error {
 	if os.Geteuid() != 0 || int(st.Uid) == m.cfg.HostUID {
 		return nil
 	}
-	err := chownTree(dir, m.cfg.HostUID, m.cfg.HostGID)
+	err = chownTree(root, m.cfg.HostUID, m.cfg.HostGID)
 	if errors.Is(err, nofollow.ErrBounds) {
 		m.log.Warn("the workspace is deeper than its walk goes: what lies deeper keeps its owner", "workspace", dir, "depth", chownDepth)
 		err = nil
@@ -214,16 +220,11 @@ func (m *Manager) prepareWorkspace(dir string, outputs bool) error {
 // per level).
 const chownDepth = 1024
 
-// chownTree gives dir and everything in it to uid:gid. It runs as root
+// chownTree gives root and everything in it to uid:gid. It runs as root
 // on a tree a sandbox may have written: it never follows a symbolic link
 // (a link is given away itself) nor enters a directory swapped in while
 // it walks (see package nofollow).
-func chownTree(dir string, uid, gid int) error {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
+func chownTree(root *os.Root, uid, gid int) error {
 	if err := root.Lchown(".", uid, gid); err != nil {
 		return err
 	}

@@ -406,7 +406,12 @@ func TestChownTreeKeepsToTheTree(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "a", "b", "f"), []byte("x"), 0o644)
 	os.Symlink(secret, filepath.Join(ws, "a", "file-link"))
 	os.Symlink(outside, filepath.Join(ws, "dir-link"))
-	if err := chownTree(ws, 54321, 54321); err != nil {
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := chownTree(root, 54321, 54321); err != nil {
 		t.Fatal(err)
 	}
 	owner := func(p string) uint32 {
