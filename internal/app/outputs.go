@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/nofollow"
 	"github.com/reinsdev/reins/internal/sandbox"
 	"github.com/reinsdev/reins/internal/store"
 )
@@ -23,14 +24,30 @@ const (
 	// maxOutputFiles is how many files of one session become Files.
 	maxOutputFiles = 1000
 	// maxOutputEntries bounds the entries of an outputs directory one
-	// scan looks at.
+	// walk looks at.
 	maxOutputEntries = 10000
+	// maxOutputDepth bounds how deep below the outputs directory a walk
+	// goes.
+	maxOutputDepth = 64
+	// outputBytesPerFileSize is, in --max-file-size units, both what one
+	// session's outputs may hold together and what one walk may read
+	// (hashing files whose size or time changed, then storing new ones):
+	// a tree of large or sparse files that change at every call cannot
+	// make the server read or keep without bound.
+	outputBytesPerFileSize = 10
 )
 
 // outputs keeps the files cloud sessions write to their workspace's
 // outputs directory as Files of the session's scope: after each tool
 // call, a file that is new, or whose content changed, is stored once per
 // path and content (SHA-256).
+//
+// The workspace is the sandbox's to change, and the server reads it with
+// its own (root's) rights: the outputs directory, and every directory and
+// file under it, is opened through package nofollow, which never follows
+// a link the sandbox put there and opens regular files only (see
+// docs/decisions.md, "The server never follows a path the sandbox can
+// change").
 type outputs struct {
 	st      store.Files
 	spool   string // where a file's content waits for the store
@@ -44,9 +61,10 @@ type outputs struct {
 // sessionOutputs is what one session's scans know.
 type sessionOutputs struct {
 	mu     sync.Mutex // one scan at a time
-	loaded bool       // kept holds the session's stored outputs
+	loaded bool       // kept and bytes hold the session's stored outputs
 	kept   map[outputKey]bool
-	seen   map[string]outputStat // by path: as last scanned
+	bytes  int64                 // the size of the kept files together
+	seen   map[string]outputStat // by path: as the last scan found them
 }
 
 type outputKey struct{ path, sha256 string }
@@ -60,6 +78,10 @@ func newOutputs(st store.Files, spool string, maxSize int64, log *slog.Logger) *
 	return &outputs{st: st, spool: spool, maxSize: maxSize, log: log, sessions: map[string]*sessionOutputs{}}
 }
 
+// budget is how many bytes one session's outputs may hold, and one walk
+// may read.
+func (o *outputs) budget() int64 { return outputBytesPerFileSize * o.maxSize }
+
 // forget drops what the scans of a session know (its placement ended).
 func (o *outputs) forget(sessionID string) {
 	o.mu.Lock()
@@ -67,65 +89,120 @@ func (o *outputs) forget(sessionID string) {
 	o.mu.Unlock()
 }
 
-// collect stores the new and changed files under dir, the outputs
-// directory of the session's workspace on this host. Symbolic links and
-// other non-regular files are skipped, and nothing outside dir is read.
-func (o *outputs) collect(ctx context.Context, sessionID, dir string) {
+// session returns what the scans of a session know.
+func (o *outputs) session(sessionID string) *sessionOutputs {
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	so := o.sessions[sessionID]
 	if so == nil {
 		so = &sessionOutputs{kept: map[outputKey]bool{}, seen: map[string]outputStat{}}
 		o.sessions[sessionID] = so
 	}
-	o.mu.Unlock()
+	return so
+}
+
+// collect stores the new and changed files of the outputs directory of
+// workspace, the session's workspace directory on this host. An outputs
+// that is not a directory (a symbolic link the sandbox put in its place)
+// is not read at all; below it, symbolic links and other non-regular
+// files are skipped.
+func (o *outputs) collect(ctx context.Context, sessionID, workspace string) {
+	so := o.session(sessionID)
 	so.mu.Lock()
 	defer so.mu.Unlock()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			o.log.Warn("open a session's outputs directory", "session", sessionID, "err", err)
-		}
+	dir, err := openOutputs(workspace)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		o.log.Warn("a session's outputs directory is not read", "session", sessionID, "err", err)
 		return
 	}
-	defer root.Close()
+	defer dir.Close()
 	if !so.loaded {
 		if err := o.load(ctx, sessionID, so); err != nil {
 			o.log.Warn("list a session's outputs", "session", sessionID, "err", err)
 			return
 		}
 	}
-	entries := 0
-	_ = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		entries++
-		switch {
-		case err != nil || ctx.Err() != nil:
-			return fs.SkipAll
-		case entries > maxOutputEntries || len(so.kept) >= maxOutputFiles:
-			o.log.Warn("a session's outputs directory is over its bounds; the rest is left out", "session", sessionID,
-				"entries", maxOutputEntries, "files", maxOutputFiles)
-			return fs.SkipAll
-		case !d.Type().IsRegular():
-			return nil
+	sc := &outputScan{o: o, so: so, ctx: ctx, sessionID: sessionID, budget: o.budget(), seen: map[string]outputStat{}}
+	err = nofollow.Walk(dir, nofollow.Bounds{Entries: maxOutputEntries, Depth: maxOutputDepth}, sc.visit)
+	if errors.Is(err, nofollow.ErrBounds) {
+		o.log.Warn("a session's outputs directory is over its bounds; the rest is left out", "session", sessionID,
+			"entries", maxOutputEntries, "depth", maxOutputDepth)
+	}
+	if sc.stopped || err != nil {
+		// What the walk did not reach is as the last one found it.
+		for p, st := range so.seen {
+			if _, ok := sc.seen[p]; !ok && len(sc.seen) < maxOutputEntries {
+				sc.seen[p] = st
+			}
 		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		stat := outputStat{info.Size(), info.ModTime()}
-		if so.seen[p] == stat {
-			return nil
-		}
-		so.seen[p] = stat
-		if stat.size > o.maxSize {
-			o.log.Warn("an output file is larger than --max-file-size; it is left out", "session", sessionID, "path", p, "size", stat.size)
-			return nil
-		}
-		if err := o.store(ctx, root, sessionID, p, so); err != nil {
-			o.log.Warn("keep an output file", "session", sessionID, "path", p, "err", err)
-			delete(so.seen, p) // tried again at the next scan
-		}
+	}
+	so.seen = sc.seen
+}
+
+// openOutputs opens the outputs directory of workspace, refusing a
+// symbolic link in its place.
+func openOutputs(workspace string) (*os.Root, error) {
+	ws, err := os.OpenRoot(workspace)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	return nofollow.OpenDir(ws, sandbox.OutputsDir)
+}
+
+// outputScan is one walk of a session's outputs directory.
+type outputScan struct {
+	o         *outputs
+	so        *sessionOutputs
+	ctx       context.Context
+	sessionID string
+	budget    int64                 // bytes the walk may still read
+	seen      map[string]outputStat // the files this walk found
+	stopped   bool                  // before the end of the directory
+}
+
+// visit keeps the file p (name in dir) if it is a regular file that is
+// new or changed since the last walk.
+func (sc *outputScan) visit(dir *os.Root, name, p string, d fs.DirEntry) error {
+	o, so := sc.o, sc.so
+	if sc.ctx.Err() != nil {
+		sc.stopped = true
+		return fs.SkipAll
+	}
+	if !d.Type().IsRegular() {
+		return nil // directories are entered; nothing else is read
+	}
+	info, err := d.Info()
+	if err != nil {
 		return nil
-	})
+	}
+	stat := outputStat{info.Size(), info.ModTime()}
+	switch prev, ok := so.seen[p]; {
+	case ok && prev == stat:
+		sc.seen[p] = stat
+		return nil
+	case stat.size > o.maxSize:
+		o.log.Warn("an output file is larger than --max-file-size; it is left out", "session", sc.sessionID, "path", p, "size", stat.size)
+		sc.seen[p] = stat
+		return nil
+	case len(so.kept) >= maxOutputFiles || so.bytes+stat.size > o.budget():
+		o.log.Warn("a session's outputs are over their bounds; the rest is left out", "session", sc.sessionID,
+			"files", maxOutputFiles, "bytes", o.budget())
+		sc.stopped = true
+		return fs.SkipAll
+	case 2*stat.size > sc.budget:
+		sc.stopped = true
+		return fs.SkipAll // this walk has read its share: the next one goes on
+	}
+	if err := sc.store(dir, name, p, info); err != nil {
+		o.log.Warn("keep an output file", "session", sc.sessionID, "path", p, "err", err)
+		return nil // tried again at the next walk
+	}
+	sc.seen[p] = stat
+	return nil
 }
 
 // load reads which outputs of the session the store has already.
@@ -138,6 +215,7 @@ func (o *outputs) load(ctx context.Context, sessionID string, so *sessionOutputs
 		}
 		for _, it := range page {
 			so.kept[outputKey{it.Value.Filename, it.Value.SHA256}] = true
+			so.bytes += it.Value.SizeBytes
 		}
 		if len(page) < q.Limit {
 			so.loaded = true
@@ -147,39 +225,43 @@ func (o *outputs) load(ctx context.Context, sessionID string, so *sessionOutputs
 	}
 }
 
-// store keeps the file at p unless a file of the same path and content
-// is kept already.
-func (o *outputs) store(ctx context.Context, root *os.Root, sessionID, p string, so *sessionOutputs) error {
-	f, err := root.Open(p)
+// store keeps the regular file name of dir (its path p, Lstat info)
+// unless a file of the same path and content is kept already.
+func (sc *outputScan) store(dir *os.Root, name, p string, info fs.FileInfo) error {
+	o, so := sc.o, sc.so
+	f, _, err := nofollow.OpenRegular(dir, name, info)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return err // replaced since the walk: nil, skipped
-	}
 	h := sha256.New()
-	if _, err := io.Copy(h, io.LimitReader(f, o.maxSize+1)); err != nil {
+	n, err := io.Copy(h, io.LimitReader(f, o.maxSize+1))
+	sc.budget -= n
+	if err != nil {
 		return err
 	}
-	name := filepath.ToSlash(p)
-	if so.kept[outputKey{name, hex.EncodeToString(h.Sum(nil))}] {
+	if n > o.maxSize {
+		return errors.New("it grew past --max-file-size")
+	}
+	if so.kept[outputKey{p, hex.EncodeToString(h.Sum(nil))}] {
 		return nil
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	stored, err := httpapi.StoreOutput(ctx, o.st, o.spool, f, o.maxSize, sessionID, name)
+	stored, err := httpapi.StoreOutput(sc.ctx, o.st, o.spool, f, o.maxSize, sc.sessionID, p)
 	if err != nil {
 		return err
 	}
-	so.kept[outputKey{name, stored.SHA256}] = true
-	o.log.Debug("output file kept", "session", sessionID, "path", name, "file", stored.ID, "size", stored.SizeBytes)
+	sc.budget -= stored.SizeBytes
+	so.kept[outputKey{p, stored.SHA256}] = true
+	so.bytes += stored.SizeBytes
+	o.log.Debug("output file kept", "session", sc.sessionID, "path", p, "file", stored.ID, "size", stored.SizeBytes)
 	return nil
 }
 
-// outputsDir is the outputs directory of a cloud session's workspace on
-// this host.
-func outputsDir(workspace, envID, sessionID string) string {
-	return filepath.Join(workspace, envID, sessionID, sandbox.OutputsDir)
+// workspaceDir is the workspace directory of a cloud session on this
+// host.
+func workspaceDir(workspace, envID, sessionID string) string {
+	return filepath.Join(workspace, envID, sessionID)
 }

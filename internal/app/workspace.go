@@ -57,7 +57,7 @@ func (t *hubTools) collectOutputs(ctx context.Context, sessionID string) {
 	if !cloud || !safeName(l.EnvironmentID) || !safeName(sessionID) {
 		return
 	}
-	t.outputs.collect(ctx, sessionID, outputsDir(t.workspace, l.EnvironmentID, sessionID))
+	t.outputs.collect(ctx, sessionID, workspaceDir(t.workspace, l.EnvironmentID, sessionID))
 }
 
 // workspaceNotice checks, at the first tool call of each placement of a

@@ -2,21 +2,27 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -359,6 +365,124 @@ func probeTmpAcrossSessions(t *testing.T, s *escapeServer, envID string) string 
 	return ""
 }
 
+// probeOutputsSymlink puts a symbolic link in place of the workspace's
+// outputs directory, whose files the server keeps after every tool call:
+// to the server's /proc/self, to its data dir, to the host's root and to
+// the tools' parent process as the session sees it ($PPID). Nothing behind
+// the link may become a File of the session, nor be read through it.
+func probeOutputsSymlink(t *testing.T, s *escapeServer, envID string) string {
+	apiKey, _ := os.ReadFile(filepath.Join(s.dataDir, "api-key"))
+	secrets := append([]string{strings.TrimSpace(string(apiKey))}, s.extra...)
+	for _, target := range []string{"/proc/self", s.dataDir, "/", "/proc/$PPID"} {
+		sess := s.session(t, envID)
+		res := s.tools(t, sess,
+			bashCall("rm -rf outputs && ln -s "+target+" outputs && echo linked; cat outputs/environ outputs/api-key 2>&1 | head -c 20000"),
+			bashCall("echo a second call, a second collection"))
+		if !strings.Contains(res[0], "linked") {
+			t.Fatalf("the link to %s was not made: %s", target, res[0])
+		}
+		kept := s.sessionFiles(t, sess)
+		var names []string
+		for name := range kept {
+			names = append(names, name)
+		}
+		all := res[0] + strings.Join(slices.Collect(maps.Values(kept)), "\n")
+		switch {
+		case leaks(all, secrets...) != "":
+			return fmt.Sprintf("outputs -> %s: %s", target, leaks(all, secrets...))
+		case strings.Contains(all, "SQLite format 3"):
+			return fmt.Sprintf("outputs -> %s: the server's database was read", target)
+		case len(kept) > 0:
+			slices.Sort(names)
+			return fmt.Sprintf("outputs -> %s: the server kept %d files through the link: %.300q", target, len(kept), names)
+		}
+	}
+	return ""
+}
+
+// sessionFiles downloads the Files of the session's scope (their first
+// MiB), by name.
+func (s *escapeServer) sessionFiles(t *testing.T, sessionID string) map[string]string {
+	t.Helper()
+	var page struct {
+		Data []ma.File `json:"data"`
+	}
+	if _, err := call(s.url, s.key, "GET", "/v1/files?limit=1000&scope_id="+sessionID, nil, &page); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, f := range page.Data {
+		req, _ := http.NewRequest("GET", s.url+"/v1/files/"+f.ID+"/content", nil)
+		req.Header.Set("x-api-key", s.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		files[f.Filename] += string(b)
+	}
+	return files
+}
+
+// probePlacementThroughLinks plants links to the server's data dir where
+// a file resource is then placed (a directory of its mount path, or the
+// file itself): the placing is done by the session's bash inside the
+// sandbox, so nothing lands in the data dir.
+func probePlacementThroughLinks(t *testing.T, s *escapeServer, envID string) string {
+	ctx := context.Background()
+	c := anthropic.NewClient(option.WithBaseURL(s.url), option.WithAPIKey(s.key), option.WithMaxRetries(0))
+	f, err := c.Beta.Files.Upload(ctx, anthropic.BetaFileUploadParams{File: anthropic.File(strings.NewReader("placed by a resource\n"), "placed.txt", "text/plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ link, target, mount string }{
+		{"docs", s.dataDir, "docs/placed.txt"},
+		{"placed.txt", filepath.Join(s.dataDir, "placed.txt"), "placed.txt"},
+	} {
+		link, target, mount := p.link, p.target, p.mount
+		sess := s.session(t, envID)
+		if out := s.bash(t, sess, "ln -s "+target+" "+link+" && echo planted"); !strings.Contains(out, "planted") {
+			t.Fatalf("the link was not made: %s", out)
+		}
+		if _, err := c.Beta.Sessions.Resources.Add(ctx, sess, anthropic.BetaSessionResourceAddParams{
+			BetaManagedAgentsFileResourceParams: anthropic.BetaManagedAgentsFileResourceParams{FileID: f.ID, MountPath: anthropic.String(mount)},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		out := s.bash(t, sess, "echo the resource is placed before this call")
+		if placed, _ := filepath.Glob(filepath.Join(s.dataDir, "placed*")); len(placed) > 0 {
+			return fmt.Sprintf("a resource was placed in the server's data dir through %s: %v\n%s", link, placed, out)
+		}
+	}
+	return ""
+}
+
+// probeHostPaths looks for the server's data dir (where its keys and
+// database are) in what a session can read of its processes and mounts.
+// The source of the workspace's own mount (and of the environment's
+// packages) in mountinfo is a path of the host's file system that a
+// sandbox cannot hide: it is the one exception (see docs/decisions.md).
+func probeHostPaths(t *testing.T, s *escapeServer, envID string) string {
+	// The path reaches bash on its stdin, never in a command line that
+	// the search would find.
+	out := s.bash(t, s.session(t, envID), `pat=$(cat <<'REINS_EOF'
+`+s.dataDir+`
+REINS_EOF
+)
+for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ /proc/mounts /proc/self/mounts; do
+  c=$(tr '\0' ' ' < $f 2>/dev/null); [[ "$c" == *"$pat"* ]] && echo "FOUND in $f"
+done
+while read -r id parent dev root point rest; do
+  [[ "$root $point" == *"$pat"* && "$point" != /workspace && "$point" != /opt/reins/packages ]] && echo "FOUND in mountinfo: $root $point"
+done < /proc/self/mountinfo
+echo searched`)
+	if !strings.Contains(out, "searched") || strings.Contains(out, "FOUND") {
+		return "the data dir's path is visible:\n" + out
+	}
+	return ""
+}
+
 func TestSandboxEscapes(t *testing.T) {
 	s := startEscapeServer(t)
 	limited := s.env(t, map[string]any{"type": "limited", "allowed_hosts": []string{"example.com", "127.0.0.1"}})
@@ -379,6 +503,9 @@ func runEscapeProbes(t *testing.T, s *escapeServer, envID string) {
 		"internal addresses": probeInternalAddresses,
 		"tmp across":         probeTmpAcrossSessions,
 		"loopback":           probeLoopback,
+		"outputs symlink":    probeOutputsSymlink,
+		"host paths":         probeHostPaths,
+		"placement by links": probePlacementThroughLinks,
 	}
 	for name, p := range probes {
 		t.Run(name, func(t *testing.T) {
@@ -557,15 +684,19 @@ func TestEscapeSuiteCatchesAnUnsandboxedServer(t *testing.T) {
 	s := startEscapeServer(t, "--sandbox", "none")
 	envID := s.env(t, map[string]any{"type": "unrestricted"})
 	for name, p := range map[string]probe{
-		"server secrets": probeServerSecrets,
-		"etc shadow":     probeEtcShadow,
-		"loopback":       probeLoopback,
-		"tmp across":     probeTmpAcrossSessions,
+		"server secrets":  probeServerSecrets,
+		"etc shadow":      probeEtcShadow,
+		"loopback":        probeLoopback,
+		"tmp across":      probeTmpAcrossSessions,
+		"outputs symlink": probeOutputsSymlink,
+		"host paths":      probeHostPaths,
 	} {
 		t.Run(name, func(t *testing.T) {
-			if escaped := p(t, s, envID); escaped == "" {
+			escaped := p(t, s, envID)
+			if escaped == "" {
 				t.Errorf("the probe saw no escape from an unsandboxed server")
 			}
+			t.Logf("%.300s", escaped)
 		})
 	}
 }

@@ -24,7 +24,7 @@ const (
 // initControlFD is init's end of the control socket.
 const initControlFD = 3
 
-// initConfig is what the server tells init (its argv[1], JSON).
+// initConfig is what the server tells init (its first control message).
 type initConfig struct {
 	// Workspace is the host path of the workspace. Init opens it before
 	// anything else, while it still has the server's file access.
@@ -56,7 +56,7 @@ type initConfig struct {
 // never initialized); each sandbox start and each process it runs is one
 // such start. cmd/reins tests that the heavy packages stay out.
 func init() {
-	if len(os.Args) < 2 {
+	if len(os.Args) == 0 {
 		return
 	}
 	switch os.Args[0] {
@@ -67,18 +67,24 @@ func init() {
 			fmt.Fprintln(os.Stderr, "reins sandbox: close_range:", err)
 			os.Exit(1)
 		}
+	default:
+		return
+	}
+	arg := ""
+	if len(os.Args) > 1 {
+		arg = os.Args[1]
 	}
 	switch os.Args[0] {
 	case startArg0:
-		err := runStart(os.Args[1])
+		err := runStart(arg)
 		fmt.Fprintln(os.Stderr, "reins sandbox start:", err)
 		os.Exit(1)
 	case initArg0:
-		err := runInit(os.Args[1])
+		err := runInit()
 		fmt.Fprintln(os.Stderr, "reins sandbox init:", err)
 		os.Exit(1)
 	case execArg0:
-		err := runExec(os.Args[1])
+		err := runExec(arg)
 		fmt.Fprintln(os.Stderr, "reins sandbox:", err)
 		os.Exit(127)
 	}
@@ -87,21 +93,26 @@ func init() {
 // runInit is the sandbox's PID 1: it builds the sandbox, hands the
 // server the proxy listener, then starts and reaps processes on the
 // server's behalf until the server goes away. It returns only on failure.
-func runInit(arg string) error {
+func runInit() error {
 	// Init remounts and pivots the root of its mount namespace: run by
 	// mistake outside a new PID namespace (as anything but PID 1), it
 	// would do that to the host's.
 	if os.Getpid() != 1 {
 		return errors.New("not the first process of a new PID namespace: refusing to set up a sandbox here")
 	}
-	var cfg initConfig
-	if err := json.Unmarshal([]byte(arg), &cfg); err != nil {
-		return err
-	}
 	ctl, err := newConn(os.NewFile(initControlFD, "control"), maxToInit)
 	if err != nil {
 		return err
 	}
+	m, files, err := ctl.recv()
+	closeAll(files)
+	if err != nil {
+		return err
+	}
+	if m.Op != opSetup || m.Init == nil {
+		return fmt.Errorf("the server sent %q before the sandbox's configuration", m.Op)
+	}
+	cfg := *m.Init
 	ln, err := setup(&cfg)
 	if err != nil {
 		ctl.send(msg{Op: opFailed, Err: err.Error()})

@@ -14,6 +14,7 @@ import (
 // message per SOCK_SEQPACKET datagram, file descriptors attached with
 // SCM_RIGHTS.
 const (
+	opSetup   = "setup"   // server → init: what to set up (Init), the first message
 	opReady   = "ready"   // init → server: set up; the proxy listener is attached
 	opFailed  = "failed"  // init → server: setup failed (Err)
 	opSpawn   = "spawn"   // server → init: start a process; stdin, stdout, stderr attached
@@ -42,6 +43,10 @@ type msg struct {
 	Group  bool     `json:"group,omitempty"`
 	Status int      `json:"status,omitempty"`
 	Err    string   `json:"err,omitempty"`
+	// Init is the sandbox's configuration. It reaches init on the control
+	// socket rather than on its command line, which every process of
+	// the sandbox can read in /proc/1/cmdline: it holds host paths.
+	Init *initConfig `json:"init,omitempty"`
 }
 
 // Spawn flags.

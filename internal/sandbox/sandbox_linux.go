@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -15,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reinsdev/reins/internal/nofollow"
 )
 
 // Manager starts sandboxes and tears them down.
@@ -130,13 +134,18 @@ func (m *Manager) start(ctx context.Context, o Options) (*Sandbox, error) {
 		theirs.Close()
 		return nil, err
 	}
-	cmd, err := m.initCommand(o, theirs)
+	cmd, cfg, err := m.initCommand(o, theirs)
 	if err != nil {
 		theirs.Close()
 		ours.Close()
 		return nil, err
 	}
-	goAhead, err := cmd.StdinPipe()
+	// Queued on the socket for init, which reads it first.
+	err = ours.send(msg{Op: opSetup, Init: cfg})
+	var goAhead io.WriteCloser
+	if err == nil {
+		goAhead, err = cmd.StdinPipe()
+	}
 	if err == nil {
 		err = cmd.Start()
 	}
@@ -175,12 +184,18 @@ func (m *Manager) prepareWorkspace(dir string, outputs bool) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("sandbox: workspace %s is not a directory", dir)
 	}
+	// What is in the workspace may have been put there by a sandbox: it is
+	// reached through the workspace's root, without following links.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	defer root.Close()
 	if outputs {
-		out := filepath.Join(dir, OutputsDir)
-		err := os.Mkdir(out, 0o755)
+		err := root.Mkdir(OutputsDir, 0o755)
 		switch {
 		case err == nil && os.Geteuid() == 0:
-			if err := os.Lchown(out, m.cfg.HostUID, m.cfg.HostGID); err != nil {
+			if err := root.Lchown(OutputsDir, m.cfg.HostUID, m.cfg.HostGID); err != nil {
 				return fmt.Errorf("sandbox: outputs owner: %w", err)
 			}
 		case err != nil && !errors.Is(err, os.ErrExist):
@@ -190,20 +205,31 @@ func (m *Manager) prepareWorkspace(dir string, outputs bool) error {
 	if os.Geteuid() != 0 || int(st.Uid) == m.cfg.HostUID {
 		return nil
 	}
-	if err := chownTree(dir, m.cfg.HostUID, m.cfg.HostGID); err != nil {
+	err = chownTree(root, m.cfg.HostUID, m.cfg.HostGID)
+	if errors.Is(err, nofollow.ErrBounds) {
+		m.log.Warn("the workspace is deeper than its walk goes: what lies deeper keeps its owner", "workspace", dir, "depth", chownDepth)
+		err = nil
+	}
+	if err != nil {
 		return fmt.Errorf("sandbox: workspace owner: %w", err)
 	}
 	return nil
 }
 
-// chownTree gives dir and everything in it to uid:gid, without following
-// symbolic links.
-func chownTree(dir string, uid, gid int) error {
-	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
+// chownDepth bounds how deep chownTree goes (it keeps two descriptors open
+// per level).
+const chownDepth = 1024
+
+// chownTree gives root and everything in it to uid:gid. It runs as root
+// on a tree a sandbox may have written: it never follows a symbolic link
+// (a link is given away itself) nor enters a directory swapped in while
+// it walks (see package nofollow).
+func chownTree(root *os.Root, uid, gid int) error {
+	if err := root.Lchown(".", uid, gid); err != nil {
+		return err
+	}
+	return nofollow.Walk(root, nofollow.Bounds{Depth: chownDepth}, func(d *os.Root, name, _ string, _ fs.DirEntry) error {
+		return d.Lchown(name, uid, gid)
 	})
 }
 
@@ -217,29 +243,27 @@ func (m *Manager) Uid() (uid, gid int) {
 	return m.cfg.HostUID, m.cfg.HostGID
 }
 
-func (m *Manager) initCommand(o Options, ctl *os.File) (*exec.Cmd, error) {
+// initCommand returns the command that starts the sandbox described by
+// o, and init's configuration (sent on the control socket ctl).
+func (m *Manager) initCommand(o Options, ctl *os.File) (*exec.Cmd, *initConfig, error) {
 	env := append([]string{"PATH=" + Path, "HOME=" + WorkspaceDir, "USER=" + User, "LOGNAME=" + User,
 		"LANG=C.UTF-8"}, proxyEnv(o.Egress != nil)...)
 	abs, err := filepath.Abs(o.Workspace)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(o.ExtraCA) > 0 {
 		env = append(env, caEnv()...)
 	}
-	cfg := initConfig{Workspace: abs, SwitchUser: os.Geteuid() == 0, ReadOnly: o.ReadOnly, Env: append(env, o.Env...),
+	cfg := &initConfig{Workspace: abs, SwitchUser: os.Geteuid() == 0, ReadOnly: o.ReadOnly, Env: append(env, o.Env...),
 		Limits: m.cfg.Limits, Hostname: "reins", ExtraCA: string(o.ExtraCA), Binds: o.Binds}
 	if m.cgroup != nil {
 		cfg.Limits.Memory = 0 // the cgroup bounds the whole sandbox instead
 	}
-	arg, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
 	uid, gid := m.Uid()
-	start, err := json.Marshal(startConfig{Init: string(arg), UID: uid, GID: gid, Root: os.Geteuid() == 0})
+	start, err := json.Marshal(startConfig{UID: uid, GID: gid, Root: os.Geteuid() == 0})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
@@ -250,7 +274,7 @@ func (m *Manager) initCommand(o Options, ctl *os.File) (*exec.Cmd, error) {
 		// No new namespaces here: the starter makes them (see startArg0).
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
 	}
-	return cmd, nil
+	return cmd, cfg, nil
 }
 
 // proxyEnv points programs at the egress proxy.

@@ -358,3 +358,77 @@ func TestBinds(t *testing.T) {
 		}
 	}
 }
+
+// TestHostPathsHidden: the host paths of the workspace and of a bind are
+// nowhere in what the sandbox's processes can read of its processes
+// (command lines, environments) and mounts, but in the root field of
+// those two mounts in mountinfo, which a bind mount cannot hide (see
+// docs/decisions.md).
+func TestHostPathsHidden(t *testing.T) {
+	ws, src := t.TempDir(), t.TempDir()
+	host := filepath.Dir(ws) // the parent of both
+	sb := start(t, newManager(t), Options{Workspace: ws, Binds: []Bind{{Source: src, Target: PackagesDir}}})
+	out, _ := run(t, sb, `for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ /proc/[0-9]*/mounts /proc/[0-9]*/mountinfo; do
+  echo "== $f"; tr '\0' ' ' < $f; echo
+done 2>&1`)
+	for _, want := range []string{"== /proc/1/cmdline\nreins-sandbox-init", " /workspace rw,", " /opt/reins/packages ro,"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("want %q in:\n%s", want, out)
+		}
+	}
+	file := ""
+	for _, line := range strings.Split(out, "\n") {
+		if f, ok := strings.CutPrefix(line, "== "); ok {
+			file = f
+			continue
+		}
+		if !strings.Contains(line, host) {
+			continue
+		}
+		fields := strings.Fields(line)
+		root := strings.HasSuffix(file, "/mountinfo") && len(fields) > 4 && (fields[3] == ws && fields[4] == WorkspaceDir || fields[3] == src && fields[4] == PackagesDir)
+		if !root {
+			t.Errorf("a host path is visible in %s: %s", file, line)
+		}
+	}
+}
+
+// TestChownTreeKeepsToTheTree: giving a workspace to the sandbox's user
+// gives away the links in it, never what they point to.
+func TestChownTreeKeepsToTheTree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving files away needs root")
+	}
+	ws, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	os.WriteFile(secret, []byte("x"), 0o600)
+	os.MkdirAll(filepath.Join(ws, "a", "b"), 0o755)
+	os.WriteFile(filepath.Join(ws, "a", "b", "f"), []byte("x"), 0o644)
+	os.Symlink(secret, filepath.Join(ws, "a", "file-link"))
+	os.Symlink(outside, filepath.Join(ws, "dir-link"))
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := chownTree(root, 54321, 54321); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(p string) uint32 {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Uid
+	}
+	for _, p := range []string{".", "a", "a/b", "a/b/f", "a/file-link", "dir-link"} {
+		if got := owner(filepath.Join(ws, p)); got != 54321 {
+			t.Errorf("%s is owned by %d", p, got)
+		}
+	}
+	for _, p := range []string{outside, secret} {
+		if got := owner(p); got != 0 {
+			t.Errorf("%s, outside the tree, was given to %d", p, got)
+		}
+	}
+}

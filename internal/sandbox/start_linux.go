@@ -25,9 +25,8 @@ import (
 const startArg0 = "reins-sandbox-start"
 
 // startConfig is what the server tells the starter (its argv[1], JSON).
+// Init's configuration goes to init on the control socket.
 type startConfig struct {
-	// Init is init's argv[1].
-	Init string `json:"init"`
 	// UID and GID are the host ids root of the sandbox's user namespace
 	// maps to.
 	UID int `json:"uid"`
@@ -68,7 +67,7 @@ func runStart(arg string) error {
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
-	pid, err := syscall.ForkExec("/proc/self/exe", []string{initArg0, cfg.Init}, &syscall.ProcAttr{
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{initArg0}, &syscall.ProcAttr{
 		Env:   []string{},
 		Files: []uintptr{devnull.Fd(), 1, 2, initControlFD},
 		Sys:   initAttr(cfg),
