@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	ma "github.com/reinsdev/reins/managedagents"
 )
 
 // readmeGoExecutor returns the README's Go executor example, the block
@@ -46,33 +43,12 @@ func TestREADMEGoExecutorIsSandboxed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var env ma.Environment
-	if _, err := call(s.url, s.key, "POST", "/v1/environments", map[string]any{"name": "readme hands", "config": map[string]any{"type": "self_hosted"}}, &env); err != nil {
-		t.Fatal(err)
-	}
-	var key struct{ Key string }
-	if _, err := call(s.url, s.key, "POST", "/v1/environments/"+env.ID+"/keys", nil, &key); err != nil {
-		t.Fatal(err)
-	}
-	s.extra = []string{key.Key, "executor-own-secret-0006"}
+	envID, key := s.selfHosted(t, "readme hands")
 	cmd := exec.Command(bin)
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "REINS_URL="+s.url, "REINS_ENVIRONMENT_KEY="+key.Key, "EXECUTOR_SECRET=executor-own-secret-0006")
-	var buf bytes.Buffer
-	out := &lockedWriter{w: &buf}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("the README's executor:\n%s", buf.String())
-		}
-	}()
+	s.startExecutor(t, cmd, key, "executor-own-secret-0006")
 
-	got := s.bash(t, s.session(t, env.ID), fmt.Sprintf(
+	got := s.bash(t, s.session(t, envID), fmt.Sprintf(
 		"cat /etc/shadow; id -u; cat /proc/%d/environ; cat /proc/%d/environ; cat /proc/1/environ; env",
 		s.cmd.Process.Pid, cmd.Process.Pid))
 	if strings.Contains(got, "root:") {
@@ -84,19 +60,12 @@ func TestREADMEGoExecutorIsSandboxed(t *testing.T) {
 	if uid := regexp.MustCompile(`(?m)^\d+$`).FindString(got); uid != "1000" {
 		t.Errorf("id -u printed %q, want the sandbox's user 1000:\n%s", uid, got)
 	}
-	probes := map[string]probe{
+	runProbes(t, s, envID, map[string]probe{
 		"server secrets":     probeServerSecrets,
 		"etc shadow":         probeEtcShadow,
 		"internal addresses": probeInternalAddresses,
 		"loopback":           probeLoopback,
-	}
-	for name, p := range probes {
-		t.Run(name, func(t *testing.T) {
-			if escaped := p(t, s, env.ID); escaped != "" {
-				t.Error(escaped)
-			}
-		})
-	}
+	})
 	if cmd.Process.Signal(syscall.Signal(0)) != nil {
 		t.Fatal("the README's executor exited")
 	}
