@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 
 	"github.com/reinsdev/reins/tools"
 	"github.com/reinsdev/reins/tools/toolset"
@@ -24,30 +26,100 @@ func BuiltinCapabilities() []string {
 
 // BuiltinSessions is the [SessionOpener] of the built-in toolset (package
 // tools): each session works in its own subdirectory of Dir, named after
-// the session.
+// the session, and runs its bash, processes and terminals in a sandbox of
+// its own ([Sandboxes]) unless the caller opts out with Unconfined or
+// NoSandbox. It never falls back to running them unconfined: when the
+// sandbox cannot start, [BuiltinSessions.Prepare] (which [Client.Run]
+// calls) fails with an error wrapping [ErrSandboxUnavailable].
 type BuiltinSessions struct {
 	// Dir is the directory that holds the session workspaces.
 	Dir string
-	// NoSandbox disables Landlock confinement of bash and processes (when
-	// Launchers is nil).
+	// Unconfined runs the sessions' processes on this host, as this
+	// process's user, instead of in a sandbox per session: they read
+	// whatever this user reads (the environment of this and other
+	// processes in /proc, /etc/shadow when it is root) and reach any
+	// address. Landlock keeps their writes in the workspace where the
+	// kernel has it. Only for a machine where model-written commands
+	// can do no harm (a throwaway container or VM).
+	Unconfined bool
+	// NoSandbox is Unconfined without Landlock either.
 	NoSandbox bool
-	// Launchers, if set, starts each session's processes somewhere other
-	// than this process's host: a sandbox. The workspace closes the
-	// launcher when the session ends.
+	// Sandbox configures the sandboxes (when neither Launchers nor
+	// Unconfined nor NoSandbox is set); its StateDir defaults to
+	// Dir/.reins-sandboxes.
+	Sandbox SandboxOptions
+	// Launchers, if set, starts each session's processes instead of the
+	// default sandboxes. The workspace closes the launcher when the
+	// session ends.
 	Launchers LauncherFactory
 	// Owner, if set, owns the files the file tools create (the user the
-	// launched processes run as, when that is not this process's).
+	// launched processes run as, when that is not this process's; default
+	// the sandboxes' user).
 	Owner *tools.Owner
 	// MaxOutputBytes caps one tool result (default tools.DefaultMaxOutputBytes).
 	MaxOutputBytes int
 	// Logger receives diagnostics.
 	Logger *slog.Logger
+
+	mu  sync.Mutex // guards own
+	own *Sandboxes // the default sandboxes, made by Prepare or the first session
 }
 
 // A LauncherFactory makes the launcher of an assigned session's bash,
 // processes and terminals (see [tools.Launcher]).
 type LauncherFactory interface {
 	Launcher(ctx context.Context, a Assignment, dir string) (tools.Launcher, error)
+}
+
+// Prepare makes the default sandboxes, checking that one starts, unless
+// Launchers, Unconfined or NoSandbox is set. [Client.Run] calls it before
+// it connects, so that an executor whose tools cannot be sandboxed stops
+// at once and says why; without it the first session does it.
+func (b *BuiltinSessions) Prepare(ctx context.Context) error {
+	_, _, err := b.launchers(ctx)
+	return err
+}
+
+// Close tears the default sandboxes down with everything in them.
+func (b *BuiltinSessions) Close() error {
+	b.mu.Lock()
+	own := b.own
+	b.own = nil
+	b.mu.Unlock()
+	if own == nil {
+		return nil
+	}
+	return own.Close()
+}
+
+// launchers returns the launcher factory of the sessions' processes (nil:
+// on this host) and the owner of the files the tools create.
+func (b *BuiltinSessions) launchers(ctx context.Context) (LauncherFactory, *tools.Owner, error) {
+	if b.Launchers != nil || b.Unconfined || b.NoSandbox {
+		return b.Launchers, b.Owner, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.own == nil {
+		o := b.Sandbox
+		if o.StateDir == "" {
+			o.StateDir = filepath.Join(b.Dir, ".reins-sandboxes")
+		}
+		if o.Logger == nil {
+			o.Logger = b.Logger
+		}
+		s, err := NewSandboxes(ctx, o)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w (set BuiltinSessions.Unconfined to run the tools on this host without a sandbox, "+
+				"only where model-written commands can do no harm)", err)
+		}
+		b.own = s
+	}
+	owner := b.Owner
+	if owner == nil {
+		owner = b.own.Owner()
+	}
+	return b.own, owner, nil
 }
 
 var safeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
@@ -65,12 +137,16 @@ func (b *BuiltinSessions) OpenSession(ctx context.Context, a Assignment) (Sessio
 	for k, v := range a.Env {
 		env = append(env, k+"="+v)
 	}
+	launchers, owner, err := b.launchers(ctx)
+	if err != nil {
+		return nil, WithReason(CodeResourceUnavailable, ReasonWorkspaceUnavailable, err.Error())
+	}
 	opts := tools.WorkspaceOptions{
 		ReadOnly: a.Workspace.ReadOnly, NoSandbox: b.NoSandbox,
-		MaxOutputBytes: b.MaxOutputBytes, Env: env, Logger: b.Logger, Owner: b.Owner,
+		MaxOutputBytes: b.MaxOutputBytes, Env: env, Logger: b.Logger, Owner: owner,
 	}
-	if b.Launchers != nil {
-		l, err := b.Launchers.Launcher(ctx, a, dir)
+	if launchers != nil {
+		l, err := launchers.Launcher(ctx, a, dir)
 		if err != nil {
 			return nil, WithReason(CodeResourceUnavailable, ReasonWorkspaceUnavailable, err.Error())
 		}

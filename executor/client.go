@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,7 +96,9 @@ type Options struct {
 	// 0.5 s and 30 s), exponential with full jitter.
 	BackoffMin, BackoffMax time.Duration
 	// Sessions opens assigned sessions (default: the built-in toolset in
-	// subdirectories of Workspace).
+	// subdirectories of Workspace, each session's processes in a sandbox
+	// of its own; &BuiltinSessions{Dir: …, Unconfined: true} runs them on
+	// this host instead).
 	Sessions SessionOpener
 	// Workspace is the directory of the built-in toolset's sessions.
 	Workspace string
@@ -135,6 +138,7 @@ type Client struct {
 	tokens   TokenSource
 	protocol string // sent in executor.register; a field so tests can vary it
 	logger   *slog.Logger
+	own      *BuiltinSessions // the default sessions, closed when Run ends
 
 	mu       sync.Mutex
 	conn     *rpcConn // the registered connection, or nil
@@ -192,8 +196,10 @@ func NewClient(opts Options) *Client {
 	if opts.ConfirmTimeout <= 0 {
 		opts.ConfirmTimeout = time.Minute
 	}
+	var own *BuiltinSessions
 	if opts.Sessions == nil {
-		opts.Sessions = &BuiltinSessions{Dir: opts.Workspace, Logger: opts.Logger}
+		own = &BuiltinSessions{Dir: opts.Workspace, Logger: opts.Logger}
+		opts.Sessions = own
 		if opts.Capabilities == nil {
 			opts.Capabilities = BuiltinCapabilities()
 		}
@@ -206,6 +212,7 @@ func NewClient(opts Options) *Client {
 	}
 	c := &Client{
 		opts:     opts,
+		own:      own,
 		held:     transcripts{max: opts.TranscriptCache},
 		protocol: Subprotocol,
 		tokens:   opts.TokenSource,
@@ -275,8 +282,10 @@ func (c *Client) emit(e Event) {
 // Run connects and serves until a terminal error, Stop or the end of ctx,
 // and returns that error (also reported by Err afterwards): [ErrReplaced],
 // [ErrReconnectExhausted], [ErrCredentialRejected],
-// [ErrRegistrationRefused], or [ErrClientStopped] (after Stop, ctx's end or
-// the terminal close code 4003). Run may be called once.
+// [ErrRegistrationRefused], [ErrSandboxUnavailable] (before connecting:
+// the built-in toolset cannot sandbox its processes here, see
+// [BuiltinSessions]) or [ErrClientStopped] (after Stop, ctx's end or the
+// terminal close code 4003). Run may be called once.
 func (c *Client) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -287,7 +296,10 @@ func (c *Client) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	err := c.loop(ctx)
+	err := c.prepare(ctx)
+	if err == nil {
+		err = c.loop(ctx)
+	}
 	c.mu.Lock()
 	c.err = err
 	c.stopped = true
@@ -298,8 +310,32 @@ func (c *Client) Run(ctx context.Context) error {
 		s.close()
 	}
 	c.wg.Wait()
+	if c.own != nil {
+		c.own.Close()
+	}
 	close(c.done)
 	return err
+}
+
+// A preparer is a [SessionOpener] with work to do before the executor
+// registers: [BuiltinSessions] makes its sandboxes.
+type preparer interface {
+	Prepare(ctx context.Context) error
+}
+
+// prepare readies the session opener of an executor that serves tools, so
+// that one whose tools cannot run as configured ends before it registers.
+func (c *Client) prepare(ctx context.Context) error {
+	p, ok := c.opts.Sessions.(preparer)
+	if !ok || !slices.ContainsFunc(c.opts.Capabilities, servesTools) {
+		return nil
+	}
+	return p.Prepare(ctx)
+}
+
+// servesTools reports whether capability is one of running tools.
+func servesTools(capability string) bool {
+	return capability == CapabilityProcess || capability == CapabilityProcessPTY || strings.HasPrefix(capability, "tool:")
 }
 
 func (c *Client) loop(ctx context.Context) error {

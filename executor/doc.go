@@ -21,6 +21,11 @@
 //   - [NewLocal] runs a [Client] inside the harness process, connected to a
 //     [Hub] over an in-memory connection, so that cloud environments run
 //     their tools the same way self-hosted executors do.
+//   - [BuiltinSessions] is the built-in toolset a [Client] serves by
+//     default: each session's bash, processes and terminals run in a
+//     sandbox of their own ([Sandboxes]) unless the caller opts out with
+//     Unconfined, and Run fails with [ErrSandboxUnavailable] rather than
+//     run them unconfined when no sandbox can start.
 //
 // Errors follow the protocol's error model: a JSON-RPC error is an
 // [*RPCError] (a handler that returns one keeps its code on the wire),

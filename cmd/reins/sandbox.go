@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 
@@ -12,10 +11,8 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
-	"github.com/reinsdev/reins/internal/egress"
 	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/sandbox"
-	"github.com/reinsdev/reins/tools"
 )
 
 // sandboxFlags are the flags of `reins serve` and `reins executor` that
@@ -94,41 +91,25 @@ func formatBytes(n int64) string {
 
 // executorSandboxes makes `reins executor` run each session's processes
 // in a sandbox whose egress proxy reaches any public address (and the
-// --egress-allow ones). It returns what tears the sandboxes down.
+// --egress-allow ones), or on this host under --sandbox=none. It returns
+// what tears the sandboxes down.
 func (s *sandboxFlags) executorSandboxes(ctx context.Context, sessions *executor.BuiltinSessions, workspace string, log *slog.Logger) (func(), error) {
 	cfg, err := s.config()
-	if err != nil || cfg.Mode == app.SandboxNone {
-		if err == nil {
-			log.Warn("--sandbox=none: the sessions' tools run as this user on this host (confined by Landlock only)")
-		}
-		return func() {}, err
-	}
-	m, err := sandbox.NewManager(sandbox.Config{Limits: cfg.Limits, StateDir: filepath.Join(workspace, ".reins-sandboxes"), Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := m.Check(ctx); err != nil {
+	if cfg.Mode == app.SandboxNone {
+		log.Warn("--sandbox=none: the sessions' tools run as this user on this host (confined by Landlock only)")
+		sessions.Unconfined = true
+		return func() {}, nil
+	}
+	sb, err := executor.NewSandboxes(ctx, executor.SandboxOptions{Memory: cfg.Limits.Memory, Processes: cfg.Limits.Processes,
+		CPU: cfg.Limits.CPU, EgressAllow: cfg.EgressAllow, EgressHint: "allow it with --egress-allow",
+		StateDir: filepath.Join(workspace, ".reins-sandboxes"), Logger: log})
+	if err != nil {
 		return nil, fmt.Errorf("%w (or run with --sandbox=none on a trusted machine)", err)
 	}
-	guard := &netguard.Guard{Allow: cfg.EgressAllow}
-	sessions.Launchers = executorLaunchers{m: m, guard: guard, ctx: ctx, log: log}
-	uid, gid := m.Uid()
-	sessions.Owner = &tools.Owner{UID: uid, GID: gid}
-	return func() { m.Close() }, nil
-}
-
-// executorLaunchers starts a sandbox per session for `reins executor`.
-type executorLaunchers struct {
-	m     *sandbox.Manager
-	guard *netguard.Guard
-	ctx   context.Context
-	log   *slog.Logger
-}
-
-func (e executorLaunchers) Launcher(_ context.Context, a executor.Assignment, dir string) (tools.Launcher, error) {
-	return e.m.Launcher(sandbox.Options{Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
-		Egress: func(ln net.Listener) {
-			p := &egress.Proxy{Policy: egress.Policy{Unrestricted: true}, Guard: e.guard, Logger: e.log, AllowHint: "allow it with --egress-allow"}
-			p.Serve(e.ctx, ln)
-		}}), nil
+	sessions.Launchers = sb
+	sessions.Owner = sb.Owner()
+	return func() { sb.Close() }, nil
 }

@@ -397,7 +397,9 @@ func (t *hubTools) ensureLocal(envID string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	sessions := &executor.BuiltinSessions{Dir: dir, Logger: t.log}
+	// Without the server's sandboxes (--sandbox=none) the tools run on
+	// this host, as the operator chose.
+	sessions := &executor.BuiltinSessions{Dir: dir, Logger: t.log, Unconfined: t.sandboxes == nil}
 	if t.sandboxes != nil {
 		sessions.Launchers = t.sandboxes
 		uid, gid := t.sandboxes.owner()

@@ -497,7 +497,7 @@ func TestSandboxEscapes(t *testing.T) {
 
 // runEscapeProbes runs every probe in sessions of envID.
 func runEscapeProbes(t *testing.T, s *escapeServer, envID string) {
-	probes := map[string]probe{
+	runProbes(t, s, envID, map[string]probe{
 		"server secrets":     probeServerSecrets,
 		"etc shadow":         probeEtcShadow,
 		"internal addresses": probeInternalAddresses,
@@ -506,7 +506,17 @@ func runEscapeProbes(t *testing.T, s *escapeServer, envID string) {
 		"outputs symlink":    probeOutputsSymlink,
 		"host paths":         probeHostPaths,
 		"placement by links": probePlacementThroughLinks,
-	}
+	})
+	t.Run("other sessions", func(t *testing.T) { probeOtherSessions(t, s, envID) })
+	t.Run("kill the server", func(t *testing.T) { probeKillServer(t, s, envID) })
+	t.Run("devices and fifos", func(t *testing.T) { probeSpecialFiles(t, s, envID) })
+	t.Run("privileged calls", func(t *testing.T) { probePrivileged(t, s, envID) })
+	t.Run("processes after delete", func(t *testing.T) { probeSurvivesDelete(t, s, envID) })
+	t.Run("fork bomb and memory hog", func(t *testing.T) { probeExhaustion(t, s, envID) })
+}
+
+// runProbes runs each probe as a subtest, in sessions of envID.
+func runProbes(t *testing.T, s *escapeServer, envID string, probes map[string]probe) {
 	for name, p := range probes {
 		t.Run(name, func(t *testing.T) {
 			if escaped := p(t, s, envID); escaped != "" {
@@ -514,12 +524,6 @@ func runEscapeProbes(t *testing.T, s *escapeServer, envID string) {
 			}
 		})
 	}
-	t.Run("other sessions", func(t *testing.T) { probeOtherSessions(t, s, envID) })
-	t.Run("kill the server", func(t *testing.T) { probeKillServer(t, s, envID) })
-	t.Run("devices and fifos", func(t *testing.T) { probeSpecialFiles(t, s, envID) })
-	t.Run("privileged calls", func(t *testing.T) { probePrivileged(t, s, envID) })
-	t.Run("processes after delete", func(t *testing.T) { probeSurvivesDelete(t, s, envID) })
-	t.Run("fork bomb and memory hog", func(t *testing.T) { probeExhaustion(t, s, envID) })
 }
 
 // probeOtherSessions reads and kills another session's processes.
@@ -743,36 +747,52 @@ curl -sS -m 10 --noproxy '' -x "$HTTP_PROXY" https://denied.example/ 2>&1; echo
 // invisible to the tools it runs, and they cannot kill it.
 func TestExecutorSandboxEscapes(t *testing.T) {
 	s := startEscapeServer(t)
-	var env ma.Environment
-	if _, err := call(s.url, s.key, "POST", "/v1/environments", map[string]any{"name": "hands", "config": map[string]any{"type": "self_hosted"}}, &env); err != nil {
-		t.Fatal(err)
-	}
-	var key struct{ Key string }
-	if _, err := call(s.url, s.key, "POST", "/v1/environments/"+env.ID+"/keys", nil, &key); err != nil {
-		t.Fatal(err)
-	}
-	s.extra = []string{key.Key, "executor-own-secret-0005"}
+	envID, key := s.selfHosted(t, "hands")
 	bin, _ := buildReins()
 	cmd := exec.Command(bin, "executor", "--url", s.url, "--workspace", t.TempDir(), "--name", "escape-hands",
 		"--max-sessions", "16", "--sandbox-memory", "256M", "--sandbox-processes", "128")
-	cmd.Env = append(os.Environ(), "REINS_ENVIRONMENT_KEY="+key.Key, "EXECUTOR_SECRET=executor-own-secret-0005")
+	s.startExecutor(t, cmd, key, "executor-own-secret-0005")
+	runEscapeProbes(t, s, envID)
+	if cmd.Process.Signal(syscall.Signal(0)) != nil {
+		t.Fatal("the tools killed reins executor")
+	}
+}
+
+// selfHosted creates a self-hosted environment and a key of it.
+func (s *escapeServer) selfHosted(t *testing.T, name string) (envID, key string) {
+	t.Helper()
+	var env ma.Environment
+	if _, err := call(s.url, s.key, "POST", "/v1/environments", map[string]any{"name": name, "config": map[string]any{"type": "self_hosted"}}, &env); err != nil {
+		t.Fatal(err)
+	}
+	var k struct{ Key string }
+	if _, err := call(s.url, s.key, "POST", "/v1/environments/"+env.ID+"/keys", nil, &k); err != nil {
+		t.Fatal(err)
+	}
+	return env.ID, k.Key
+}
+
+// startExecutor starts cmd, an executor of the server, with the
+// environment key (REINS_ENVIRONMENT_KEY) and a secret of its own
+// (EXECUTOR_SECRET) in its environment; both join the secrets no tool may
+// see. It is killed when the test ends, its output logged if it failed.
+func (s *escapeServer) startExecutor(t *testing.T, cmd *exec.Cmd, key, secret string) {
+	t.Helper()
+	s.extra = []string{key, secret}
+	cmd.Env = append(os.Environ(), "REINS_URL="+s.url, "REINS_ENVIRONMENT_KEY="+key, "EXECUTOR_SECRET="+secret)
 	var buf bytes.Buffer
 	out := &lockedWriter{w: &buf}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("reins executor:\n%s", buf.String())
+			t.Logf("%s:\n%s", cmd.Path, buf.String())
 		}
-	}()
-	runEscapeProbes(t, s, env.ID)
-	if cmd.Process.Signal(syscall.Signal(0)) != nil {
-		t.Fatal("the tools killed reins executor")
-	}
+	})
 }
 
 // TestEnvironmentDeletedRetiresItsSandboxes: deleting a cloud environment

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 
 // The executor SDKs under sdk/ are driven by a real `reins serve` through
 // their e2e executors (sdk/typescript/e2e/executor.mjs,
-// sdk/python/e2e/executor.py): each serves bash, a custom read, and a write
+// sdk/python/e2e/executor.py): each serves bash (the SDK's, sandboxed), a custom read, and a write
 // that refuses with RpcError.withReason / RPCError.with_reason, and prints
 // its events as JSON lines. They are never skipped: without node or
 // /usr/bin/python3 with websockets they fail (.ci/run installs both).
@@ -91,7 +92,8 @@ func sdkExecutorScenario(t *testing.T, command func(url, key, name, workspace st
 		t.Fatal(err)
 	}
 
-	ws := t.TempDir()
+	t.Setenv("REINS_SDK_E2E_SECRET", "sdk-e2e-secret-0007") // in the server's and the executor's environments
+	ws := nobodyReachable(t, t.TempDir())
 	first := startSDKExecutor(t, command("http://"+px.addr, key.Key, "sdk-hands", ws))
 	first.waitEvent(t, "registered", 20*time.Second)
 	sess := s.newSession(t, agent.ID, envID)
@@ -117,6 +119,16 @@ func sdkExecutorScenario(t *testing.T, command func(url, key, name, workspace st
 	}
 	if m, _ := filepath.Glob(filepath.Join(ws, sess.ID, "f.txt")); len(m) != 1 {
 		t.Fatal("f.txt is not in the executor's session directory")
+	}
+
+	// The SDK's bash runs sandboxed: its own user, no /etc/shadow, neither
+	// the server's environment (this process) nor the executor's.
+	results = resultFrames(turn(fmt.Sprintf(`@tool bash {"command":"id -u; cat /etc/shadow; cat /proc/%d/environ; env"}`, os.Getpid()) + "\n@then done"))
+	if len(results) != 1 {
+		t.Fatalf("sandbox probe: %v", describe(results))
+	}
+	if out := resultText(results[0]); !strings.HasPrefix(out, "1000\n") || strings.Contains(out, "root:") || strings.Contains(out, "sdk-e2e-secret-0007") {
+		t.Fatalf("the SDK's bash is not sandboxed:\n%s", out)
 	}
 
 	// A handler's RPC error keeps its code and reason on the wire.
@@ -164,7 +176,7 @@ func sdkExecutorScenario(t *testing.T, command func(url, key, name, workspace st
 	st.until(isIdle)
 
 	// A second executor with the same name replaces the first: 4004.
-	second := startSDKExecutor(t, command("http://"+px.addr, key.Key, "sdk-hands", t.TempDir()))
+	second := startSDKExecutor(t, command("http://"+px.addr, key.Key, "sdk-hands", nobodyReachable(t, t.TempDir())))
 	end := first.waitEnd(t, 20*time.Second)
 	if end.Ended != "ReplacedError" || end.CloseCode != 4004 {
 		t.Fatalf("first executor ended %+v, want ReplacedError 4004", end)
@@ -179,6 +191,19 @@ func sdkExecutorScenario(t *testing.T, command func(url, key, name, workspace st
 	if end.Ended != "CredentialRejectedError" || !strings.Contains(end.Message, "revoked") {
 		t.Fatalf("after the revocation: %+v, want CredentialRejectedError naming the revocation", end)
 	}
+}
+
+// nobodyReachable lets the sandboxes of an SDK executor that runs as root,
+// which run as nobody, reach dir (a t.TempDir: it and its parent are
+// private), and returns it.
+func nobodyReachable(t *testing.T, dir string) string {
+	t.Helper()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 func resultFrames(fs []frame) []frame {

@@ -15,3 +15,4 @@ export {
   type ToolResult,
 } from './client.js';
 export { bashTool } from './bash.js';
+export { SANDBOX_WORKSPACE, SandboxUnavailableError, checkSandbox, runCommand, type SandboxOptions } from './sandbox.js';

@@ -25,8 +25,10 @@ from .errors import (
     ToolOutcomeUnknownError,
     code_message,
 )
+from .sandbox import SANDBOX_WORKSPACE, SandboxUnavailableError, check_sandbox, run_command
 
 __all__ = [
+    "SANDBOX_WORKSPACE",
     "SUBPROTOCOL",
     "AssignRejectedError",
     "ClientStoppedError",
@@ -41,6 +43,7 @@ __all__ = [
     "RPCError",
     "ReconnectExhaustedError",
     "RegistrationRefusedError",
+    "SandboxUnavailableError",
     "ReplacedError",
     "RequestTimeoutError",
     "SessionEndedError",
@@ -50,7 +53,9 @@ __all__ = [
     "ToolOutcomeUnknownError",
     "ToolResult",
     "bash_tool",
+    "check_sandbox",
     "code_message",
     "connect_url",
     "reconnect_delay",
+    "run_command",
 ]
