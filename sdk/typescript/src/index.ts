@@ -15,3 +15,13 @@ export {
   type ToolResult,
 } from './client.js';
 export { bashTool } from './bash.js';
+export {
+  EVENT_TURN_END,
+  Turn,
+  TurnCanceledError,
+  type AgentHandler,
+  type PlatformToolCall,
+  type PlatformToolResult,
+  type TokenGrant,
+  type TurnStart,
+} from './agent.js';
