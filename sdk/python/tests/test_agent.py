@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import unittest
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from test_client import FakeHub, Peer, _quiet
+from test_client import FakeHub, Peer, _quiet, run_client, serve_json
 
 from reins_executor import (
     AssignRejectedError,
@@ -38,26 +36,13 @@ class ToolsEndpoint:
 
     def __init__(self, answers: list[tuple[int, dict[str, Any]]]) -> None:
         self.seen: list[dict[str, Any]] = []
-        ep = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                ep.seen.append({"auth": self.headers["Authorization"], "key": self.headers["Idempotency-Key"], "body": json.loads(body)})
-                status, out = answers.pop(0) if answers else (500, {})
-                data = json.dumps(out).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+        def handle(headers: Any, body: bytes) -> tuple[int, Any]:
+            self.seen.append({"auth": headers["Authorization"], "key": headers["Idempotency-Key"], "body": json.loads(body)})
+            return answers.pop(0) if answers else (500, {})
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1/sessions/sesn_1/tool_calls"
+        self.http, base = serve_json(handle)
+        self.url = base + "/v1/sessions/sesn_1/tool_calls"
 
     def close(self) -> None:
         self.http.shutdown()
@@ -75,18 +60,7 @@ class AgentTest(unittest.IsolatedAsyncioTestCase):
 
         opts: dict[str, Any] = {"machine_token": "reins_mt_test", "name": "brain", "backoff_min": 0.01, "backoff_max": 0.02, "logger": _quiet, "agent": run}
         opts.update(kw)
-        client = ExecutorClient(hub.url, **opts)
-        task = asyncio.ensure_future(client.run())
-
-        async def cleanup() -> None:
-            client.stop()
-            try:
-                await asyncio.wait_for(task, 5)
-            except BaseException:  # noqa: BLE001 - it ends with ClientStoppedError
-                pass
-            await hub.close()
-
-        self.addAsyncCleanup(cleanup)
+        client, _ = run_client(self, hub, opts)
         return client, turns
 
     async def test_turn_events_sequences_and_end(self) -> None:
