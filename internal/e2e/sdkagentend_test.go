@@ -102,7 +102,7 @@ func sdkAgentEndScenario(t *testing.T, command func(url, token, name string) *ex
 	if stop := waitIdle(t, st); stop.Type != ma.StopEndTurn {
 		t.Fatalf("after the interrupt: %+v", stop)
 	}
-	if l := brain.waitEvent(t, "turn_canceled", 30*time.Second); l.Reason != "interrupt" {
+	if l := brain.waitEvent(t, "turn_canceled", 10*time.Second); l.Reason != "interrupt" {
 		t.Fatalf("turn.cancel: %+v", l)
 	}
 	sess, err := s.client.Beta.Sessions.Get(t.Context(), sessID, anthropic.BetaSessionGetParams{})

@@ -35,8 +35,8 @@ async def main() -> None:
         words = said(turn)
         out(event="turn", text=words, transcript=len(turn.start.get("transcript") or []))
         if words == "wait":
-            await turn.send(message("waiting"))
-            try:
+            try:  # turn.cancel may overtake the answer to this send
+                await turn.send(message("waiting"))
                 await asyncio.Event().wait()
             except asyncio.CancelledError:
                 out(event="turn_canceled", reason=turn.cancel_reason)

@@ -15,8 +15,9 @@ async function runTurn(turn) {
   const words = said(turn);
   out({ event: 'turn', text: words, transcript: turn.start.transcript?.length ?? 0 });
   if (words === 'wait') {
-    await turn.send(message('waiting'));
-    await new Promise((r) => turn.signal.addEventListener('abort', r));
+    // turn.cancel may overtake the answer to this send: check before waiting.
+    await turn.send(message('waiting')).catch(() => {});
+    if (!turn.signal.aborted) await new Promise((r) => turn.signal.addEventListener('abort', r, { once: true }));
     out({ event: 'turn_canceled', reason: turn.signal.reason?.reason });
     return;
   }
