@@ -34,12 +34,14 @@ type rawMessage struct {
 }
 
 // rawExecutor speaks reins.executor.v1 by hand over a real WebSocket: it
-// sends what the SDKs never would (a result after its lease expired) and
-// leaves out what they always do (heartbeats).
+// sends what the SDKs never would (a result after its lease expired, bad
+// frames) and leaves out what they always do (heartbeats).
 type rawExecutor struct {
 	t        *testing.T
 	ws       *websocket.Conn
 	requests chan rawMessage // requests and notifications of the harness
+	done     chan struct{}   // closed when the connection ended
+	readErr  error           // why, after done
 
 	mu      sync.Mutex // guards next and answers
 	next    int
@@ -49,6 +51,16 @@ type rawExecutor struct {
 // dialRawExecutor connects with an environment key and registers with
 // capabilities.
 func dialRawExecutor(t *testing.T, url, key, name string, capabilities ...string) *rawExecutor {
+	t.Helper()
+	x := dialRaw(t, url, key)
+	if m := x.register(executor.Subprotocol, name, capabilities...); m.Error != nil {
+		t.Fatalf("executor.register: %+v", m.Error)
+	}
+	return x
+}
+
+// dialRaw connects with an environment key, without registering.
+func dialRaw(t *testing.T, url, key string) *rawExecutor {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -61,26 +73,27 @@ func dialRawExecutor(t *testing.T, url, key, name string, capabilities ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := &rawExecutor{t: t, ws: ws, requests: make(chan rawMessage, 64), answers: map[string]chan rawMessage{}}
-	read := make(chan struct{})
-	go x.readLoop(read)
+	x := &rawExecutor{t: t, ws: ws, requests: make(chan rawMessage, 64), done: make(chan struct{}), answers: map[string]chan rawMessage{}}
+	go x.readLoop()
 	t.Cleanup(func() {
 		ws.Close(websocket.StatusNormalClosure, "test over")
-		<-read
+		<-x.done
 	})
-	m := x.call("executor.register", map[string]any{"protocol": executor.Subprotocol, "executor": map[string]string{"name": name},
-		"capabilities": capabilities, "max_sessions": 1, "sessions": []any{}})
-	if m.Error != nil {
-		t.Fatalf("executor.register: %+v", m.Error)
-	}
 	return x
 }
 
-func (x *rawExecutor) readLoop(done chan<- struct{}) {
-	defer close(done)
+func (x *rawExecutor) register(protocol, name string, capabilities ...string) rawMessage {
+	x.t.Helper()
+	return x.call("executor.register", map[string]any{"protocol": protocol, "executor": map[string]string{"name": name},
+		"capabilities": capabilities, "max_sessions": 1, "sessions": []any{}})
+}
+
+func (x *rawExecutor) readLoop() {
+	defer close(x.done)
 	for {
 		_, data, err := x.ws.Read(context.Background())
 		if err != nil {
+			x.readErr = err
 			return
 		}
 		var m rawMessage
@@ -100,14 +113,20 @@ func (x *rawExecutor) readLoop(done chan<- struct{}) {
 	}
 }
 
-func (x *rawExecutor) write(v any) {
+// exchange writes a frame as it is and waits for the answer whose id is
+// id ("null" for a frame whose id cannot be read).
+func (x *rawExecutor) exchange(frame, id string) rawMessage {
 	x.t.Helper()
-	b, _ := json.Marshal(v)
+	ch := make(chan rawMessage, 1)
+	x.mu.Lock()
+	x.answers[id] = ch
+	x.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := x.ws.Write(ctx, websocket.MessageText, b); err != nil {
+	if err := x.ws.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
 		x.t.Fatalf("write: %v", err)
 	}
+	return within(x.t, ch, "the answer to "+frame[:min(len(frame), 60)])
 }
 
 // call sends a request and waits for its answer.
@@ -115,12 +134,9 @@ func (x *rawExecutor) call(method string, params any) rawMessage {
 	x.t.Helper()
 	x.mu.Lock()
 	x.next++
-	id := json.RawMessage(strings.TrimSpace(string(mustJSON(x.next))))
-	ch := make(chan rawMessage, 1)
-	x.answers[string(id)] = ch
+	id := string(mustJSON(x.next))
 	x.mu.Unlock()
-	x.write(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	return within(x.t, ch, "the answer to "+method)
+	return x.exchange(string(mustJSON(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method, "params": params})), id)
 }
 
 // expect waits for the harness's next request or notification, which
@@ -137,7 +153,11 @@ func (x *rawExecutor) expect(method string) rawMessage {
 // reply answers a request of the harness.
 func (x *rawExecutor) reply(m rawMessage, result any) {
 	x.t.Helper()
-	x.write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := x.ws.Write(ctx, websocket.MessageText, mustJSON(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result})); err != nil {
+		x.t.Fatalf("write: %v", err)
+	}
 }
 
 func mustJSON(v any) []byte {
@@ -153,6 +173,41 @@ func wantRPCError(t *testing.T, what string, m rawMessage, code int) {
 	t.Helper()
 	if m.Error == nil || m.Error.Code != code || m.Error.Message != executor.CodeMessage(code) {
 		t.Fatalf("%s: %+v (result %s), want %d %s", what, m.Error, m.Result, code, executor.CodeMessage(code))
+	}
+}
+
+// TestExecutorProtocolErrors: reins serve answers bad and out-of-order
+// frames with the protocol's codes and keeps the connection usable:
+// -32700, -32600, -32000 (before executor.register), -32601, -32602,
+// -32006 (a frame over the limit), -32013 (a second registration); an
+// unknown protocol is -32010, then close 4003.
+func TestExecutorProtocolErrors(t *testing.T) {
+	s := startWith(t, options{}, func(c *app.Config) { c.Hub = executor.HubOptions{MaxFrameBytes: 4096} })
+	_, key := s.selfHosted(t, "raw frames")
+	x := dialRaw(t, s.url, key)
+	for _, tc := range []struct {
+		frame, id string
+		code      int
+	}{
+		{`{"jsonrpc": "2.0", "id": 1, "method": `, "null", executor.CodeParseError},
+		{`{"hello": "world", "id": 2}`, "2", executor.CodeInvalidRequest},
+		{`{"jsonrpc": "2.0", "id": 3, "method": "executor.heartbeat", "params": {"sessions": []}}`, "3", executor.CodeUnauthorized},
+		{`{"jsonrpc": "2.0", "id": 4, "method": "no.such.method", "params": {}}`, "4", executor.CodeMethodNotFound},
+		{`{"jsonrpc": "2.0", "id": 5, "method": "executor.register", "params": {"protocol": 6}}`, "5", executor.CodeInvalidParams},
+		{`{"jsonrpc": "2.0", "id": 6, "method": "executor.heartbeat", "params": {"pad": "` + strings.Repeat("x", 8000) + `"}}`, "6", executor.CodePayloadTooLarge},
+	} {
+		wantRPCError(t, tc.frame[:min(len(tc.frame), 60)], x.exchange(tc.frame, tc.id), tc.code)
+	}
+	if m := x.register(executor.Subprotocol, "raw", "tool:bash"); m.Error != nil {
+		t.Fatalf("register after bad frames: %+v", m.Error)
+	}
+	wantRPCError(t, "a second executor.register", x.register(executor.Subprotocol, "raw", "tool:bash"), executor.CodeConflict)
+
+	old := dialRaw(t, s.url, key)
+	wantRPCError(t, "register with another protocol", old.register("reins.executor.v0", "old"), executor.CodeUnsupportedProtocol)
+	within(t, old.done, "the close after -32010")
+	if code := executor.CloseCode(old.readErr); code != executor.CloseUnsupportedProtocol {
+		t.Fatalf("closed with %d (%v), want 4003", code, old.readErr)
 	}
 }
 
