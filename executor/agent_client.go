@@ -134,6 +134,12 @@ func (c *Client) turnStart(ctx context.Context, conn *rpcConn, params json.RawMe
 		c.emit(Event{Type: EventTranscriptUnavailable, SessionID: p.SessionID})
 		return turnStartResult{Reason: ReasonTranscriptUnavailable}, nil
 	}
+	if c.opts.AcceptTurn != nil {
+		if err := c.opts.AcceptTurn(ctx, &p); err != nil {
+			c.logger.Info("turn refused", "session", p.SessionID, "turn", p.TurnID, "err", err)
+			return nil, err
+		}
+	}
 	c.emit(Event{Type: EventTurnStarted, SessionID: p.SessionID, Delta: delta})
 	tctx, cancel := context.WithCancel(ctx)
 	c.turns.mu.Lock()

@@ -118,6 +118,15 @@ type Options struct {
 	// Agent runs the turns the harness gives this executor (declare
 	// [CapabilityAgent] too). Nil: turn.start is refused with -32012.
 	Agent AgentHandler
+	// AcceptTurn, if set, is asked before a turn.start is acknowledged
+	// (with its whole transcript); an error refuses the turn. An *RPCError
+	// keeps its code and data on the wire: data.reason is the
+	// session.error type the harness records and data.retryable whether
+	// it starts the turn again (with its retry policy), as
+	// [MCPUnavailable] does for an MCP server the turn needs. Any other
+	// error is -32603 internal_error, recorded as unknown_error and not
+	// retried.
+	AcceptTurn func(ctx context.Context, start *TurnStart) error
 	// TranscriptCache is how many sessions' transcripts an agent end
 	// keeps (least recently used first out; default 1000) so that the
 	// harness may send only what a session's log gained since the

@@ -70,7 +70,26 @@ const (
 	ReasonSpawnFailed              = "spawn_failed"
 	ReasonProcessIDSpecMismatch    = "process_id_spec_mismatch"
 	ReasonCapabilityMissing        = "capability_missing"
+	// ReasonMCPConnectionFailed is the session.error type of a turn.start
+	// refused because an MCP server the turn needs cannot be reached
+	// ([MCPUnavailable]).
+	ReasonMCPConnectionFailed = "mcp_connection_failed_error"
 )
+
+// MCPUnavailable is the refusal of an agent end that cannot reach server,
+// an MCP server of the session's agent that its turn needs: -32008
+// mcp_unavailable with data.reason [ReasonMCPConnectionFailed] (the
+// session.error type the harness records), data.mcp_server_name and
+// data.retryable (the harness retries the turn with its retry policy,
+// then ends it with retries_exhausted). Return it from
+// [Options.AcceptTurn].
+func MCPUnavailable(server string, err error) *RPCError {
+	e := WithReason(CodeMCPUnavailable, ReasonMCPConnectionFailed, "")
+	e.Data.MCPServerName = server
+	e.Data.Retryable = ptr(true)
+	e.Data.Detail = fmt.Sprintf("MCP server %s cannot be reached: %v", server, err)
+	return e
+}
 
 // Close codes with which the harness ends an executor connection.
 const (
@@ -130,6 +149,9 @@ type JSONRPCErrorData struct {
 	// ExpectedSequence is the sequence the harness expects next after an
 	// agent session.event gap (-32013).
 	ExpectedSequence *int64 `json:"expected_sequence,omitempty"`
+	// MCPServerName names the MCP server of a -32008 mcp_unavailable (a
+	// reins addition to the protocol's data; see [MCPUnavailable]).
+	MCPServerName string `json:"mcp_server_name,omitempty"`
 }
 
 // JSONRPCError is the wire form of a JSON-RPC error object.

@@ -102,6 +102,7 @@ type Hub struct {
 	byIdentity map[string]*hubConn          // registered connections
 	byScope    map[string]map[*hubConn]bool // registered connections by scope (environment or machine)
 	leases     map[string]*Lease            // active leases by session id
+	expired    expiredLeases                // leases that expired lately, by session id
 	changed    map[string]chan struct{}     // per environment: closed on change
 	conns      map[*hubConn]bool            // every open connection
 	draining   bool

@@ -317,6 +317,9 @@ func (c *hubConn) toolResult(params json.RawMessage) (any, error) {
 	defer h.mu.Unlock()
 	l := h.leases[p.SessionID]
 	if l == nil {
+		if id := h.expired.lease(p.SessionID); id != "" {
+			return nil, NewRPCError(CodeLeaseExpired, "").withDetail(fmt.Sprintf("lease %s of session %s expired before the result arrived", id, p.SessionID))
+		}
 		return nil, NewRPCError(CodeSessionNotActive, "").withDetail("the session is not active")
 	}
 	if l.identity != c.identity {

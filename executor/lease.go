@@ -83,35 +83,59 @@ func (l *Lease) keepResultLocked(id string, r ToolResult) {
 }
 
 type toolCall struct {
-	params toolCallParams
-	done   chan struct{}
-	result ToolResult
-	err    error
+	params  toolCallParams
+	done    chan struct{}
+	result  ToolResult
+	err     error
+	retries int // times the executor refused it as busy (guarded by h.mu)
 }
 
 // Assign places a session on a registered executor of the environment
 // whose capabilities cover the requested tools and who has room, and sends
-// it session.assign. It fails with [ErrNoExecutor] when no executor can
-// take the session now (wait on [Hub.Changed] and try again), and with an
-// error wrapping [ErrAssignRejected] when the executor answered
-// accepted=false.
+// it session.assign. An executor that answers accepted=false (for example
+// session_rejected or workspace_unavailable) is passed over for the next
+// candidate. Assign fails with [ErrNoExecutor] when no executor can take
+// the session now (wait on [Hub.Changed] and try again), and with an error
+// wrapping [ErrAssignRejected] when every candidate rejected it.
 func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 	if req.SessionID == "" || req.EnvironmentID == "" {
 		return nil, errors.New("executor: Assign needs a session and an environment")
 	}
+	var rejected map[*hubConn]bool
+	var rejection error
+	for {
+		l, c, err := h.assignOnce(ctx, req, rejected)
+		switch {
+		case errors.Is(err, ErrAssignRejected):
+			if rejected == nil {
+				rejected = make(map[*hubConn]bool)
+			}
+			rejected[c] = true
+			rejection = err
+			continue
+		case errors.Is(err, ErrNoExecutor) && rejection != nil:
+			return nil, rejection
+		}
+		return l, err
+	}
+}
+
+// assignOnce places the session on the best executor not in skip and
+// returns the lease, or the error and the executor that refused.
+func (h *Hub) assignOnce(ctx context.Context, req AssignRequest, skip map[*hubConn]bool) (*Lease, *hubConn, error) {
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
-		return nil, fmt.Errorf("%w: the hub is shutting down", ErrNoExecutor)
+		return nil, nil, fmt.Errorf("%w: the hub is shutting down", ErrNoExecutor)
 	}
 	if l := h.leases[req.SessionID]; l != nil {
 		h.mu.Unlock()
-		return nil, fmt.Errorf("executor: session %s already has lease %s", req.SessionID, l.LeaseID)
+		return nil, nil, fmt.Errorf("executor: session %s already has lease %s", req.SessionID, l.LeaseID)
 	}
-	c, yielded := h.pickLocked(req)
+	c, yielded := h.pickLocked(req, skip)
 	if c == nil {
 		h.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s", ErrNoExecutor, req.scope())
+		return nil, nil, fmt.Errorf("%w: %s", ErrNoExecutor, req.scope())
 	}
 	now := h.opts.Now()
 	l := &Lease{
@@ -151,13 +175,14 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 		if res.Message != "" {
 			err = fmt.Errorf("%w: %s", err, res.Message)
 		}
+		h.logger.Info("session.assign rejected", "session", req.SessionID, "executor", c.info.Name, "err", err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err == nil && l.state == leaseAssigning {
 		l.state = leaseActive
 		l.timer = time.AfterFunc(h.opts.LeaseTTL, l.checkExpiry)
-		return l, nil
+		return l, c, nil
 	}
 	if err == nil {
 		err = l.err
@@ -174,17 +199,17 @@ func (h *Hub) Assign(ctx context.Context, req AssignRequest) (*Lease, error) {
 		close(l.done)
 	}
 	h.broadcastLocked(l.scope)
-	return nil, err
+	return nil, c, err
 }
 
-// pickLocked chooses the executor for req: the least loaded one with a
-// free slot, else one whose slot an idle session yields (that lease ends
-// here; the caller tells the executor). It returns nil when none can take
-// the session.
-func (h *Hub) pickLocked(req AssignRequest) (c *hubConn, yielded *Lease) {
+// pickLocked chooses the executor for req, of those not in skip: the
+// least loaded one with a free slot, else one whose slot an idle session
+// yields (that lease ends here; the caller tells the executor). It
+// returns nil when none can take the session.
+func (h *Hub) pickLocked(req AssignRequest, skip map[*hubConn]bool) (c *hubConn, yielded *Lease) {
 	var free, full []*hubConn
 	for c := range h.byScope[req.scope()] {
-		if slices.ContainsFunc(req.Tools, func(t string) bool { return !c.has(ToolCapability(t)) }) {
+		if skip[c] || slices.ContainsFunc(req.Tools, func(t string) bool { return !c.has(ToolCapability(t)) }) {
 			continue
 		}
 		if len(c.leases) < c.maxSessions {
@@ -271,8 +296,32 @@ func (l *Lease) checkExpiry() {
 		l.timer.Reset(wait)
 		return
 	}
+	h.expired.add(l.SessionID, l.LeaseID)
 	h.endLeaseLocked(l, leaseLost, fmt.Errorf("%w: the lease expired", ErrToolOutcomeUnknown), ReleaseLeaseExpired)
 }
+
+// expiredLeases remembers the last leases that expired (maxKeptResults of
+// them), so that a late request of their executor is told lease_expired
+// (-32003) rather than that the session is unknown.
+type expiredLeases struct {
+	bySession map[string]string // lease id by session id
+	order     recentIDs         // session ids
+}
+
+func (e *expiredLeases) add(sessionID, leaseID string) {
+	if e.bySession == nil {
+		e.bySession = make(map[string]string)
+	}
+	if _, ok := e.bySession[sessionID]; !ok {
+		if old := e.order.add(sessionID, maxKeptResults); old != "" {
+			delete(e.bySession, old)
+		}
+	}
+	e.bySession[sessionID] = leaseID
+}
+
+// lease returns the session's lease that expired last, or "".
+func (e *expiredLeases) lease(sessionID string) string { return e.bySession[sessionID] }
 
 // endLeaseLocked ends a lease: pending tool calls end with
 // ErrToolOutcomeUnknown and, when releaseReason is set and the executor is
@@ -340,9 +389,11 @@ type ToolCall struct {
 }
 
 // CallTool runs a tool call on the lease's executor and waits for its
-// result. A tool that ran and failed is a ToolResult with IsError set. The
-// error is an *RPCError for a protocol failure (-32012 tool not declared,
-// -32009 executor busy, …), wraps [ErrToolOutcomeUnknown] when the
+// result. A tool that ran and failed is a ToolResult with IsError set. A
+// call the executor refuses as busy (-32009 executor_busy, or a retryable
+// -32011) is sent again with a backoff (50 ms doubling to 2 s) until ctx
+// ends. The error is an *RPCError for a protocol failure (-32012 tool not
+// declared, -32003 lease expired, …), wraps [ErrToolOutcomeUnknown] when the
 // executor was lost before the result arrived, wraps [ErrSessionEnded] on
 // a lease that has ended, or is ctx's error (the call is then canceled
 // with tool.cancel; calling again with the same ID collects its result).
@@ -385,6 +436,13 @@ func (l *Lease) CallTool(ctx context.Context, call ToolCall) (ToolResult, error)
 	case <-ctx.Done():
 		h.mu.Lock()
 		conn := l.conn
+		if tc.retries > 0 && l.calls[call.ID] == tc {
+			// Refused as busy and waiting to be sent again: it is not
+			// running, and a call with the same ID sends it anew.
+			delete(l.calls, call.ID)
+			tc.err = ctx.Err()
+			close(tc.done)
+		}
 		h.mu.Unlock()
 		if conn != nil {
 			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
@@ -423,10 +481,48 @@ func (l *Lease) send(ctx context.Context, conn *hubConn, tc *toolCall) {
 		if l.calls[tc.params.ToolCallID] != tc {
 			return
 		}
+		if busy(re) && l.state == leaseActive && ctx.Err() == nil {
+			// Out of slots on the executor: the call did not start. Send
+			// it again after a backoff, while the caller waits.
+			tc.retries++
+			delay := min(busyRetryMin<<min(tc.retries-1, 10), busyRetryMax)
+			h.logger.Debug("tool.call refused as busy; sending it again", "session", l.SessionID, "tool_call", tc.params.ToolCallID, "in", delay, "err", re)
+			time.AfterFunc(delay, func() { l.resend(ctx, tc) })
+			return
+		}
 		delete(l.calls, tc.params.ToolCallID)
 		tc.err = re
 		close(tc.done)
 	})
+}
+
+// Bounds of the backoff before a tool.call refused as busy is sent again.
+const (
+	busyRetryMin = 50 * time.Millisecond
+	busyRetryMax = 2 * time.Second
+)
+
+// busy reports whether a tool.call refusal says the executor is out of
+// slots for now (-32009 executor_busy, -32011 resource_unavailable, with
+// data.retryable): the call did not start and may be sent again.
+func busy(re *RPCError) bool {
+	return re.Retryable() && (re.Code == CodeExecutorBusy || re.Code == CodeResourceUnavailable)
+}
+
+// resend sends a tool call refused as busy again, unless it ended
+// meanwhile (its caller gave up, or the lease ended).
+func (l *Lease) resend(ctx context.Context, tc *toolCall) {
+	h := l.h
+	h.mu.Lock()
+	if l.calls[tc.params.ToolCallID] != tc || l.state != leaseActive {
+		h.mu.Unlock()
+		return
+	}
+	conn := l.conn
+	h.mu.Unlock()
+	if conn != nil { // else the executor resumes the lease and gets it then
+		l.send(ctx, conn, tc)
+	}
 }
 
 // acceptResultLocked records the result of a tool call and wakes its

@@ -53,14 +53,27 @@ func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harnes
 		req.Delta = &executor.TranscriptDelta{ExecutorID: d.Holder, Base: d.Base, Since: d.Since, Events: d.Events}
 	}
 	t, err := a.hub.StartTurn(ctx, req)
-	if errors.Is(err, executor.ErrNoAgentEnd) {
+	var re *executor.RPCError
+	switch {
+	case errors.Is(err, executor.ErrNoAgentEnd):
 		wait, err := a.noAgentEnd(ctx, sess.ID, sess.EnvironmentID, changed)
 		return nil, wait, err
-	}
-	if err != nil {
+	case errors.As(err, &re):
+		return nil, nil, refusal(re)
+	case err != nil:
 		return nil, nil, err
 	}
 	return t, nil, nil
+}
+
+// refusal is an agent end's refusal of a turn.start for the harness: the
+// session.error type is data.reason, retried when data.retryable.
+func refusal(re *executor.RPCError) *harness.TurnRefusedError {
+	e := &harness.TurnRefusedError{Type: re.Reason(), Message: re.Error(), Retryable: re.Retryable()}
+	if re.Data != nil {
+		e.MCPServer = re.Data.MCPServerName
+	}
+	return e
 }
 
 // noAgentEnd is StartTurn's answer when no agent end connected here may

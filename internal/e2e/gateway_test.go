@@ -384,6 +384,7 @@ func TestGatewayExampleLikeBuiltinLoop(t *testing.T) {
 	s, fake, _ := gatewayServer(t, nil)
 	envID, key := s.selfHosted(t, "hands")
 	startExecutor(t, reins, s.url, key, "hands")
+	waitExecutors(t, s, envID, 1, 20*time.Second) // else the built-in loop's first tool call waits in rescheduling
 	a := s.newAgent(t, provider.DefaultModel, toolset(false))
 	conversation := func(sessID string) (events []string, spans int, result string) {
 		t.Helper()

@@ -55,9 +55,20 @@ func (m replicaModel) Stream(ctx context.Context, req *model.Request, sink model
 // key; its sessions work in subdirectories of the returned workspace.
 func startExecutorClient(t *testing.T, url, key, name string) string {
 	t.Helper()
+	return startExecutorClientWith(t, url, key, name, nil)
+}
+
+// startExecutorClientWith is startExecutorClient with options adjusted
+// by adjust (if not nil).
+func startExecutorClientWith(t *testing.T, url, key, name string, adjust func(*executor.Options)) string {
+	t.Helper()
 	ws := t.TempDir()
-	c := executor.NewClient(executor.Options{URL: url, EnvironmentKey: key, Executor: executor.ExecutorInfo{Name: name},
-		Workspace: ws, MaxSessions: 8, BackoffMin: 10 * time.Millisecond, BackoffMax: 200 * time.Millisecond})
+	opts := executor.Options{URL: url, EnvironmentKey: key, Executor: executor.ExecutorInfo{Name: name},
+		Workspace: ws, MaxSessions: 8, BackoffMin: 10 * time.Millisecond, BackoffMax: 200 * time.Millisecond}
+	if adjust != nil {
+		adjust(&opts)
+	}
+	c := executor.NewClient(opts)
 	go c.Run(context.Background())
 	t.Cleanup(func() {
 		c.Stop()

@@ -25,32 +25,52 @@ import (
 // /usr/bin/python3 with websockets they fail (.ci/run installs both).
 
 func TestTypeScriptExecutorSDK(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("Node.js is required for this test (.ci/run installs it when missing)")
-	}
-	dir, _ := filepath.Abs("../../sdk/typescript")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ws", "package.json")); err != nil {
-		runIn(t, dir, "npm", "ci", "--no-audit", "--no-fund") // also builds (prepare)
-	} else {
-		runIn(t, dir, "npm", "run", "--silent", "build")
-	}
+	node, dir := typeScriptSDK(t)
 	sdkExecutorScenario(t, func(url, key, name, ws string) *exec.Cmd {
 		return exec.Command(node, filepath.Join(dir, "e2e", "executor.mjs"), url, key, name, ws)
 	})
 }
 
 func TestPythonExecutorSDK(t *testing.T) {
-	py := "/usr/bin/python3" // Debian's, with python3-websockets (.ci/run installs it)
+	py, dir := pythonSDK(t)
+	sdkExecutorScenario(t, func(url, key, name, ws string) *exec.Cmd {
+		return pythonCommand(py, dir, filepath.Join(dir, "e2e", "executor.py"), url, key, name, ws)
+	})
+}
+
+// typeScriptSDK returns node and sdk/typescript, installed and built.
+func typeScriptSDK(t *testing.T) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("Node.js is required for this test (.ci/run installs it when missing)")
+	}
+	dir, _ = filepath.Abs("../../sdk/typescript")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ws", "package.json")); err != nil {
+		runIn(t, dir, "npm", "ci", "--no-audit", "--no-fund") // also builds (prepare)
+	} else {
+		runIn(t, dir, "npm", "run", "--silent", "build")
+	}
+	return node, dir
+}
+
+// pythonSDK returns Debian's python3 (with python3-websockets, which
+// .ci/run installs) and sdk/python.
+func pythonSDK(t *testing.T) (py, dir string) {
+	t.Helper()
+	py = "/usr/bin/python3"
 	if out, err := exec.Command(py, "-c", "import websockets").CombinedOutput(); err != nil {
 		t.Fatalf("%s cannot import websockets (apt-get install python3-websockets): %v\n%s", py, err, out)
 	}
-	dir, _ := filepath.Abs("../../sdk/python")
-	sdkExecutorScenario(t, func(url, key, name, ws string) *exec.Cmd {
-		cmd := exec.Command(py, filepath.Join(dir, "e2e", "executor.py"), url, key, name, ws)
-		cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(dir, "src"))
-		return cmd
-	})
+	dir, _ = filepath.Abs("../../sdk/python")
+	return py, dir
+}
+
+// pythonCommand runs a script of the Python SDK with the SDK on its path.
+func pythonCommand(py, dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command(py, args...)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(dir, "src"))
+	return cmd
 }
 
 func runIn(t *testing.T, dir string, name string, args ...string) {
@@ -232,7 +252,7 @@ func describe(fs []frame) []string {
 	return out
 }
 
-// sdkLine is one line an SDK e2e executor prints.
+// sdkLine is one line an SDK e2e executor or agent end prints.
 type sdkLine struct {
 	Event      string `json:"event"`
 	ToolCallID string `json:"tool_call_id"`
@@ -240,6 +260,15 @@ type sdkLine struct {
 	Ended      string `json:"ended"`
 	CloseCode  int    `json:"close_code"`
 	Message    string `json:"message"`
+	// Agent ends.
+	Text             string `json:"text"`
+	Transcript       int    `json:"transcript"`
+	Code             int    `json:"code"`
+	ExpectedSequence int    `json:"expected_sequence"`
+	OK               bool   `json:"ok"`
+	Error            string `json:"error"`
+	Reason           string `json:"reason"`
+	ErrorCode        string `json:"error_code"`
 }
 
 type sdkExecutor struct {

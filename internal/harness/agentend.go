@@ -29,7 +29,39 @@ type AgentEnds interface {
 	// Wait means no agent end is connected: the session waits on it. An
 	// error wrapping store.ErrFenced means the session moved to another
 	// replica (one its agent ends are connected to): the runner leaves.
+	// An agent end that refuses the turn is a *TurnRefusedError.
 	StartTurn(ctx context.Context, sess *ma.Session, start TurnStart, sink TurnSink) (AgentTurn, *Wait, error)
+}
+
+// TurnRefusedError is an agent end's refusal of a turn.start. The session
+// records a session.error of Type (unknown_error when the agent end named
+// no type reins knows) and, while Retryable, starts the turn again with
+// the retry policy, as for a failed model call; then the turn ends with
+// retries_exhausted.
+type TurnRefusedError struct {
+	Type      string
+	Message   string
+	Retryable bool
+	// MCPServer names the MCP server of an MCP type.
+	MCPServer string
+}
+
+func (e *TurnRefusedError) Error() string { return "the agent end refused the turn: " + e.Message }
+
+// sessionErrorTypes are the session.error types a refusal may name.
+var sessionErrorTypes = []string{ma.ErrorUnknown, ma.ErrorModelOverloaded, ma.ErrorModelRateLimited, ma.ErrorModelRequestFailed,
+	ma.ErrorMCPConnectionFailed, ma.ErrorMCPAuthenticationFailed, ma.ErrorBilling, ma.ErrorCredentialHostUnreachable}
+
+// failure is the refusal as the session error policy sees it.
+func (e *TurnRefusedError) failure() failure {
+	f := failure{errType: e.Type, message: e.Error(), retryable: e.Retryable}
+	if !slices.Contains(sessionErrorTypes, f.errType) {
+		f.errType = ma.ErrorUnknown
+	}
+	if f.errType == ma.ErrorMCPConnectionFailed || f.errType == ma.ErrorMCPAuthenticationFailed {
+		f.mcpServer = e.MCPServer
+	}
+	return f
 }
 
 // TurnStart is what an agent end is told at the start of a turn: the
@@ -165,10 +197,28 @@ func turnStart(sess *ma.Session, live []ma.Event, raw []json.RawMessage) (TurnSt
 	return st, err
 }
 
-// agentTurn runs one turn on an agent end: it starts it, appends what the
-// agent end sends (through update, the runner's one write path) until the
-// end of the turn, an interrupt, or the loss of the agent end.
+// agentTurn runs one turn on an agent end. A turn.start the agent end
+// refuses is retried with the retry policy (retrying session.errors of
+// the type it named), then the turn ends with retries_exhausted.
 func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) error {
+	for attempt := 1; ; attempt++ {
+		err := r.agentTurnOnce(ctx, gen, sess)
+		var refused *TurnRefusedError
+		if !errors.As(err, &refused) {
+			return err
+		}
+		r.h.log.Info("agent end refused the turn", "session", sess.ID, "attempt", attempt, "type", refused.Type, "err", refused.Message)
+		if retry, err := r.failAttempt(ctx, gen, refused.failure(), attempt, ""); !retry {
+			return err
+		}
+	}
+}
+
+// agentTurnOnce starts the turn on an agent end and appends what the
+// agent end sends (through update, the runner's one write path) until the
+// end of the turn, an interrupt, or the loss of the agent end. A refusal
+// is returned as a *TurnRefusedError.
+func (r *runner) agentTurnOnce(ctx context.Context, gen uint64, sess *ma.Session) error {
 	tctx, done := r.turnContext(ctx, gen)
 	defer done()
 	live, raw, err := r.log.liveJSON()
@@ -197,6 +247,8 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 		return ctx.Err() // an interrupt: the next step reads it
 	case errors.Is(err, store.ErrFenced):
 		return err // the session moved to another replica
+	case errors.As(err, new(*TurnRefusedError)):
+		return err
 	case err != nil:
 		return r.agentEndFailed(ctx, fmt.Sprintf("the agent end refused the turn: %v", err))
 	}

@@ -8,7 +8,7 @@ import logging
 import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 try:
     from websockets.asyncio.server import serve as ws_serve
@@ -96,6 +96,28 @@ class Peer:
         return await self.request("tool.call", {"session_id": "sesn_1", "lease_id": lease, "tool_call_id": cid, "name": name, "input": input or {}})
 
 
+def serve_json(handle: Callable[[Any, bytes], tuple[int, Any]]) -> tuple[ThreadingHTTPServer, str]:
+    """An HTTP server on loopback, on a thread of its own, whose POSTs
+    ``handle(headers, body)`` answers with (status, JSON body); and its URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            status, out = handle(self.headers, self.rfile.read(int(self.headers["Content-Length"])))
+            data = json.dumps(out).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    return srv, f"http://127.0.0.1:{srv.server_address[1]}"
+
+
 class FakeHub:
     def __init__(self, token_status: int = 200, features: list[str] | None = None, refuse: bool = False) -> None:
         self.token_status = token_status
@@ -127,32 +149,14 @@ class FakeHub:
 
         self.ws_server = await ws_serve(handler, "127.0.0.1", 0, subprotocols=["reins.executor.v1"])
         ws_port = list(self.ws_server.sockets)[0].getsockname()[1]
-        hub = self
+        def tokens(headers: Any, body: bytes) -> tuple[int, Any]:
+            self.token_request = {"auth": headers["Authorization"], "body": json.loads(body)}
+            if self.token_status != 200:
+                return self.token_status, {"type": "error", "error": {"type": "authentication_error", "message": "environment key revoked"}}
+            self.tokens += 1
+            return 200, {"type": "executor_token", "token": f"tok{self.tokens}", "expires_at": "2099-01-01T00:00:00.123456789Z", "url": f"ws://127.0.0.1:{ws_port}/v1/executor/connect"}
 
-        class Tokens(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                hub.token_request = {"auth": self.headers["Authorization"], "body": json.loads(body)}
-                if hub.token_status != 200:
-                    out = json.dumps({"type": "error", "error": {"type": "authentication_error", "message": "environment key revoked"}}).encode()
-                    self.send_response(hub.token_status)
-                else:
-                    hub.tokens += 1
-                    out = json.dumps(
-                        {"type": "executor_token", "token": f"tok{hub.tokens}", "expires_at": "2099-01-01T00:00:00.123456789Z", "url": f"ws://127.0.0.1:{ws_port}/v1/executor/connect"}
-                    ).encode()
-                    self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Tokens)
-        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        self.http, self.url = serve_json(tokens)
 
     async def peer(self, n: int) -> Peer:
         async def wait() -> Peer:
@@ -195,6 +199,23 @@ async def slow(input: dict[str, Any], ctx: ToolContext) -> str:
     return "slow done"
 
 
+def run_client(case: unittest.IsolatedAsyncioTestCase, hub: FakeHub, opts: dict[str, Any]) -> tuple[ExecutorClient, asyncio.Task[Any]]:
+    """Runs a client against hub; the test's cleanup stops both."""
+    client = ExecutorClient(hub.url, **opts)
+    task = asyncio.ensure_future(client.run())
+
+    async def cleanup() -> None:
+        client.stop()
+        try:
+            await asyncio.wait_for(task, 5)
+        except Exception:  # noqa: BLE001 - the end error
+            pass
+        await hub.close()
+
+    case.addAsyncCleanup(cleanup)
+    return client, task
+
+
 class ClientTest(unittest.IsolatedAsyncioTestCase):
     async def start(self, hub: FakeHub, **kw: Any) -> tuple[ExecutorClient, asyncio.Task[Any]]:
         await hub.start()
@@ -209,19 +230,7 @@ class ClientTest(unittest.IsolatedAsyncioTestCase):
             logger=_quiet,
         )
         opts.update(kw)
-        client = ExecutorClient(hub.url, **opts)
-        task = asyncio.ensure_future(client.run())
-
-        async def cleanup() -> None:
-            client.stop()
-            try:
-                await asyncio.wait_for(task, 5)
-            except Exception:  # noqa: BLE001 - the end error
-                pass
-            await hub.close()
-
-        self.addAsyncCleanup(cleanup)
-        return client, task
+        return run_client(self, hub, opts)
 
     async def ended(self, task: asyncio.Task[Any]) -> BaseException:
         try:

@@ -6,8 +6,10 @@ import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import WebSocket from 'ws';
+import { AgentTurns, type AgentHandler, type TurnStart } from './agent.js';
 import { RpcConn, deferred, type Reply } from './conn.js';
 import {
+  AssignRejectedError,
   ClientStoppedError,
   CloseCode,
   ConnectionClosedError,
@@ -22,6 +24,7 @@ import {
   codeMessage,
   errorText,
   rpcErrorOf,
+  sessionEnded,
 } from './errors.js';
 
 /** The WebSocket subprotocol of the executor protocol. */
@@ -108,6 +111,9 @@ export type ExecutorEvent =
   | { type: 'disconnected'; error: unknown }
   | { type: 'session_assigned'; sessionId: string }
   | { type: 'session_released'; sessionId: string }
+  /** The client answered session.assign accepted=false (`error.reason`: session_rejected, executor_busy, workspace_unavailable, …). */
+  | { type: 'session_rejected'; sessionId: string; error: AssignRejectedError }
+  | { type: 'turn_started'; sessionId: string; turnId: string }
   | { type: 'tool_started'; sessionId: string; toolCallId: string; tool: string }
   | { type: 'tool_finished'; sessionId: string; toolCallId: string; tool: string; result: ToolResult }
   | { type: 'tool_canceled'; sessionId: string; toolCallId: string; reason: string };
@@ -120,15 +126,30 @@ export interface ExecutorOptions {
   machineToken?: string;
   /** Replaces the token endpoint. Throw CredentialRejectedError to end the client. */
   tokenSource?: () => Promise<Token>;
-  /** The tools this executor runs, by name. */
-  tools: Record<string, ToolHandler>;
-  /** Declared capabilities (default: "tool:<name>" for every tool). */
+  /** The tools this executor runs, by name (none for an agent end that runs no tools). */
+  tools?: Record<string, ToolHandler>;
+  /**
+   * Runs the turns of sessions whose metadata has "reins.agent_end": "true"
+   * (an agent end; the client declares the "agent" capability). Nil:
+   * turn.start is answered -32012.
+   */
+  agent?: AgentHandler;
+  /**
+   * Asked before a turn.start is acknowledged; throw to refuse the turn.
+   * An RpcError keeps its code and data: `data.reason` is the
+   * session.error type reins records and `data.retryable` whether it
+   * starts the turn again (with its retry policy), as
+   * {@link mcpUnavailable} does for an MCP server the turn needs. Any
+   * other exception is -32603, recorded as unknown_error, not retried.
+   */
+  acceptTurn?: (start: TurnStart) => void | Promise<void>;
+  /** Declared capabilities (default: "tool:<name>" for every tool, and "agent" with `agent`). */
   capabilities?: string[];
   /** Identity and description; name defaults to the host name. One name per environment: a second executor with it replaces the first (4004). */
   executor?: Partial<ExecutorInfo>;
   /** If set, every session gets the directory `workspace/<session_id>` (created at assignment), passed to handlers as `ctx.cwd`. */
   workspace?: string;
-  /** Called for each new assignment; throw (an RpcError with a reason, for example) to refuse it. */
+  /** Called for each new assignment; throw to refuse it: an AssignRejectedError or an RpcError gives the reason (default workspace_unavailable). */
   onAssign?: (a: Assignment) => void | Promise<void>;
   /** Called when a session leaves the executor (released, lost, or the client ended). */
   onRelease?: (sessionId: string) => void;
@@ -198,6 +219,7 @@ export class ExecutorClient {
   private conn: RpcConn | null = null;
   private dialing: WebSocket | null = null;
   private readonly sessions = new Map<string, SessionState>();
+  private readonly turns: AgentTurns;
   private readonly outbox = new Map<string, OutboxEntry>();
   private inAck = false;
   private unproven = 0;
@@ -236,7 +258,8 @@ export class ExecutorClient {
       arch: options.executor?.arch || process.arch,
       ...(options.executor?.version ? { version: options.executor.version } : {}),
     };
-    this.caps = options.capabilities ?? Object.keys(options.tools).map((n) => 'tool:' + n);
+    this.caps = options.capabilities ?? [...Object.keys(options.tools ?? {}).map((n) => 'tool:' + n), ...(options.agent ? ['agent'] : [])];
+    this.turns = new AgentTurns(options.agent, options.acceptTurn, (m) => this.log(m));
     this.log = options.log ?? (() => {});
   }
 
@@ -260,13 +283,18 @@ export class ExecutorClient {
 
   /**
    * Sends a request to the harness over the registered connection. Rejects
-   * with NotConnectedError when not registered and ClientStoppedError after
-   * the client ended.
+   * with NotConnectedError when not registered, ClientStoppedError after
+   * the client ended, SessionEndedError when the harness answers -32007
+   * session_not_active, and RpcError for its other refusals.
    */
   async call(method: string, params: unknown): Promise<unknown> {
     if (this.stopped || this.ended) throw new ClientStoppedError();
     if (!this.conn) throw new NotConnectedError();
-    return this.conn.call(method, params);
+    try {
+      return await this.conn.call(method, params);
+    } catch (err) {
+      throw sessionEnded(err);
+    }
   }
 
   /** Connects and serves until a terminal error, with which it rejects. Call it once. */
@@ -281,6 +309,7 @@ export class ExecutorClient {
     this.ended = true;
     this.stopped = true;
     for (const id of [...this.sessions.keys()]) this.dropSession(id);
+    this.turns.stop();
     throw err;
   }
 
@@ -441,6 +470,7 @@ export class ExecutorClient {
     const beats = this.heartbeats(conn, interval);
     void this.sendResults(conn);
     const closeErr = await conn.closed;
+    this.turns.lost(conn);
     if (this.conn === conn) this.conn = null;
     await beats;
     return { registered: true, err: closeErr };
@@ -555,6 +585,13 @@ export class ExecutorClient {
         }
         return {};
       }
+      case 'turn.start':
+        return this.turns.start(conn, p).then((res) => {
+          this.emit({ type: 'turn_started', sessionId: p.session_id, turnId: p.turn_id });
+          return res;
+        });
+      case 'turn.cancel':
+        return this.turns.cancel(p);
       case 'executor.close':
         this.log(`harness is closing the connection: ${p.code} ${p.reason}`);
         return {};
@@ -570,38 +607,47 @@ export class ExecutorClient {
     throw new RpcError(ErrorCode.MethodNotFound);
   }
 
+  /** Answers session.assign: accepted, or a refusal reported as a session_rejected event. */
   private async assign(a: Assignment): Promise<unknown> {
     if (!a.session_id || !a.lease_id) {
       throw new RpcError(ErrorCode.InvalidParams, '', { detail: 'session_id and lease_id are required' });
     }
+    try {
+      await this.admit(a);
+    } catch (err) {
+      const rejected =
+        err instanceof AssignRejectedError
+          ? err
+          : new AssignRejectedError((err instanceof RpcError && err.reason) || 'workspace_unavailable', err instanceof RpcError ? err.message : errorText(err));
+      this.log(`session ${a.session_id} refused: ${rejected.message}`);
+      this.emit({ type: 'session_rejected', sessionId: a.session_id, error: rejected });
+      return { accepted: false, reason: rejected.reason, ...(rejected.detail ? { message: rejected.detail } : {}) };
+    }
+    return { accepted: true };
+  }
+
+  /** Takes a session, or throws why not. */
+  private async admit(a: Assignment): Promise<void> {
     for (const t of a.tools ?? []) {
-      if (!this.caps.includes('tool:' + t)) return { accepted: false, reason: 'session_rejected', message: `tool ${t} is not served here` };
+      if (!this.caps.includes('tool:' + t)) throw new AssignRejectedError('session_rejected', `tool ${t} is not served here`);
     }
     const existing = this.sessions.get(a.session_id);
     if (existing) {
       existing.a = a; // a new lease for a session already here
-      return { accepted: true };
+      return;
     }
-    if (this.sessions.size >= this.opts.maxSessions) return { accepted: false, reason: 'executor_busy' };
+    const busy = () => this.stopped || this.sessions.size >= this.opts.maxSessions || this.sessions.has(a.session_id);
+    if (busy()) throw new AssignRejectedError('executor_busy', `at max_sessions (${this.opts.maxSessions})`);
     let cwd = '';
-    try {
-      if (this.opts.workspace) {
-        if (!/^[A-Za-z0-9_-]+$/.test(a.session_id)) throw RpcError.withReason(ErrorCode.InvalidParams, 'workspace_unavailable', 'bad session id');
-        cwd = path.join(this.opts.workspace, a.session_id);
-        await mkdir(cwd, { recursive: true, mode: 0o700 });
-      }
-      await this.opts.onAssign?.(a);
-    } catch (err) {
-      const re = err instanceof RpcError ? err : undefined;
-      this.log(`session ${a.session_id} refused: ${errorText(err)}`);
-      return { accepted: false, reason: re?.reason || 'workspace_unavailable', message: re ? re.message : errorText(err) };
+    if (this.opts.workspace) {
+      if (!/^[A-Za-z0-9_-]+$/.test(a.session_id)) throw new AssignRejectedError('session_rejected', 'the session id is not usable as a directory name');
+      cwd = path.join(this.opts.workspace, a.session_id);
+      await mkdir(cwd, { recursive: true, mode: 0o700 });
     }
-    if (this.stopped || this.sessions.size >= this.opts.maxSessions || this.sessions.has(a.session_id)) {
-      return { accepted: false, reason: 'executor_busy' };
-    }
+    await this.opts.onAssign?.(a);
+    if (busy()) throw new AssignRejectedError('executor_busy', `at max_sessions (${this.opts.maxSessions})`);
     this.sessions.set(a.session_id, { a, cwd, calls: new Map(), seen: new Set(), closed: false });
     this.emit({ type: 'session_assigned', sessionId: a.session_id });
-    return { accepted: true };
   }
 
   /**
@@ -614,7 +660,8 @@ export class ExecutorClient {
     const s = this.sessions.get(p.session_id);
     if (!s) throw new RpcError(ErrorCode.SessionNotActive, '', { detail: 'the session is not assigned to this executor' });
     if (s.a.lease_id !== p.lease_id) throw new RpcError(ErrorCode.LeaseExpired, '', { detail: 'the lease is not current' });
-    const handler = Object.hasOwn(this.opts.tools, p.name) ? this.opts.tools[p.name] : undefined;
+    const tools = this.opts.tools ?? {};
+    const handler = Object.hasOwn(tools, p.name) ? tools[p.name] : undefined;
     if (!this.caps.includes('tool:' + p.name) || !handler) {
       throw new RpcError(ErrorCode.CapabilityUnavailable, '', { capability: 'tool:' + p.name, detail: `tool ${p.name} is not declared` });
     }
@@ -651,6 +698,7 @@ export class ExecutorClient {
       if ('error' in out && !answered) {
         answered = true;
         clearTimeout(ackTimer);
+        s.seen.delete(p.tool_call_id); // not accepted: the same call sent again runs
         reply!.send(undefined, out.error); // no result: the error is the answer
         return;
       }

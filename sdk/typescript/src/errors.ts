@@ -84,6 +84,8 @@ export interface JsonRpcErrorData {
   reason?: string;
   terminal_code?: string;
   expected_sequence?: number;
+  /** The MCP server of a -32008 mcp_unavailable (a reins addition). */
+  mcp_server_name?: string;
   [key: string]: unknown;
 }
 
@@ -227,35 +229,97 @@ export class RegistrationRefusedError extends Error {
   }
 }
 
-// Harness errors: the harness end of the protocol reports these; the
-// executor client never throws them, but they are part of the SDK's surface.
+// Harness errors: what the Go SDK's harness end returns as
+// ErrSessionEnded, ErrToolOutcomeUnknown and ErrAssignRejected. This SDK
+// has no harness end; its executor and agent ends throw them in the same
+// situations as seen from their side.
 
-/** A request on a session that has ended. */
+/**
+ * A request on a session, or a turn, that has ended: the harness answered
+ * -32007 session_not_active (for an agent end's turn, reason
+ * `turn_inactive`), or the platform tools endpoint 409 turn_inactive.
+ * `cause` is that answer ({@link RpcError} or {@link ToolCallHttpError});
+ * `reason` its reason.
+ */
 export class SessionEndedError extends Error {
-  constructor() {
-    super('session ended');
+  readonly reason?: string;
+  constructor(options?: { reason?: string; cause?: unknown }) {
+    super(`session ended${options?.cause === undefined ? '' : ': ' + errorText(options.cause)}`,
+      options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SessionEndedError';
+    this.reason = options?.reason;
   }
 }
 
 /**
- * The executor was lost (lease expiry, executor.close, session ended, or a
- * restarted executor that no longer reports the session) before tool.result
- * arrived: the tool may or may not have run.
+ * The outcome of a tool call is unknown: what ran it was lost before the
+ * result arrived, and the tool may or may not have run. An agent end's
+ * `callTool` throws it when the platform tools endpoint did not answer
+ * (the connection failed after the request may have reached the server,
+ * and so did the retries with the same idempotency key): calling again
+ * with the same `idempotencyKey` returns the outcome without running the
+ * tool twice. `idempotencyKey` is that key; `cause` the last failure.
  */
 export class ToolOutcomeUnknownError extends Error {
-  constructor() {
-    super('tool outcome unknown: executor lost before tool.result');
+  readonly idempotencyKey?: string;
+  constructor(options?: { idempotencyKey?: string; cause?: unknown }) {
+    super(`tool outcome unknown: executor lost before tool.result${options?.cause === undefined ? '' : ': ' + errorText(options.cause)}`,
+      options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ToolOutcomeUnknownError';
+    this.idempotencyKey = options?.idempotencyKey;
   }
 }
 
-/** session.assign answered accepted=false. */
+/**
+ * session.assign answered accepted=false. An executor's `onAssign` throws
+ * it to refuse a session with a reason (default `session_rejected`); the
+ * client reports every refusal of its own (a tool it does not serve, no
+ * free slot, an unusable workspace) as a `session_rejected` event carrying
+ * one.
+ */
 export class AssignRejectedError extends Error {
-  constructor() {
-    super('executor rejected session.assign');
+  /** The reason answered (default session_rejected). */
+  readonly reason: string;
+  /** The message answered with it. */
+  readonly detail: string;
+  constructor(reason?: string, detail = '') {
+    super(`executor rejected session.assign${reason ? ': ' + reason : ''}${detail ? ': ' + detail : ''}`);
     this.name = 'AssignRejectedError';
+    this.reason = reason || 'session_rejected';
+    this.detail = detail;
   }
+}
+
+/**
+ * A request the platform tools endpoint refused as a request: 400 (a bad
+ * call), 401/403 (a token refused), 413 (too large). 409 turn_inactive is
+ * a {@link SessionEndedError} whose cause is this.
+ */
+export class ToolCallHttpError extends Error {
+  readonly status: number;
+  readonly type: string;
+  constructor(status: number, type: string, message: string) {
+    super(`tools endpoint: ${status} ${type}: ${message}`);
+    this.name = 'ToolCallHttpError';
+    this.status = status;
+    this.type = type;
+  }
+}
+
+/** The refusal of an agent end's turn.start whose MCP server cannot be reached: -32008 with the session.error type. */
+export function mcpUnavailable(server: string, cause: unknown): RpcError {
+  return new RpcError(ErrorCode.McpUnavailable, '', {
+    reason: 'mcp_connection_failed_error',
+    mcp_server_name: server,
+    retryable: true,
+    detail: `MCP server ${server} cannot be reached: ${errorText(cause)}`,
+  });
+}
+
+/** err as a SessionEndedError when it is the harness's -32007 session_not_active, else err. */
+export function sessionEnded(err: unknown): unknown {
+  if (err instanceof RpcError && err.code === ErrorCode.SessionNotActive) return new SessionEndedError({ reason: err.reason, cause: err });
+  return err;
 }
 
 /** A connection ended with a WebSocket close frame. */

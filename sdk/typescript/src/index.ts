@@ -16,3 +16,13 @@ export {
 } from './client.js';
 export { bashTool } from './bash.js';
 export { SANDBOX_WORKSPACE, SandboxUnavailableError, checkSandbox, runCommand, type SandboxOptions } from './sandbox.js';
+export {
+  EVENT_TURN_END,
+  Turn,
+  TurnCanceledError,
+  type AgentHandler,
+  type PlatformToolCall,
+  type PlatformToolResult,
+  type TokenGrant,
+  type TurnStart,
+} from './agent.js';

@@ -22,7 +22,9 @@ from datetime import datetime
 from typing import Any, Awaitable, Callable, NoReturn, Union, cast
 
 from ._conn import DEFERRED, Conn, Reply, dial, status_of
+from .agent import AcceptTurn, AgentHandler, _AgentTurns
 from .errors import (
+    AssignRejectedError,
     ClientStoppedError,
     CloseCode,
     ConnectionClosedError,
@@ -35,6 +37,7 @@ from .errors import (
     RPCError,
     _close_code_of,
     _rpc_error_of,
+    _session_ended,
     code_message,
 )
 
@@ -107,8 +110,9 @@ class Token:
 @dataclass
 class Event:
     """A state change, for display: connecting, registered, disconnected,
-    session_assigned, session_released, tool_started, tool_finished,
-    tool_canceled."""
+    session_assigned, session_released, session_rejected (``error`` is the
+    :class:`AssignRejectedError` the client answered), tool_started,
+    tool_finished, tool_canceled, turn_started."""
 
     type: str
     session_id: str | None = None
@@ -153,7 +157,9 @@ class ExecutorClient:
         self,
         url: str,
         *,
-        tools: dict[str, ToolHandler],
+        tools: dict[str, ToolHandler] | None = None,
+        agent: AgentHandler | None = None,
+        accept_turn: AcceptTurn | None = None,
         environment_key: str | None = None,
         machine_token: str | None = None,
         token_source: Callable[[], Awaitable[Token]] | None = None,
@@ -181,8 +187,8 @@ class ExecutorClient:
         self._url = url.rstrip("/")
         self._credential = environment_key or machine_token or ""
         self._token_source = token_source
-        self._tools = dict(tools)
-        self._caps = list(capabilities) if capabilities is not None else ["tool:" + n for n in tools]
+        self._tools = dict(tools or {})
+        self._caps = list(capabilities) if capabilities is not None else ["tool:" + n for n in self._tools] + (["agent"] if agent else [])
         host = socket.gethostname()
         self._info: dict[str, Any] = {"name": name or host, "hostname": host, "os": sys.platform, "arch": platform.machine()}
         if version:
@@ -199,6 +205,7 @@ class ExecutorClient:
         self._max_frame = max_frame_bytes
         self._on_event = on_event
         self._log = logger or logging.getLogger("reins_executor")
+        self._turns = _AgentTurns(agent, accept_turn, self._log)
         self.protocol = SUBPROTOCOL  # sent in executor.register (tests vary it)
 
         self._conn: Conn | None = None
@@ -234,13 +241,20 @@ class ExecutorClient:
 
     async def call(self, method: str, params: Any) -> Any:
         """Sends a request to the harness over the registered connection.
-        Raises NotConnectedError when not registered and ClientStoppedError
-        after the client ended."""
+        Raises NotConnectedError when not registered, ClientStoppedError
+        after the client ended, SessionEndedError when the harness answers
+        -32007 session_not_active, and RPCError for its other refusals."""
         if self._stopped or self._ended:
             raise ClientStoppedError()
         if self._conn is None:
             raise NotConnectedError()
-        return await self._conn.call(method, params)
+        try:
+            return await self._conn.call(method, params)
+        except RPCError as e:
+            ended = _session_ended(e)
+            if ended is e:
+                raise
+            raise ended from e
 
     async def run(self) -> NoReturn:
         """Connects and serves until a terminal error, which it raises. Call it once."""
@@ -260,6 +274,7 @@ class ExecutorClient:
         self._ended = self._stopped = True
         for sid in list(self._sessions):
             self._drop_session(sid)
+        self._turns.stop()
 
     def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -411,6 +426,7 @@ class ExecutorClient:
         beats = self._spawn(self._heartbeats(conn, interval))
         self._spawn(self._send_results(conn))
         closed = await serving
+        self._turns.lost(conn)
         if self._conn is conn:
             self._conn = None
         await beats
@@ -513,6 +529,12 @@ class ExecutorClient:
                 call[1].set()
                 call[0].cancel()
             return {}
+        if method == "turn.start":
+            res = await self._turns.start(conn, p)
+            self._emit(Event("turn_started", session_id=p["session_id"]))
+            return res
+        if method == "turn.cancel":
+            return self._turns.cancel(p)
         if method == "executor.close":
             self._log.info("harness is closing the connection: %s %s", p.get("code"), p.get("reason"))
             return {}
@@ -523,39 +545,57 @@ class ExecutorClient:
         raise RPCError(ErrorCode.METHOD_NOT_FOUND, "")
 
     async def _assign(self, a: dict[str, Any]) -> dict[str, Any]:
+        """Answers session.assign: accepted, or a refusal reported as a session_rejected event."""
         sid, lease = a.get("session_id"), a.get("lease_id")
         if not sid or not lease:
             raise RPCError(ErrorCode.INVALID_PARAMS, "", {"detail": "session_id and lease_id are required"})
+        try:
+            await self._admit(a)
+        except Exception as e:  # noqa: BLE001 - a refusal
+            if isinstance(e, AssignRejectedError):
+                rejected = e
+            elif isinstance(e, RPCError):
+                rejected = AssignRejectedError(e.reason or "workspace_unavailable", e.message)
+            else:
+                rejected = AssignRejectedError("workspace_unavailable", str(e))
+            self._log.warning("session %s refused: %s", sid, rejected)
+            self._emit(Event("session_rejected", session_id=sid, error=rejected, reason=rejected.reason))
+            out: dict[str, Any] = {"accepted": False, "reason": rejected.reason}
+            if rejected.detail:
+                out["message"] = rejected.detail
+            return out
+        return {"accepted": True}
+
+    async def _admit(self, a: dict[str, Any]) -> None:
+        """Takes a session, or raises why not."""
+        sid = a["session_id"]
         for t in a.get("tools") or []:
             if "tool:" + t not in self._caps:
-                return {"accepted": False, "reason": "session_rejected", "message": f"tool {t} is not served here"}
+                raise AssignRejectedError("session_rejected", f"tool {t} is not served here")
         existing = self._sessions.get(sid)
         if existing is not None:
             existing.a = a  # a new lease for a session already here
-            return {"accepted": True}
-        if len(self._sessions) >= self._max_sessions:
-            return {"accepted": False, "reason": "executor_busy"}
+            return
+
+        def busy() -> bool:
+            return self._stopped or len(self._sessions) >= self._max_sessions or sid in self._sessions
+
+        if busy():
+            raise AssignRejectedError("executor_busy", f"at max_sessions ({self._max_sessions})")
         cwd = ""
-        try:
-            if self._workspace:
-                if not _SESSION_ID.match(sid):
-                    raise RPCError.with_reason(ErrorCode.INVALID_PARAMS, "workspace_unavailable", "bad session id")
-                cwd = os.path.join(self._workspace, sid)
-                os.makedirs(cwd, mode=0o700, exist_ok=True)
-            if self._on_assign is not None:
-                out = self._on_assign(a)
-                if inspect.isawaitable(out):
-                    await out
-        except Exception as e:  # noqa: BLE001 - a refusal
-            self._log.warning("session %s refused: %s", sid, e)
-            if isinstance(e, RPCError):
-                return {"accepted": False, "reason": e.reason or "workspace_unavailable", "message": e.message}
-            return {"accepted": False, "reason": "workspace_unavailable", "message": str(e)}
-        if self._stopped or len(self._sessions) >= self._max_sessions or sid in self._sessions:
-            return {"accepted": False, "reason": "executor_busy"}
+        if self._workspace:
+            if not _SESSION_ID.match(sid):
+                raise AssignRejectedError("session_rejected", "the session id is not usable as a directory name")
+            cwd = os.path.join(self._workspace, sid)
+            os.makedirs(cwd, mode=0o700, exist_ok=True)
+        if self._on_assign is not None:
+            out = self._on_assign(a)
+            if inspect.isawaitable(out):
+                await out
+        if busy():
+            raise AssignRejectedError("executor_busy", f"at max_sessions ({self._max_sessions})")
         self._sessions[sid] = _Session(a, cwd)
         self._emit(Event("session_assigned", session_id=sid))
-        return {"accepted": True}
 
     def _tool_call(self, conn: Conn, p: dict[str, Any], reply: Reply | None) -> Any:
         """Starts a tool call. With result_in_ack the acknowledgement waits up
@@ -605,6 +645,7 @@ class ExecutorClient:
         self._running -= 1
         if isinstance(out, RPCError) and not answered:
             assert reply is not None
+            s.seen.pop(cid, None)  # not accepted: the same call sent again runs
             await reply(None, out)  # no result: the error is the answer
             return
         result = _error_result(out) if isinstance(out, RPCError) else out

@@ -185,31 +185,78 @@ class ConnectionClosedError(ExecutorError):
         self.reason = reason
 
 
-# Harness errors: the harness end of the protocol reports these; the executor
-# client never raises them, but they are part of the SDK's surface.
+# Harness errors: what the Go SDK's harness end returns as ErrSessionEnded,
+# ErrToolOutcomeUnknown and ErrAssignRejected. This SDK has no harness end;
+# its executor and agent ends raise them in the same situations as seen from
+# their side.
 
 
 class SessionEndedError(ExecutorError):
-    """A request on a session that has ended."""
+    """A request on a session, or a turn, that has ended: the harness answered
+    -32007 session_not_active (for an agent end's turn, reason
+    ``turn_inactive``), or the platform tools endpoint 409 turn_inactive.
+    ``__cause__`` is that answer; ``reason`` its reason."""
 
-    def __init__(self) -> None:
-        super().__init__("session ended")
+    def __init__(self, reason: str | None = None, cause: BaseException | None = None) -> None:
+        super().__init__("session ended" + (f": {cause}" if cause is not None else ""))
+        self.reason = reason
+        self.__cause__ = cause
 
 
 class ToolOutcomeUnknownError(ExecutorError):
-    """The executor was lost (lease expiry, executor.close, session ended, or a
-    restarted executor that no longer reports the session) before tool.result
-    arrived: the tool may or may not have run."""
+    """The outcome of a tool call is unknown: what ran it was lost before the
+    result arrived, and the tool may or may not have run. An agent end's
+    ``call_tool`` raises it when the platform tools endpoint gave no answer
+    (and neither did the retries with the same idempotency key): calling
+    again with ``idempotency_key`` returns the outcome without running the
+    tool twice."""
 
-    def __init__(self) -> None:
-        super().__init__("tool outcome unknown: executor lost before tool.result")
+    def __init__(self, idempotency_key: str | None = None, cause: BaseException | None = None) -> None:
+        super().__init__("tool outcome unknown: executor lost before tool.result" + (f": {cause}" if cause is not None else ""))
+        self.idempotency_key = idempotency_key
+        self.__cause__ = cause
 
 
 class AssignRejectedError(ExecutorError):
-    """session.assign answered accepted=false."""
+    """session.assign answered accepted=false. An executor's ``on_assign``
+    raises it to refuse a session with a reason (default
+    ``session_rejected``); the client reports every refusal of its own as a
+    ``session_rejected`` event carrying one."""
 
-    def __init__(self) -> None:
-        super().__init__("executor rejected session.assign")
+    def __init__(self, reason: str | None = None, detail: str = "") -> None:
+        super().__init__("executor rejected session.assign" + (f": {reason}" if reason else "") + (f": {detail}" if detail else ""))
+        self.reason = reason or "session_rejected"
+        self.detail = detail
+
+
+class ToolCallHTTPError(ExecutorError):
+    """A request the platform tools endpoint refused as a request: 400 (a bad
+    call), 401/403 (a token refused), 413. A 409 turn_inactive is a
+    :class:`SessionEndedError` whose cause is this."""
+
+    def __init__(self, status: int, type: str, message: str) -> None:  # noqa: A002 - the envelope's name
+        super().__init__(f"tools endpoint: {status} {type}: {message}")
+        self.status = status
+        self.type = type
+        self.message = message
+
+
+def mcp_unavailable(server: str, cause: BaseException | str) -> RPCError:
+    """The refusal of an agent end's turn.start whose MCP server cannot be
+    reached: -32008 mcp_unavailable with the session.error type
+    mcp_connection_failed_error, the server, retryable."""
+    return RPCError(
+        ErrorCode.MCP_UNAVAILABLE,
+        "",
+        {"reason": "mcp_connection_failed_error", "mcp_server_name": server, "retryable": True, "detail": f"MCP server {server} cannot be reached: {cause}"},
+    )
+
+
+def _session_ended(err: BaseException) -> BaseException:
+    """err as a SessionEndedError when it is the harness's -32007, else err."""
+    if isinstance(err, RPCError) and err.code == ErrorCode.SESSION_NOT_ACTIVE:
+        return SessionEndedError(err.reason, err)
+    return err
 
 
 def _close_code_of(err: BaseException | None) -> int:
