@@ -42,6 +42,7 @@ type Store interface {
 	Files
 	Skills
 	ToolCalls
+	Idempotency
 	RepositoryTokens
 	// Close releases the backend's resources.
 	Close() error
@@ -202,6 +203,12 @@ type Tx interface {
 	UnmarkToolRunning(toolUseID string) error
 	// ToolsRunning returns the marked tool uses.
 	ToolsRunning() ([]string, error)
+	// RecordOutcome records, in this transaction, the outcome of the
+	// request that makes its change (o.SessionID is set to the session's
+	// id), so that both are committed or neither. It fails with
+	// ErrConflict when o.Scope holds o.Key in a record made at or after
+	// since; an older record of the key is replaced.
+	RecordOutcome(o IdempotentOutcome, since time.Time) error
 }
 
 // Entry is one log entry: an event and its position.
@@ -304,6 +311,41 @@ type ToolCalls interface {
 	// DeleteToolCall forgets a call that ran nothing: its key may be used
 	// again. Deleting a missing call is not an error.
 	DeleteToolCall(ctx context.Context, sessionID, key string) error
+}
+
+// Idempotency keeps the outcomes of API requests made with an
+// Idempotency-Key (session create, event send): each is recorded by the
+// transaction of the change its request made (Tx.RecordOutcome), so that
+// the request repeated with its key answers the first outcome and
+// changes nothing twice. A session's records are deleted with it.
+type Idempotency interface {
+	// IdempotentOutcome returns the outcome recorded for key in scope at
+	// or after since; ErrNotFound if there is none.
+	IdempotentOutcome(ctx context.Context, scope, key string, since time.Time) (IdempotentOutcome, error)
+	// ForgetOutcomes deletes the outcomes recorded before t and returns
+	// how many it deleted.
+	ForgetOutcomes(ctx context.Context, before time.Time) (int64, error)
+}
+
+// IdempotentOutcome is the outcome of an API request made with an
+// Idempotency-Key.
+type IdempotentOutcome struct {
+	// Scope is who made the request (the key it was authenticated
+	// with); Key is its Idempotency-Key.
+	Scope, Key string
+	// RequestHash identifies the request (method, path and body): the
+	// same key with another request is refused.
+	RequestHash string
+	// SessionID is the session the request created or changed.
+	SessionID string
+	// Status is the response's HTTP status.
+	Status int
+	// Response is the response body as sent, or nil when the answer is
+	// the session's log entries FirstSeq to LastSeq (a send's events as
+	// appended).
+	Response          []byte
+	FirstSeq, LastSeq int64
+	CreatedAt         time.Time
 }
 
 // ToolCall is a platform tool call recorded under its idempotency key.

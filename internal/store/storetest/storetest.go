@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimSetting", testClaimSetting},
 		{"WorkspaceMarkers", testWorkspaceMarkers},
 		{"ToolCalls", testToolCalls},
+		{"Idempotency", testIdempotency},
 		{"RepositoryTokens", testRepositoryTokens},
 	}
 	for _, tt := range tests {
