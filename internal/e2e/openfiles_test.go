@@ -31,8 +31,8 @@ const (
 
 // TestOpenFileLimit: a reins serve started with an open-file limit of
 // 256 and asked for 400 event streams of one key keeps its files for the
-// health check and the API: /healthz, reads and sends keep working while
-// the streams it holds are open; the streams over what its limit allows
+// health check and the API: /healthz answers while the streams are asked
+// for, reads and sends while the streams it holds are open; the streams over what its limit allows
 // are refused at once with 503 overloaded_error and retry-after (not
 // left unanswered by a server that cannot accept connections), the open
 // ones stay live, and once they close streams open again.
@@ -54,8 +54,15 @@ func TestOpenFileLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	probes := make(chan []string, 1)
+	stopProbes := make(chan struct{})
+	go func() { probes <- probeHealth(d.hc, c.url, stopProbes) }()
 	streams := openRawStreams(c.url, sess.ID, lowFileStreams)
 	defer streams.close()
+	close(stopProbes)
+	if failed := <-probes; len(failed) > 0 {
+		t.Errorf("/healthz failed %d times while the streams were asked for, e.g. %v", len(failed), failed[0])
+	}
 	if len(streams.failed) > 0 {
 		t.Errorf("%d of %d streams neither opened nor were refused with 503 overloaded_error and retry-after, e.g. %v",
 			len(streams.failed), lowFileStreams, streams.failed[:min(3, len(streams.failed))])
@@ -75,12 +82,38 @@ func TestOpenFileLimit(t *testing.T) {
 
 	streams.close()
 	deadline := time.Now().Add(lowFileWait)
-	for again := openRawStreams(c.url, sess.ID, 1); len(again.open) != 1; again = openRawStreams(c.url, sess.ID, 1) {
+	for {
+		again := openRawStreams(c.url, sess.ID, 1)
 		again.close()
+		if len(again.refused)+len(again.failed) == 0 {
+			return
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no stream opens %s after the others closed: %v %v", lowFileWait, again.refused, again.failed)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// probeHealth gets /healthz every 50 ms until stop, and returns how the
+// probes that did not get a 200 failed.
+func probeHealth(hc *http.Client, url string, stop <-chan struct{}) []string {
+	var failed []string
+	for {
+		select {
+		case <-stop:
+			return failed
+		case <-time.After(50 * time.Millisecond):
+		}
+		resp, err := hc.Get(url + "/healthz")
+		if err != nil {
+			failed = append(failed, err.Error())
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			failed = append(failed, resp.Status)
+		}
 	}
 }
 
