@@ -169,8 +169,9 @@ func TestIdempotencyKeyThroughLostAnswers(t *testing.T) {
 	}
 }
 
-// TestIdempotencyKeyRules: a request repeated with its key gets the
-// first answer byte for byte (marked Idempotent-Replayed); the key with
+// TestIdempotencyKeyRules: a request repeated with its key (a send, a
+// session, environment or agent create) gets the first answer byte for
+// byte (marked Idempotent-Replayed) and changes nothing; the key with
 // another body is a 422 idempotency_key_reused; keys are per API key;
 // concurrent repeats make one change; a bad key is a 400.
 func TestIdempotencyKeyRules(t *testing.T) {
@@ -186,6 +187,20 @@ func TestIdempotencyKeyRules(t *testing.T) {
 	created := s.keyed(t, s.key, "/v1/sessions", "c1", fmt.Sprintf(`{"agent":%q,"environment_id":%q}`, sess.Agent.ID, sess.EnvironmentID))
 	if repeat := s.keyed(t, s.key, "/v1/sessions", "c1", fmt.Sprintf(`{"agent":%q,"environment_id":%q}`, sess.Agent.ID, sess.EnvironmentID)); repeat.body != created.body || created.status != http.StatusOK {
 		t.Fatalf("repeated create: %d %q then %q", created.status, created.body, repeat.body)
+	}
+
+	for _, create := range []struct{ path, body string }{
+		{"/v1/environments", `{"name":"kept"}`},
+		{"/v1/agents", `{"name":"kept","model":"scripted"}`},
+	} {
+		first := s.keyed(t, s.key, create.path, "made-once"+create.path, create.body)
+		again := s.keyed(t, s.key, create.path, "made-once"+create.path, create.body)
+		if first.status != http.StatusOK || again.status != http.StatusOK || again.body != first.body || again.replayed != "true" {
+			t.Fatalf("repeated create of %s: %d %s then %d %s", create.path, first.status, first.body, again.status, again.body)
+		}
+	}
+	if agents, err := s.client.Beta.Agents.List(context.Background(), anthropic.BetaAgentListParams{}); err != nil || len(agents.Data) != 2 {
+		t.Fatalf("agents after a repeated create: %d, %v; want 2 (the session's and one)", len(agents.Data), err)
 	}
 
 	reused := s.keyed(t, s.key, path, "k1", strings.Replace(body, "same", "other", 1))

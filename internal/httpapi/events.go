@@ -126,10 +126,6 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	evs, err = s.cfg.Sessions.Send(r.Context(), r.PathValue("id"), evs, idem.record(nil))
-	if errors.Is(err, errKeyTaken) {
-		_, err = s.replayOutcome(w, r, idem)
-		return err
-	}
 	var re *sessions.RejectedError
 	if errors.As(err, &re) {
 		if re.Conflict {
@@ -138,7 +134,7 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("%s", re.Message)
 	}
 	if err != nil {
-		return err
+		return s.keyRecorded(w, r, idem, err)
 	}
 	writeJSON(w, struct {
 		Data []ma.Event `json:"data"`

@@ -93,11 +93,6 @@ func (i *idempotent) hash() string { return hex.EncodeToString(i.sum.Sum(nil)) }
 // since is the oldest time of a record still kept.
 func (i *idempotent) since() time.Time { return i.at.Add(-idempotencyTTL) }
 
-// errKeyTaken is a change that found its key recorded by another request
-// that committed first: the change is rolled back, and the request
-// answered the other's outcome.
-var errKeyTaken = errors.New("idempotency key recorded meanwhile")
-
 // record returns what records the request's outcome, 200, last in the
 // transaction of its change: the body respond makes from the
 // transaction, or, with a nil respond, the events the change appended
@@ -107,7 +102,7 @@ func (i *idempotent) record(respond func(tx store.Tx) ([]byte, error)) sessions.
 		return nil
 	}
 	return func(tx store.Tx, first int64) error {
-		o := store.IdempotentOutcome{Scope: i.scope, Key: i.key, RequestHash: i.hash(), Status: http.StatusOK, CreatedAt: i.at}
+		o := i.outcome()
 		if respond == nil {
 			o.FirstSeq, o.LastSeq = first, tx.LastSeq()
 		} else {
@@ -117,12 +112,47 @@ func (i *idempotent) record(respond func(tx store.Tx) ([]byte, error)) sessions.
 			}
 			o.Response, i.response = b, b
 		}
-		err := tx.RecordOutcome(o, i.since())
-		if errors.Is(err, store.ErrConflict) {
-			return errKeyTaken
-		}
+		return tx.RecordOutcome(o, i.since())
+	}
+}
+
+// outcome is the request's outcome, 200, without its answer.
+func (i *idempotent) outcome() store.IdempotentOutcome {
+	return store.IdempotentOutcome{Scope: i.scope, Key: i.key, RequestHash: i.hash(), Status: http.StatusOK, CreatedAt: i.at}
+}
+
+// createKept answers a create of a resource v with create, which stores
+// it. With an Idempotency-Key, v is recorded as the request's outcome in
+// the transaction of the create (store.WithOutcome), and a request that
+// finds the key recorded meanwhile answers the outcome recorded.
+func (s *Server) createKept(w http.ResponseWriter, r *http.Request, i *idempotent, v any, create func(context.Context) error) error {
+	ctx := r.Context()
+	body, err := jsonLine(v)
+	if err != nil {
 		return err
 	}
+	if i != nil {
+		o := i.outcome()
+		o.Response = body
+		ctx = store.WithOutcome(ctx, o, i.since())
+	}
+	if err := create(ctx); err != nil {
+		return s.keyRecorded(w, r, i, err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+	return nil
+}
+
+// keyRecorded answers a change that failed with err: when its key was
+// recorded by a request that committed first, the change is rolled back
+// and the request answers that outcome; else err.
+func (s *Server) keyRecorded(w http.ResponseWriter, r *http.Request, i *idempotent, err error) error {
+	if i == nil || !errors.Is(err, store.ErrKeyRecorded) {
+		return err
+	}
+	_, err = s.replayOutcome(w, r, i)
+	return err
 }
 
 // replayOutcome answers r with the outcome recorded for its key, if
@@ -140,8 +170,8 @@ func (s *Server) replayOutcome(w http.ResponseWriter, r *http.Request, i *idempo
 		return false, err
 	case o.RequestHash != i.hash():
 		return false, errf(http.StatusUnprocessableEntity, ma.ErrInvalidRequest,
-			"idempotency_key_reused: this %s was used in the last %s for another request (another method, path or body): use a new key for a new request",
-			idempotencyHeader, idempotencyTTL)
+			"idempotency_key_reused: this %s was used in the last %.0f hours for another request (another method, path or body): use a new key for a new request",
+			idempotencyHeader, idempotencyTTL.Hours())
 	}
 	body := o.Response
 	if body == nil {

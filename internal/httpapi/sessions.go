@@ -175,10 +175,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		for rid := range tokens {
 			s.cfg.Store.SetRepositoryToken(context.WithoutCancel(r.Context()), id, rid, nil)
 		}
-		if errors.Is(err, errKeyTaken) {
-			_, err = s.replayOutcome(w, r, idem)
-		}
-		return err
+		return s.keyRecorded(w, r, idem, err)
 	}
 	if idem != nil {
 		w.Header().Set("Content-Type", "application/json")

@@ -25,6 +25,10 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrConflict: a uniqueness or optimistic-concurrency check failed.
 	ErrConflict = errors.New("store: conflict")
+	// ErrKeyRecorded: the outcome of a request could not be recorded,
+	// its scope holds its Idempotency-Key already; the change it went
+	// with is rolled back.
+	ErrKeyRecorded = errors.New("store: idempotency key already recorded")
 )
 
 // Store is the persistence interface every backend implements.
@@ -118,7 +122,8 @@ type Machine struct {
 
 // Agents stores agents as immutable versions.
 type Agents interface {
-	// CreateAgent stores version 1 of a new agent.
+	// CreateAgent stores version 1 of a new agent, and the outcome of
+	// ctx's WithOutcome, if any, in the same transaction.
 	CreateAgent(ctx context.Context, a ma.Agent) error
 	// GetAgent returns the given version, or the latest when version is 0.
 	GetAgent(ctx context.Context, id string, version int64) (ma.Agent, error)
@@ -134,6 +139,8 @@ type Agents interface {
 
 // Environments stores environments. Names are unique (ErrConflict).
 type Environments interface {
+	// CreateEnvironment stores a new environment, and the outcome of
+	// ctx's WithOutcome, if any, in the same transaction.
 	CreateEnvironment(ctx context.Context, e ma.Environment) error
 	GetEnvironment(ctx context.Context, id string) (ma.Environment, error)
 	UpdateEnvironment(ctx context.Context, id string, fn func(cur *ma.Environment) error) (ma.Environment, error)
@@ -206,8 +213,8 @@ type Tx interface {
 	// RecordOutcome records, in this transaction, the outcome of the
 	// request that makes its change (o.SessionID is set to the session's
 	// id), so that both are committed or neither. It fails with
-	// ErrConflict when o.Scope holds o.Key in a record made at or after
-	// since; an older record of the key is replaced.
+	// ErrKeyRecorded when o.Scope holds o.Key in a record made at or
+	// after since; an older record of the key is replaced.
 	RecordOutcome(o IdempotentOutcome, since time.Time) error
 }
 
@@ -314,10 +321,12 @@ type ToolCalls interface {
 }
 
 // Idempotency keeps the outcomes of API requests made with an
-// Idempotency-Key (session create, event send): each is recorded by the
-// transaction of the change its request made (Tx.RecordOutcome), so that
-// the request repeated with its key answers the first outcome and
-// changes nothing twice. A session's records are deleted with it.
+// Idempotency-Key (agent, environment and session create, event send):
+// each is recorded by the transaction of the change its request made
+// (Tx.RecordOutcome, or WithOutcome for CreateAgent and
+// CreateEnvironment), so that the request repeated with its key answers
+// the first outcome and changes nothing twice. A session's records are
+// deleted with it.
 type Idempotency interface {
 	// IdempotentOutcome returns the outcome recorded for key in scope at
 	// or after since; ErrNotFound if there is none.
@@ -336,7 +345,8 @@ type IdempotentOutcome struct {
 	// RequestHash identifies the request (method, path and body): the
 	// same key with another request is refused.
 	RequestHash string
-	// SessionID is the session the request created or changed.
+	// SessionID is the session the request created or changed ("" for
+	// an agent or an environment).
 	SessionID string
 	// Status is the response's HTTP status.
 	Status int
@@ -346,6 +356,26 @@ type IdempotentOutcome struct {
 	Response          []byte
 	FirstSeq, LastSeq int64
 	CreatedAt         time.Time
+}
+
+type outcomeKey struct{}
+
+type keptOutcome struct {
+	o     IdempotentOutcome
+	since time.Time
+}
+
+// WithOutcome returns a context with which CreateAgent and
+// CreateEnvironment record o in their transaction, by the rule of
+// Tx.RecordOutcome (ErrKeyRecorded when the key is held since since).
+func WithOutcome(ctx context.Context, o IdempotentOutcome, since time.Time) context.Context {
+	return context.WithValue(ctx, outcomeKey{}, keptOutcome{o, since})
+}
+
+// OutcomeFrom returns the outcome ctx has to record, if any.
+func OutcomeFrom(ctx context.Context) (o IdempotentOutcome, since time.Time, ok bool) {
+	k, ok := ctx.Value(outcomeKey{}).(keptOutcome)
+	return k.o, k.since, ok
 }
 
 // ToolCall is a platform tool call recorded under its idempotency key.

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // testIdempotency checks the outcomes of requests made with an
 // Idempotency-Key: one recorded with the session it creates comes back
 // as recorded; of concurrent changes recording one key exactly one
-// commits, the others roll back whole with ErrConflict; keys are per
+// commits, the others roll back whole with ErrKeyRecorded; keys are per
 // scope; a record older than since is not found and may be replaced;
 // ForgetOutcomes deletes the old ones, and deleting a session deletes
 // its records.
@@ -86,7 +87,7 @@ func testIdempotency(t *testing.T, s store.Store) {
 
 // concurrentSends runs changes of the session at once, each appending an
 // event and recording o; it returns how many committed. The others must
-// fail with ErrConflict.
+// fail with ErrKeyRecorded.
 func concurrentSends(t *testing.T, s store.Store, sessionID string, o store.IdempotentOutcome, since time.Time) int {
 	t.Helper()
 	const parallel = 8
@@ -110,11 +111,64 @@ func concurrentSends(t *testing.T, s store.Store, sessionID string, o store.Idem
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, store.ErrConflict):
-			t.Errorf("a losing change: %v, want ErrConflict", err)
+		case !errors.Is(err, store.ErrKeyRecorded):
+			t.Errorf("a losing change: %v, want ErrKeyRecorded", err)
 		}
 	}
 	return won
+}
+
+// testIdempotentCreates checks the outcomes CreateAgent and
+// CreateEnvironment record with store.WithOutcome: of concurrent creates
+// recording one key exactly one commits, the others create nothing and
+// fail with ErrKeyRecorded; the record comes back as recorded.
+func testIdempotentCreates(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	since := now.Add(-time.Hour)
+	o := store.IdempotentOutcome{Scope: "ak:1", Key: "env-1", RequestHash: "h", Status: 200, Response: []byte(`{"env":1}`), CreatedAt: now}
+	const parallel = 8
+	var wg sync.WaitGroup
+	errs := make([]error, parallel)
+	for i := range parallel {
+		wg.Go(func() {
+			e := ma.Environment{ID: ids.New(ids.Environment), Type: "environment", Name: fmt.Sprintf("env %d", i), Metadata: ma.Metadata{}, CreatedAt: ma.Time(now)}
+			errs[i] = s.CreateEnvironment(store.WithOutcome(ctx, o, since), e)
+		})
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, store.ErrKeyRecorded):
+			t.Errorf("a losing create: %v, want ErrKeyRecorded", err)
+		}
+	}
+	envs, err := s.ListEnvironments(ctx, store.ListQuery{Limit: 100})
+	if err != nil || won != 1 || len(envs) != 1 {
+		t.Fatalf("%d of %d concurrent creates with one key committed, %d environments (%v); want 1 and 1", won, parallel, len(envs), err)
+	}
+	if got, err := s.IdempotentOutcome(ctx, "ak:1", "env-1", since); err != nil || !sameOutcome(got, o) {
+		t.Fatalf("the environment's record: %+v, %v", got, err)
+	}
+
+	a := newAgent("kept")
+	ao := store.IdempotentOutcome{Scope: "ak:1", Key: "agent-1", RequestHash: "h", Status: 200, Response: []byte(`{"agent":1}`), CreatedAt: now}
+	if err := s.CreateAgent(store.WithOutcome(ctx, ao, since), a); err != nil {
+		t.Fatal(err)
+	}
+	b := newAgent("again")
+	if err := s.CreateAgent(store.WithOutcome(ctx, ao, since), b); !errors.Is(err, store.ErrKeyRecorded) {
+		t.Fatalf("a second agent with the key: %v, want ErrKeyRecorded", err)
+	}
+	if _, err := s.GetAgent(ctx, b.ID, 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the agent whose record failed: %v, want ErrNotFound", err)
+	}
+	if got, err := s.IdempotentOutcome(ctx, "ak:1", "agent-1", since); err != nil || !sameOutcome(got, ao) {
+		t.Fatalf("the agent's record: %+v, %v", got, err)
+	}
 }
 
 func sameOutcome(a, b store.IdempotentOutcome) bool {

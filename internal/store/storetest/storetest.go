@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"WorkspaceMarkers", testWorkspaceMarkers},
 		{"ToolCalls", testToolCalls},
 		{"Idempotency", testIdempotency},
+		{"IdempotentCreates", testIdempotentCreates},
 		{"RepositoryTokens", testRepositoryTokens},
 	}
 	for _, tt := range tests {

@@ -8,27 +8,44 @@ import (
 	"github.com/reinsdev/reins/internal/store"
 )
 
-// RecordOutcome implements store.Tx: the record is inserted, or replaces
-// one of the key made before since, in the session's transaction.
+// RecordOutcome implements store.Tx.
 func (t *sessionTx) RecordOutcome(o store.IdempotentOutcome, since time.Time) error {
+	o.SessionID = t.sess.ID
+	return recordOutcome(t.ctx, t.tx, o, since)
+}
+
+// recordOutcome is the one write of an outcome, in the transaction tx:
+// the record is inserted, or replaces one of the key made before since;
+// store.ErrKeyRecorded when the key is held.
+func recordOutcome(ctx context.Context, tx Querier, o store.IdempotentOutcome, since time.Time) error {
 	var response any
 	if o.Response != nil {
 		response = string(o.Response)
 	}
-	n, err := t.tx.Exec(t.ctx, `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, session_id, status, response, first_seq, last_seq, created_at)
+	n, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (scope, idempotency_key, request_hash, session_id, status, response, first_seq, last_seq, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (scope, idempotency_key) DO UPDATE SET request_hash = excluded.request_hash, session_id = excluded.session_id,
 			status = excluded.status, response = excluded.response, first_seq = excluded.first_seq, last_seq = excluded.last_seq,
 			created_at = excluded.created_at
 		WHERE idempotency_keys.created_at < ?`,
-		o.Scope, o.Key, o.RequestHash, t.sess.ID, o.Status, response, o.FirstSeq, o.LastSeq, o.CreatedAt.UnixNano(), since.UnixNano())
+		o.Scope, o.Key, o.RequestHash, o.SessionID, o.Status, response, o.FirstSeq, o.LastSeq, o.CreatedAt.UnixNano(), since.UnixNano())
 	if err != nil {
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("idempotency key %q: %w", o.Key, store.ErrConflict)
+		return fmt.Errorf("idempotency key %q: %w", o.Key, store.ErrKeyRecorded)
 	}
 	return nil
+}
+
+// recordOutcomeOf records the outcome of ctx's store.WithOutcome, if any,
+// in tx.
+func recordOutcomeOf(ctx context.Context, tx Querier) error {
+	o, since, ok := store.OutcomeFrom(ctx)
+	if !ok {
+		return nil
+	}
+	return recordOutcome(ctx, tx, o, since)
 }
 
 // IdempotentOutcome implements store.Idempotency.
