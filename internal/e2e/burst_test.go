@@ -75,6 +75,12 @@ func (c *defaultsChild) agentAndEnvironment(t *testing.T) (agentID, envID string
 	return a.ID, e.ID
 }
 
+// newSession creates a session of the agent in the environment.
+func (c *defaultsChild) newSession(ctx context.Context, agentID, envID string) (*anthropic.BetaManagedAgentsSession, error) {
+	return c.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agentID)}, EnvironmentID: envID})
+}
+
 // TestDefaultsTakeABurst: on the defaults of `reins serve`, one user's
 // burst through the official Go SDK with its default retries (100
 // sessions created at once, a turn run on each, and a client listing a
@@ -86,8 +92,7 @@ func TestDefaultsTakeABurst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	first, err := c.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agentID)}, EnvironmentID: envID})
+	first, err := c.newSession(ctx, agentID, envID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +135,7 @@ func TestDefaultsTakeABurst(t *testing.T) {
 // turn creates a session, sends it a message and waits on its stream for
 // the agent's answer and the end of the turn.
 func (c *defaultsChild) turn(ctx context.Context, agentID, envID string, i int) error {
-	sess, err := c.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agentID)}, EnvironmentID: envID})
+	sess, err := c.newSession(ctx, agentID, envID)
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
@@ -194,8 +198,7 @@ func TestDefaultsThousandStreams(t *testing.T) {
 	agentID, envID := c.agentAndEnvironment(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	sess, err := c.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agentID)}, EnvironmentID: envID})
+	sess, err := c.newSession(ctx, agentID, envID)
 	if err != nil {
 		t.Fatal(err)
 	}

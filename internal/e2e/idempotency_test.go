@@ -358,8 +358,7 @@ func TestIdempotencyKeyAcrossRestart(t *testing.T) {
 	d := newDefaultsChild(t, c, hc)
 	agentID, envID := d.agentAndEnvironment(t)
 	ctx := context.Background()
-	sess, err := d.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agentID)}, EnvironmentID: envID})
+	sess, err := d.newSession(ctx, agentID, envID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,8 +48,7 @@ func TestOpenFileLimit(t *testing.T) {
 	t.Cleanup(func() { stopChild(t, c) })
 	d := newDefaultsChild(t, c, &http.Client{Timeout: lowFileWait})
 	agentID, envID := d.agentAndEnvironment(t)
-	sess, err := d.client.Beta.Sessions.New(context.Background(), anthropic.BetaSessionNewParams{
-		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agentID)}, EnvironmentID: envID})
+	sess, err := d.newSession(context.Background(), agentID, envID)
 	if err != nil {
 		t.Fatal(err)
 	}

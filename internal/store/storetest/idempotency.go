@@ -92,27 +92,32 @@ func concurrentSends(t *testing.T, s store.Store, sessionID string, o store.Idem
 	t.Helper()
 	const parallel = 8
 	var wg sync.WaitGroup
-	errs := make(chan error, parallel)
-	for range parallel {
+	errs := make([]error, parallel)
+	for i := range parallel {
 		wg.Go(func() {
-			_, err := s.UpdateSession(context.Background(), sessionID, func(tx store.Tx) error {
+			_, errs[i] = s.UpdateSession(context.Background(), sessionID, func(tx store.Tx) error {
 				if err := tx.Append(&ma.Event{Type: ma.EventUserMessage, Content: []ma.ContentBlock{{Type: "text", Text: "once"}}}); err != nil {
 					return err
 				}
 				return tx.RecordOutcome(o, since)
 			})
-			errs <- err
 		})
 	}
 	wg.Wait()
-	close(errs)
+	return winners(t, errs, store.ErrKeyRecorded)
+}
+
+// winners counts the concurrent changes that committed (no error); the
+// others must have failed with lost.
+func winners(t *testing.T, errs []error, lost error) int {
+	t.Helper()
 	won := 0
-	for err := range errs {
+	for i, err := range errs {
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, store.ErrKeyRecorded):
-			t.Errorf("a losing change: %v, want ErrKeyRecorded", err)
+		case !errors.Is(err, lost):
+			t.Errorf("change %d: %v, want %v", i, err, lost)
 		}
 	}
 	return won
@@ -137,15 +142,7 @@ func testIdempotentCreates(t *testing.T, s store.Store) {
 		})
 	}
 	wg.Wait()
-	won := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case !errors.Is(err, store.ErrKeyRecorded):
-			t.Errorf("a losing create: %v, want ErrKeyRecorded", err)
-		}
-	}
+	won := winners(t, errs, store.ErrKeyRecorded)
 	envs, err := s.ListEnvironments(ctx, store.ListQuery{Limit: 100})
 	if err != nil || won != 1 || len(envs) != 1 {
 		t.Fatalf("%d of %d concurrent creates with one key committed, %d environments (%v); want 1 and 1", won, parallel, len(envs), err)
