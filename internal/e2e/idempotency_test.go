@@ -18,6 +18,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/pgtest"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -385,4 +386,41 @@ func TestIdempotencyKeyAcrossRestart(t *testing.T) {
 		t.Fatalf("%d answers, want 1", len(answers))
 	}
 	stopChild(t, c)
+}
+
+// TestIdempotencyKeyAcrossReplicas: two replicas on one PostgreSQL
+// database share the outcomes: a send repeated with its key on the other
+// replica gets the first answer, and sends with one key made on both at
+// once append one message.
+func TestIdempotencyKeyAcrossReplicas(t *testing.T) {
+	dsn := pgtest.FreshDB(t)
+	calls := &callCounter{calls: map[string]int{}}
+	a := startReplica(t, dsn, "replica-a", calls)
+	b := startReplica(t, dsn, "replica-b", calls)
+	sess := a.newSession(t, a.newAgent(t, "scripted").ID, a.newEnv(t, "replicas").ID)
+	path := "/v1/sessions/" + sess.ID + "/events"
+	body := `{"events":[{"type":"user.message","content":[{"type":"text","text":"on a"}]}]}`
+	first := a.keyed(t, a.key, path, "r1", body)
+	again := b.keyed(t, a.key, path, "r1", body)
+	if first.status != http.StatusOK || again.body != first.body || again.replayed != "true" {
+		t.Fatalf("a send on replica a, repeated on b: %d %s then %d %s", first.status, first.body, again.status, again.body)
+	}
+	racing := strings.Replace(body, "on a", "on both", 1)
+	var wg sync.WaitGroup
+	answers := make([]keyedAnswer, 8)
+	for i := range answers {
+		on := []*server{a, b}[i%2]
+		wg.Go(func() { answers[i] = on.keyed(t, a.key, path, "r2", racing) })
+	}
+	wg.Wait()
+	for i, got := range answers {
+		if got.status != http.StatusOK || got.body != answers[0].body {
+			t.Fatalf("send %d with one key on both replicas: %d %s, want %s", i, got.status, got.body, answers[0].body)
+		}
+	}
+	for text, want := range map[string]int{"on a": 1, "on both": 1} {
+		if ids := a.logged(t, sess.ID, ma.EventUserMessage, text); len(ids) != want {
+			t.Fatalf("%q: %d messages in the log, want %d", text, len(ids), want)
+		}
+	}
 }
