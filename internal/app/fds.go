@@ -173,3 +173,16 @@ func (c *countedConn) Close() error {
 	c.once.Do(func() { c.l.open.Add(-1) })
 	return c.Conn.Close()
 }
+
+// CloseWrite half-closes the connection, as net/http does before closing
+// one with input left unread (so that the client gets the answer).
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// ReadFrom lets net/http copy a body to the connection the kernel's way
+// (sendfile, splice) where the connection can.
+func (c *countedConn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
