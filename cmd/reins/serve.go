@@ -57,6 +57,7 @@ type serveOptions struct {
 	maxFileSize          int64
 	limits               httpapi.KeyLimits
 	maxRequests          int
+	maxStreams           int
 	debugAddr            string
 	metricsAddr          string
 	otlpEndpoint         string
@@ -120,13 +121,15 @@ refused at start.`,
 		"how long a client may take to send a request body; a slower one gets 408 and loses its connection. Responses (streams, long polls) are not bounded (REINS_BODY_TIMEOUT)")
 	f.Int64Var(&o.maxFileSize, "max-file-size", httpapi.DefaultMaxFileSize,
 		"bytes one upload to /v1/files, or one skill version's files, may hold; a larger one gets 413 (REINS_MAX_FILE_SIZE)")
-	f.IntVar(&o.limits.CreatesPerMinute, "creates-per-minute", 300,
-		"requests that create a resource (agents, environments, sessions, vaults, credentials, environment keys, files, session resources, skills and skill versions) per minute and key, 0 for no limit; over it 429 with retry-after (REINS_CREATES_PER_MINUTE)")
-	f.IntVar(&o.limits.RequestsPerMinute, "requests-per-minute", 600,
-		"other API requests per minute and key, 0 for no limit; over it 429 with retry-after (REINS_REQUESTS_PER_MINUTE)")
+	f.IntVar(&o.limits.CreatesPerMinute, "creates-per-minute", 0,
+		"requests that create a resource (agents, environments, sessions, vaults, credentials, environment keys, files, session resources, skills and skill versions) per minute and key; 0 (the default) for no limit; over it 429 with retry-after (REINS_CREATES_PER_MINUTE)")
+	f.IntVar(&o.limits.RequestsPerMinute, "requests-per-minute", 0,
+		"other API requests per minute and key; 0 (the default) for no limit; over it 429 with retry-after (REINS_REQUESTS_PER_MINUTE)")
 	f.IntVar(&o.maxRequests, "max-requests", 1024,
-		"API requests handled at once (event streams and work polls apart), 0 for no bound; over it a request waits up to a second, then gets 503 overloaded_error with retry-after (REINS_MAX_REQUESTS)")
-	f.IntVar(&o.limits.Streams, "streams-per-key", 256, "event streams a key may have open at once, 0 for no limit (REINS_STREAMS_PER_KEY)")
+		"API requests handled at once (event streams and work polls apart), 0 for no bound but the open-file limit's; over it a request waits up to a second, then gets 503 overloaded_error with retry-after. Lowered to what the open-file limit allows (REINS_MAX_REQUESTS)")
+	f.IntVar(&o.maxStreams, "max-streams", 0,
+		"event streams and work polls open at once, all keys together; 0 (the default) for what the open-file limit allows; over it a stream gets 503 overloaded_error with retry-after (REINS_MAX_STREAMS)")
+	f.IntVar(&o.limits.Streams, "streams-per-key", 0, "event streams a key may have open at once; 0 (the default) for no limit per key (REINS_STREAMS_PER_KEY)")
 	f.StringVar(&o.debugAddr, "debug-addr", "",
 		"address of a separate listener serving the Go runtime's profiles (/debug/pprof/: goroutines, heap, CPU), without authentication; keep it on loopback, e.g. 127.0.0.1:6060. Off by default (REINS_DEBUG_ADDR)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "",
@@ -147,6 +150,7 @@ refused at start.`,
 		{"sandbox-memory-budget", "REINS_SANDBOX_MEMORY_BUDGET"}, {"sandbox-process-budget", "REINS_SANDBOX_PROCESS_BUDGET"},
 		{"body-timeout", "REINS_BODY_TIMEOUT"}, {"max-file-size", "REINS_MAX_FILE_SIZE"}, {"creates-per-minute", "REINS_CREATES_PER_MINUTE"},
 		{"requests-per-minute", "REINS_REQUESTS_PER_MINUTE"}, {"streams-per-key", "REINS_STREAMS_PER_KEY"}, {"max-requests", "REINS_MAX_REQUESTS"},
+		{"max-streams", "REINS_MAX_STREAMS"},
 		{"debug-addr", "REINS_DEBUG_ADDR"}, {"metrics-addr", "REINS_METRICS_ADDR"}, {"otlp-endpoint", "REINS_OTLP_ENDPOINT"},
 	}...)
 	return cmd
@@ -186,6 +190,8 @@ func (o *serveOptions) check() (slog.Level, error) {
 		return 0, flagError(o.flags, "requests-per-minute", "want 0 (no limit) or more, got %d", o.limits.RequestsPerMinute)
 	case o.maxRequests < 0:
 		return 0, flagError(o.flags, "max-requests", "want 0 (no bound) or more, got %d", o.maxRequests)
+	case o.maxStreams < 0:
+		return 0, flagError(o.flags, "max-streams", "want 0 (the open-file limit's bound) or more, got %d", o.maxStreams)
 	case o.limits.Streams < 0:
 		return 0, flagError(o.flags, "streams-per-key", "want 0 (no limit) or more, got %d", o.limits.Streams)
 	case o.addr == "":
@@ -359,9 +365,9 @@ func firstStart(ctx context.Context, a *app.App, o *serveOptions, bootstrap stri
 }
 
 // httpConfig returns the API's settings of the flags: the body timeout,
-// the per-key limits and the bound on requests at once.
+// the per-key limits and the bounds on requests and streams at once.
 func (o *serveOptions) httpConfig() httpapi.Config {
-	return httpapi.Config{BodyTimeout: o.bodyTimeout, Limits: o.limits, MaxRequests: o.maxRequests, MaxFileSize: o.maxFileSize}
+	return httpapi.Config{BodyTimeout: o.bodyTimeout, Limits: o.limits, MaxRequests: o.maxRequests, MaxStreams: o.maxStreams, MaxFileSize: o.maxFileSize}
 }
 
 // packages returns the packages mirrors of the flags, checked.

@@ -83,13 +83,15 @@ func TestServeMirrorFlags(t *testing.T) {
 	}
 }
 
-// TestServeLimitFlags: the body timeout and the per-key limits default to
-// the hosted API's figures, read their environment variables, reach the
-// API's configuration (0 turning a limit off), and refuse a negative
-// value, or a body timeout that is not positive, before anything starts.
+// TestServeLimitFlags: the body timeout defaults to 30 s, the per-key
+// limits are off unless set (0) and the bound on streams at once is the
+// open-file limit's (0); they read their environment variables, reach
+// the API's configuration, and refuse a negative value, or a body
+// timeout that is not positive, before anything starts.
 func TestServeLimitFlags(t *testing.T) {
 	cmd := newServeCommand()
-	for flag, want := range map[string]string{"body-timeout": "30s", "creates-per-minute": "300", "requests-per-minute": "600", "streams-per-key": "256"} {
+	for flag, want := range map[string]string{"body-timeout": "30s", "creates-per-minute": "0", "requests-per-minute": "0", "streams-per-key": "0",
+		"max-requests": "1024", "max-streams": "0"} {
 		if got := cmd.Flags().Lookup(flag).DefValue; got != want {
 			t.Errorf("--%s default %s, want %s", flag, got, want)
 		}
@@ -99,6 +101,7 @@ func TestServeLimitFlags(t *testing.T) {
 	t.Setenv("REINS_CREATES_PER_MINUTE", "0")
 	t.Setenv("REINS_REQUESTS_PER_MINUTE", "1200")
 	t.Setenv("REINS_STREAMS_PER_KEY", "8")
+	t.Setenv("REINS_MAX_STREAMS", "500")
 	o := &serveOptions{}
 	cmd = serveCommand(o)
 	if err := applyEnv(cmd.Flags()); err != nil {
@@ -109,7 +112,7 @@ func TestServeLimitFlags(t *testing.T) {
 	}
 	got := o.httpConfig()
 	want := httpapi.Config{BodyTimeout: 5 * time.Second, Limits: httpapi.KeyLimits{CreatesPerMinute: 0, RequestsPerMinute: 1200, Streams: 8}, MaxFileSize: httpapi.DefaultMaxFileSize}
-	if got.BodyTimeout != want.BodyTimeout || got.Limits != want.Limits {
+	if got.BodyTimeout != want.BodyTimeout || got.Limits != want.Limits || got.MaxStreams != 500 {
 		t.Errorf("API configuration %+v, want %+v", got, want)
 	}
 
@@ -118,6 +121,7 @@ func TestServeLimitFlags(t *testing.T) {
 		{"--creates-per-minute", "-1"},
 		{"--requests-per-minute", "-5"},
 		{"--streams-per-key", "-1"},
+		{"--max-streams", "-3"},
 	} {
 		r := execute(context.Background(), "", "serve", "--data-dir", t.TempDir(), "--sandbox", "none", tc.flag, tc.value)
 		if r.err == nil || !strings.Contains(r.err.Error(), tc.flag) || !strings.Contains(r.err.Error(), tc.value) {

@@ -87,8 +87,13 @@ type Config struct {
 	Hub    executor.HubOptions
 	Logger *slog.Logger
 	// HTTP tunes the API (ping and poll intervals, body limit and
-	// timeout, per-key limits).
+	// timeout, per-key limits). Its MaxStreams and MaxRequests are
+	// bounded by the open-file limit: 0 (none) and a value over what the
+	// limit allows become that.
 	HTTP httpapi.Config
+	// OpenFiles, if set, replaces the process's open-file limit in
+	// dividing it between connections, streams and requests (tests).
+	OpenFiles int
 	// Sandbox configures the sandboxes cloud sessions' tools run in.
 	Sandbox SandboxConfig
 	// Packages configures the installs of cloud environments' packages.
@@ -148,6 +153,8 @@ type App struct {
 	relayWG     sync.WaitGroup
 	metrics     *telemetry.Metrics
 	tracing     *telemetry.Tracing
+	// files is how the open-file limit is divided (the listener's bound).
+	files fdBudget
 }
 
 // DBFile is the database file name inside the data dir.
@@ -318,6 +325,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		os.RemoveAll(hc.FileSpoolDir)
 	}
 	ht.outputs = newOutputs(st, hc.FileSpoolDir, cmp.Or(hc.MaxFileSize, httpapi.DefaultMaxFileSize), cfg.Logger)
+	files := budgetOf(cmp.Or(cfg.OpenFiles, openFileLimit(), defaultOpenFiles))
+	files.fit(&hc, cfg.Logger)
 	api := httpapi.New(hc)
 	idle := func() {
 		streams.CloseIdleConnections()
@@ -325,7 +334,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	rctx, rcancel := context.WithCancel(context.Background())
 	a := &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, TurnTokens: turnTokens, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
-		relay: relay, previews: previews, relayCtx: rctx, relayCancel: rcancel, metrics: cfg.Metrics, tracing: tracing}
+		relay: relay, previews: previews, relayCtx: rctx, relayCancel: rcancel, metrics: cfg.Metrics, tracing: tracing, files: files}
 	a.watch(cfg.Metrics)
 	return a, nil
 }
@@ -354,6 +363,7 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	// envelope, and leaves requests without a body alone.
 	a.srv = &http.Server{Handler: logRequests(console.Mount(a.API), a.log), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+	ln = newBoundedListener(ln, a.files.connections)
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("http server stopped", "err", err)

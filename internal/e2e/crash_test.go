@@ -73,9 +73,23 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// startChild starts a reins serve on dataDir and addr, with the
+// bootstrap key key and the defaults otherwise, and waits until it
+// answers /healthz.
 func startChild(t *testing.T, bin, dataDir, addr, key string) *child {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--data-dir", dataDir, "--log-level", "warn")
+	return startChildCmd(t, exec.Command(bin, serveArgs(dataDir, addr)...), addr, key)
+}
+
+// serveArgs are the arguments of a reins serve on dataDir and addr.
+func serveArgs(dataDir, addr string) []string {
+	return []string{"serve", "--addr", addr, "--data-dir", dataDir, "--log-level", "warn"}
+}
+
+// startChildCmd starts cmd, a reins serve on addr, with the bootstrap key
+// key, and waits until it answers /healthz.
+func startChildCmd(t *testing.T, cmd *exec.Cmd, addr, key string) *child {
+	t.Helper()
 	cmd.Env = append(os.Environ(), "REINS_API_KEY="+key, "ANTHROPIC_API_KEY=")
 	cmd.Stdout = io.Discard
 	var stderr bytes.Buffer

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -287,9 +288,19 @@ func unsupported(fields map[string]json.RawMessage) error {
 	return nil
 }
 
+// createAgent creates an agent (version 1). Sent with an
+// Idempotency-Key, the agent is recorded with its creation, and the
+// request repeated with the key answers it as first created.
 func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
+	idem, err := s.idempotency(r)
+	if err != nil {
+		return err
+	}
 	var p agentCreate
 	if err := decode(r, &p); err != nil {
+		return err
+	}
+	if done, err := s.replayOutcome(w, r, idem); done || err != nil {
 		return err
 	}
 	if p.Name == nil {
@@ -339,11 +350,7 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 	a := ma.Agent{ID: ids.New(ids.Agent), Type: "agent", Name: *p.Name, Description: p.Description, System: p.System,
 		Model: p.Model.ModelConfig, Tools: tools, MCPServers: servers, Skills: skills, Multiagent: ma.Raw("null"),
 		ExecutionIdentity: ma.Raw("null"), Metadata: meta, Version: 1, CreatedAt: now, UpdatedAt: now}
-	if err := s.cfg.Store.CreateAgent(r.Context(), a); err != nil {
-		return err
-	}
-	writeJSON(w, a)
-	return nil
+	return s.createKept(w, r, idem, a, func(ctx context.Context) error { return s.cfg.Store.CreateAgent(ctx, a) })
 }
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,9 +128,20 @@ func validScope(scope *string, cfg ma.EnvironmentConfig) error {
 	return nil
 }
 
+// createEnvironment creates an environment. Sent with an
+// Idempotency-Key, the environment is recorded with its creation, and the
+// request repeated with the key answers it as first created (not a 409
+// for its name).
 func (s *Server) createEnvironment(w http.ResponseWriter, r *http.Request) error {
+	idem, err := s.idempotency(r)
+	if err != nil {
+		return err
+	}
 	var p environmentCreate
 	if err := decode(r, &p); err != nil {
+		return err
+	}
+	if done, err := s.replayOutcome(w, r, idem); done || err != nil {
 		return err
 	}
 	if p.Name == nil {
@@ -158,14 +170,13 @@ func (s *Server) createEnvironment(w http.ResponseWriter, r *http.Request) error
 	now := ma.Time(time.Now())
 	e := ma.Environment{ID: ids.New(ids.Environment), Type: "environment", Name: *p.Name, Description: p.Description,
 		Config: cfg, Metadata: meta, Scope: p.Scope, CreatedAt: now, UpdatedAt: now}
-	if err := s.cfg.Store.CreateEnvironment(r.Context(), e); err != nil {
+	return s.createKept(w, r, idem, e, func(ctx context.Context) error {
+		err := s.cfg.Store.CreateEnvironment(ctx, e)
 		if isConflict(err) {
 			return conflict("name: an environment named %q already exists", *p.Name)
 		}
 		return err
-	}
-	writeJSON(w, e)
-	return nil
+	})
 }
 
 func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) error {

@@ -25,6 +25,9 @@ type apiError struct {
 	retryAfter time.Duration
 	// details, if set, is sent as error.details.
 	details map[string]any
+	// closeConn closes the connection after the answer (Connection:
+	// close): a client refused for load gives its open file back.
+	closeConn bool
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -67,6 +70,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	h.Set("Content-Type", "application/json")
 	if ae.noRetry {
 		h.Set("x-should-retry", "false")
+	}
+	if ae.closeConn {
+		h.Set("Connection", "close")
 	}
 	if d := ae.retryAfter; d > 0 {
 		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10))

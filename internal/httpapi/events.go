@@ -133,45 +133,29 @@ type sendBody struct {
 	Events []rawView `json:"events"` // slices of the request body
 }
 
+// sendEvents appends the events a client sends. Sent with an
+// Idempotency-Key, the send is recorded with its events, and repeated
+// with the key it answers them as they were appended.
 func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
+	idem, err := s.idempotency(r)
+	if err != nil {
+		return err
+	}
 	var body sendBody
 	if err := decode(r, &body); err != nil {
 		return err
 	}
-	if len(body.Events) == 0 {
-		return badRequest("events: at least one event is required")
-	}
-	if len(body.Events) > maxEventsPerRequest {
-		return badRequest("events: at most %d events per request, got %d", maxEventsPerRequest, len(body.Events))
-	}
 	if err := principal(r).mayPost(body.Events); err != nil {
 		return err
 	}
-	evs := make([]ma.Event, len(body.Events))
-	systems := 0
-	for i, raw := range body.Events {
-		ev, err := decodeEventParam(fmt.Sprintf("events[%d]", i), json.RawMessage(raw))
-		if err != nil {
-			return err
-		}
-		if err := s.checkFiles(r.Context(), fmt.Sprintf("events[%d].content", i), ev.Content); err != nil {
-			return err
-		}
-		if ev.Type == ma.EventSystemMessage {
-			systems++
-			if systems > 1 {
-				return badRequest("events[%d]: at most one system.message per request", i)
-			}
-			if i != len(body.Events)-1 {
-				return badRequest("events[%d]: a system.message must be the last event of the request", i)
-			}
-			if i == 0 || (evs[i-1].Type != ma.EventUserMessage && evs[i-1].Type != ma.EventUserCustomToolResult && evs[i-1].Type != ma.EventUserToolResult) {
-				return badRequest("events[%d]: a system.message must immediately follow a user.message or a tool result in the same request", i)
-			}
-		}
-		evs[i] = ev
+	if done, err := s.replayOutcome(w, r, idem); done || err != nil {
+		return err
 	}
-	evs, err := s.cfg.Sessions.Send(r.Context(), r.PathValue("id"), evs)
+	evs, err := s.sentEvents(r, body)
+	if err != nil {
+		return err
+	}
+	evs, err = s.cfg.Sessions.Send(r.Context(), r.PathValue("id"), evs, idem.record(nil))
 	var re *sessions.RejectedError
 	if errors.As(err, &re) {
 		if re.Conflict {
@@ -180,12 +164,47 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("%s", re.Message)
 	}
 	if err != nil {
-		return err
+		return s.keyRecorded(w, r, idem, err)
 	}
 	writeJSON(w, struct {
 		Data []ma.Event `json:"data"`
 	}{evs})
 	return nil
+}
+
+// sentEvents decodes and checks the events of a send.
+func (s *Server) sentEvents(r *http.Request, body sendBody) ([]ma.Event, error) {
+	if len(body.Events) == 0 {
+		return nil, badRequest("events: at least one event is required")
+	}
+	if len(body.Events) > maxEventsPerRequest {
+		return nil, badRequest("events: at most %d events per request, got %d", maxEventsPerRequest, len(body.Events))
+	}
+	evs := make([]ma.Event, len(body.Events))
+	systems := 0
+	for i, raw := range body.Events {
+		ev, err := decodeEventParam(fmt.Sprintf("events[%d]", i), json.RawMessage(raw))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.checkFiles(r.Context(), fmt.Sprintf("events[%d].content", i), ev.Content); err != nil {
+			return nil, err
+		}
+		if ev.Type == ma.EventSystemMessage {
+			systems++
+			if systems > 1 {
+				return nil, badRequest("events[%d]: at most one system.message per request", i)
+			}
+			if i != len(body.Events)-1 {
+				return nil, badRequest("events[%d]: a system.message must be the last event of the request", i)
+			}
+			if i == 0 || (evs[i-1].Type != ma.EventUserMessage && evs[i-1].Type != ma.EventUserCustomToolResult && evs[i-1].Type != ma.EventUserToolResult) {
+				return nil, badRequest("events[%d]: a system.message must immediately follow a user.message or a tool result in the same request", i)
+			}
+		}
+		evs[i] = ev
+	}
+	return evs, nil
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {

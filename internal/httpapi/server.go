@@ -57,6 +57,11 @@ type Config struct {
 	// work polls apart (zero: no bound); over it a request waits up to a
 	// second, then gets 503 overloaded_error with retry-after.
 	MaxRequests int
+	// MaxStreams bounds the event streams and work polls open at once,
+	// all keys together (zero: no bound): each holds a connection, an
+	// open file, for as long as it lasts. Over it a stream gets 503
+	// overloaded_error with retry-after at once.
+	MaxStreams int
 	// BodyBudget bounds the bytes of content-carrying request bodies
 	// handled at once, counted by Content-Length (MaxBody when unknown);
 	// a request that does not get its share within BudgetWait is refused
@@ -161,6 +166,9 @@ type Server struct {
 	mem    *memory
 	// streams counts the event streams open.
 	streams atomic.Int64
+	// forgot is when aged-out idempotency keys were last deleted (Unix
+	// nanoseconds).
+	forgot atomic.Int64
 
 	// done is closed by Shutdown: streams end cleanly.
 	done     chan struct{}
@@ -206,7 +214,7 @@ func New(cfg Config) *Server {
 		}
 		cfg.Sessions = sessions.New(sc)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limits: newLimiter(cfg.Limits), shed: newShedder(cfg.MaxRequests), done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limits: newLimiter(cfg.Limits), shed: newShedder(cfg.MaxRequests, cfg.MaxStreams), done: make(chan struct{})}
 	s.tails = newTails(cfg.Store, cfg.Bus, cfg.PollInterval)
 	s.mem = newMemory(cfg)
 	s.routes()

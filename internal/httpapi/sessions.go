@@ -141,75 +141,109 @@ type sessionCreate struct {
 	Budget        json.RawMessage   `json:"budget"`
 }
 
+// createSession creates a session. Sent with an Idempotency-Key, the
+// session is recorded with its creation, and the request repeated with
+// the key answers it as first created.
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	idem, err := s.idempotency(r)
+	if err != nil {
+		return err
+	}
 	var p sessionCreate
 	if err := decode(r, &p); err != nil {
 		return err
 	}
+	if done, err := s.replayOutcome(w, r, idem); done || err != nil {
+		return err
+	}
+	n, err := s.newSession(r, p)
+	if err != nil {
+		return err
+	}
+	sess, tokens := n.sess, n.tokens
+	// The tokens are stored first: the session may start at once.
+	for rid, tok := range tokens {
+		if err := s.storeToken(r.Context(), sess.ID, rid, tok); err != nil {
+			return err
+		}
+	}
+	id := sess.ID
+	sess, err = s.cfg.Sessions.Create(r.Context(), sess, n.initial, idem.record(func(tx store.Tx) ([]byte, error) {
+		return jsonLine(withStats(*tx.Session()))
+	}))
+	if err != nil {
+		for rid := range tokens {
+			s.cfg.Store.SetRepositoryToken(context.WithoutCancel(r.Context()), id, rid, nil)
+		}
+		return s.keyRecorded(w, r, idem, err)
+	}
+	if idem != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(idem.response)
+		return nil
+	}
+	writeJSON(w, withStats(sess))
+	return nil
+}
+
+// newSession is a session to create, as a create request asks for it.
+type newSession struct {
+	sess    ma.Session
+	initial []ma.Event
+	// tokens are the sealed-to-be tokens of its github_repository
+	// resources, by resource id.
+	tokens map[string]string
+}
+
+// newSession checks a create request and returns the session it asks
+// for.
+func (s *Server) newSession(r *http.Request, p sessionCreate) (newSession, error) {
+	var none newSession
 	if p.Agent == nil {
-		return badRequest("agent: required")
+		return none, badRequest("agent: required")
 	}
 	if p.EnvironmentID == nil || *p.EnvironmentID == "" {
-		return badRequest("environment_id: required")
+		return none, badRequest("environment_id: required")
 	}
 	if err := checkLen("title", p.Title, 0, 1024); err != nil {
-		return err
+		return none, err
 	}
 	if err := validateMetadata("metadata", p.Metadata); err != nil {
-		return err
+		return none, err
 	}
 	resources, tokens, err := s.decodeResources(r.Context(), p.Resources)
 	if err != nil {
-		return err
+		return none, err
 	}
 	if len(p.Budget) > 0 && string(p.Budget) != "null" {
-		return badRequest("budget: session budgets are not supported by this server yet")
+		return none, badRequest("budget: session budgets are not supported by this server yet")
 	}
 	if len(p.VaultIDs) > 20 {
-		return badRequest("vault_ids: at most 20 vaults, got %d", len(p.VaultIDs))
+		return none, badRequest("vault_ids: at most 20 vaults, got %d", len(p.VaultIDs))
 	}
-	for i, id := range p.VaultIDs {
-		v, err := s.cfg.Store.GetVault(r.Context(), id)
-		if errors.Is(err, store.ErrNotFound) {
-			return notFound("vault_ids[%d]: vault %s not found", i, id)
-		}
-		if err != nil {
-			return err
-		}
-		if v.ArchivedAt != nil {
-			return badRequest("vault_ids[%d]: vault %s is archived", i, id)
-		}
+	if err := s.checkVaults(r.Context(), p.VaultIDs); err != nil {
+		return none, err
 	}
-	if len(p.InitialEvents) > 50 {
-		return badRequest("initial_events: at most 50 events, got %d", len(p.InitialEvents))
-	}
-	initial := make([]ma.Event, 0, len(p.InitialEvents))
-	for i, raw := range p.InitialEvents {
-		ev, err := decodeEventParam(fmt.Sprintf("initial_events[%d]", i), json.RawMessage(raw))
-		if err != nil {
-			return err
-		}
-		if err := s.checkFiles(r.Context(), fmt.Sprintf("initial_events[%d].content", i), ev.Content); err != nil {
-			return err
-		}
-		if ev.Type != ma.EventUserMessage {
-			return badRequest("initial_events[%d].type: only user.message is accepted here; got %q", i, ev.Type)
-		}
-		initial = append(initial, ev)
+	initial, err := s.initialEvents(r.Context(), p.InitialEvents)
+	if err != nil {
+		return none, err
 	}
 	agent, err := s.resolveAgent(r, p.Agent)
 	if err != nil {
-		return err
+		return none, err
 	}
 	env, err := s.cfg.Store.GetEnvironment(r.Context(), *p.EnvironmentID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return notFound("environment_id: environment %s not found", *p.EnvironmentID)
+			return none, notFound("environment_id: environment %s not found", *p.EnvironmentID)
 		}
-		return err
+		return none, err
 	}
 	if env.ArchivedAt != nil {
-		return badRequest("environment_id: environment %s is archived; new sessions cannot use it", env.ID)
+		return none, badRequest("environment_id: environment %s is archived; new sessions cannot use it", env.ID)
+	}
+	if len(tokens) > 0 && env.Config.Type != "cloud" {
+		return none, badRequest("resources: authorization_token needs a cloud environment: the token is given to the clone by the cloud sandbox's egress proxy")
 	}
 	meta := ma.Metadata(p.Metadata)
 	if meta == nil {
@@ -223,25 +257,48 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	sess := ma.Session{ID: ids.New(ids.Session), Type: "session", Title: p.Title, Status: ma.StatusIdle, EnvironmentID: env.ID,
 		Agent: agent, Resources: resources, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.Raw{},
 		Budget: ma.Raw("null"), CreatedAt: now, UpdatedAt: now}
-	if len(tokens) > 0 && env.Config.Type != "cloud" {
-		return badRequest("resources: authorization_token needs a cloud environment: the token is given to the clone by the cloud sandbox's egress proxy")
-	}
-	// The tokens are stored first: the session may start at once.
-	for rid, tok := range tokens {
-		if err := s.storeToken(r.Context(), sess.ID, rid, tok); err != nil {
+	return newSession{sess: sess, initial: initial, tokens: tokens}, nil
+}
+
+// checkVaults checks the vault_ids of a create request: each one's vault
+// exists and is not archived.
+func (s *Server) checkVaults(ctx context.Context, vaultIDs []string) error {
+	for i, id := range vaultIDs {
+		v, err := s.cfg.Store.GetVault(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("vault_ids[%d]: vault %s not found", i, id)
+		}
+		if err != nil {
 			return err
 		}
-	}
-	id := sess.ID
-	sess, err = s.cfg.Sessions.Create(r.Context(), sess, initial)
-	if err != nil {
-		for rid := range tokens {
-			s.cfg.Store.SetRepositoryToken(context.WithoutCancel(r.Context()), id, rid, nil)
+		if v.ArchivedAt != nil {
+			return badRequest("vault_ids[%d]: vault %s is archived", i, id)
 		}
-		return err
 	}
-	writeJSON(w, withStats(sess))
 	return nil
+}
+
+// initialEvents decodes and checks the initial_events of a create
+// request: at most 50 user messages.
+func (s *Server) initialEvents(ctx context.Context, raws []rawView) ([]ma.Event, error) {
+	if len(raws) > 50 {
+		return nil, badRequest("initial_events: at most 50 events, got %d", len(raws))
+	}
+	initial := make([]ma.Event, 0, len(raws))
+	for i, raw := range raws {
+		ev, err := decodeEventParam(fmt.Sprintf("initial_events[%d]", i), json.RawMessage(raw))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.checkFiles(ctx, fmt.Sprintf("initial_events[%d].content", i), ev.Content); err != nil {
+			return nil, err
+		}
+		if ev.Type != ma.EventUserMessage {
+			return nil, badRequest("initial_events[%d].type: only user.message is accepted here; got %q", i, ev.Type)
+		}
+		initial = append(initial, ev)
+	}
+	return initial, nil
 }
 
 // withStats fills the figures computed at read time.

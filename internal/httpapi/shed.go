@@ -12,28 +12,41 @@ import (
 // and the retry-after it is refused with.
 const shedWait = time.Second
 
-// shedder bounds the API requests handled at once. Event streams, work
-// polls and executor connections are apart: they last, and have bounds
-// of their own (streams per key, the executors' sessions). A request
-// over the bound waits up to shedWait for a slot, then gets 503
-// overloaded_error with retry-after, which the SDKs retry; so a burst far
-// over what the machine can take queues briefly, is refused early and
-// cheaply beyond that, and never holds more than the bound in memory.
+// shedder bounds what the server holds at once, all keys together: the
+// API requests being handled, and apart from them the lasting ones
+// (event streams and work polls), which hold a connection, and so an
+// open file, for as long as they last.
+//
+// A request over its bound waits up to shedWait for a slot (a lasting
+// one does not wait: its slot frees when some stream ends, which cannot
+// be foreseen), then gets 503 overloaded_error with retry-after, which
+// the SDKs retry, and its connection is closed; so a burst far over what
+// the machine can take queues briefly, is refused early and cheaply
+// beyond that, and never holds more than the bounds in memory or in file
+// descriptors.
 type shedder struct {
-	slots chan struct{} // nil: no bound
+	slots   chan struct{} // requests; nil: no bound
+	lasting chan struct{} // streams and polls; nil: no bound
 }
 
-func newShedder(n int) *shedder {
+func newShedder(requests, lasting int) *shedder {
 	s := &shedder{}
-	if n > 0 {
-		s.slots = make(chan struct{}, n)
+	if requests > 0 {
+		s.slots = make(chan struct{}, requests)
+	}
+	if lasting > 0 {
+		s.lasting = make(chan struct{}, lasting)
 	}
 	return s
 }
 
-// enter takes a slot for r, or refuses it; release gives the slot back.
+// enter takes a slot for a request to the route pattern, or refuses it;
+// release gives the slot back.
 func (s *shedder) enter(ctx context.Context, pattern string) (release func(), err error) {
-	if s.slots == nil || lasting(pattern) {
+	if isLasting(pattern) {
+		return s.enterLasting()
+	}
+	if s.slots == nil {
 		return func() {}, nil
 	}
 	select {
@@ -47,9 +60,7 @@ func (s *shedder) enter(ctx context.Context, pattern string) (release func(), er
 	case s.slots <- struct{}{}:
 		return s.leave, nil
 	case <-t.C:
-		e := errf(http.StatusServiceUnavailable, ma.ErrOverloaded, "the server is handling %d requests at once, its bound; retry after the time in retry-after", cap(s.slots))
-		e.retryAfter = shedWait
-		return nil, e
+		return nil, overloaded("the server is handling %d requests at once, its bound; retry after the time in retry-after", cap(s.slots))
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -57,7 +68,31 @@ func (s *shedder) enter(ctx context.Context, pattern string) (release func(), er
 
 func (s *shedder) leave() { <-s.slots }
 
-// lasting reports whether a route holds its request for long by design.
-func lasting(pattern string) bool {
-	return pattern == "GET /v1/sessions/{id}/events/stream" || pattern == "GET /v1/environments/{id}/work/poll"
+// enterLasting takes a slot for an event stream or a work poll at once,
+// or refuses it.
+func (s *shedder) enterLasting() (release func(), err error) {
+	if s.lasting == nil {
+		return func() {}, nil
+	}
+	select {
+	case s.lasting <- struct{}{}:
+		return func() { <-s.lasting }, nil
+	default:
+		return nil, overloaded("the server has %d event streams and work polls open, its bound (--max-streams, sized from its open-file limit); retry after the time in retry-after", cap(s.lasting))
+	}
+}
+
+// overloaded is a 503 overloaded_error to retry after shedWait, on a
+// connection the server closes: a client refused for load gives its
+// connection, and the file it holds, back.
+func overloaded(format string, args ...any) *apiError {
+	e := errf(http.StatusServiceUnavailable, ma.ErrOverloaded, format, args...)
+	e.retryAfter = shedWait
+	e.closeConn = true
+	return e
+}
+
+// isLasting reports whether a route holds its request for long by design.
+func isLasting(pattern string) bool {
+	return pattern == streamPattern || pattern == "GET /v1/environments/{id}/work/poll"
 }

@@ -28,9 +28,6 @@ func ToolCallsPath(sessionID string) string { return "/v1/sessions/" + sessionID
 // toolCallBody bounds a platform tool call's body.
 const toolCallBody = smallBody
 
-// maxIdempotencyKey bounds the Idempotency-Key header.
-const maxIdempotencyKey = 255
-
 // toolCallRequest is the body of a platform tool call.
 type toolCallRequest struct {
 	Name  string          `json:"name"`
@@ -64,9 +61,12 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" || len(key) > maxIdempotencyKey {
-		return badRequest("the Idempotency-Key header is required (1 to %d characters): a call repeated with its key answers its first outcome", maxIdempotencyKey)
+	key, err := idempotencyKey(r)
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		return badRequest("the %s header is required (1 to %d characters): a call repeated with its key answers its first outcome", idempotencyHeader, maxIdempotencyKey)
 	}
 	var req toolCallRequest
 	if err := decode(r, &req); err != nil {

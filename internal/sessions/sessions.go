@@ -93,17 +93,27 @@ func rejected(format string, args ...any) error {
 	return &RejectedError{Message: fmt.Sprintf(format, args...)}
 }
 
+// Record is called last in the transaction of a change a request makes,
+// with the seq of the first event the change appended: what it writes
+// (the outcome of a request made with an Idempotency-Key) is committed
+// with the change or not at all, and an error from it rolls the change
+// back and is returned as is. nil records nothing.
+type Record func(tx store.Tx, first int64) error
+
 // Create stores a new session with its initial events (user messages), then
 // wakes its runner if it has input and gives it a work item if its
-// environment is self-hosted.
-func (s *Service) Create(ctx context.Context, sess ma.Session, initial []ma.Event) (ma.Session, error) {
+// environment is self-hosted. rec, if set, runs last in the transaction.
+func (s *Service) Create(ctx context.Context, sess ma.Session, initial []ma.Event, rec Record) (ma.Session, error) {
 	sess, err := s.cfg.Store.CreateSession(ctx, sess, func(tx store.Tx) error {
 		for i := range initial {
 			if err := tx.Append(&initial[i]); err != nil {
 				return err
 			}
 		}
-		return nil
+		if rec == nil {
+			return nil
+		}
+		return rec(tx, 1)
 	})
 	if err != nil {
 		return sess, err
@@ -144,8 +154,8 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 // of two inputs for one tool use exactly one is accepted; the other gets a
 // *RejectedError. After the commit the service publishes the events, wakes
 // or interrupts the runner, and wakes a worker of a dormant self-hosted
-// session that got new input.
-func (s *Service) Send(ctx context.Context, id string, evs []ma.Event) ([]ma.Event, error) {
+// session that got new input. rec, if set, runs last in the transaction.
+func (s *Service) Send(ctx context.Context, id string, evs []ma.Event, rec Record) ([]ma.Event, error) {
 	var base view
 	var client bool
 	needView := needsView(evs)
@@ -167,6 +177,7 @@ func (s *Service) Send(ctx context.Context, id string, evs []ma.Event) ([]ma.Eve
 				return err
 			}
 		}
+		first := tx.LastSeq() + 1
 		var err error
 		interrupt, err = accept(tx, fold, evs)
 		if err != nil {
@@ -175,7 +186,10 @@ func (s *Service) Send(ctx context.Context, id string, evs []ma.Event) ([]ma.Eve
 		if fold != nil {
 			next = view{seq: tx.LastSeq(), fold: fold}
 		}
-		return nil
+		if rec == nil {
+			return nil
+		}
+		return rec(tx, first)
 	})
 	if err != nil {
 		return nil, err

@@ -25,6 +25,10 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrConflict: a uniqueness or optimistic-concurrency check failed.
 	ErrConflict = errors.New("store: conflict")
+	// ErrKeyRecorded: the outcome of a request could not be recorded,
+	// its scope holds its Idempotency-Key already; the change it went
+	// with is rolled back.
+	ErrKeyRecorded = errors.New("store: idempotency key already recorded")
 )
 
 // Store is the persistence interface every backend implements.
@@ -42,6 +46,7 @@ type Store interface {
 	Files
 	Skills
 	ToolCalls
+	Idempotency
 	RepositoryTokens
 	// Close releases the backend's resources.
 	Close() error
@@ -117,7 +122,8 @@ type Machine struct {
 
 // Agents stores agents as immutable versions.
 type Agents interface {
-	// CreateAgent stores version 1 of a new agent.
+	// CreateAgent stores version 1 of a new agent, and the outcome of
+	// ctx's WithOutcome, if any, in the same transaction.
 	CreateAgent(ctx context.Context, a ma.Agent) error
 	// GetAgent returns the given version, or the latest when version is 0.
 	GetAgent(ctx context.Context, id string, version int64) (ma.Agent, error)
@@ -133,6 +139,8 @@ type Agents interface {
 
 // Environments stores environments. Names are unique (ErrConflict).
 type Environments interface {
+	// CreateEnvironment stores a new environment, and the outcome of
+	// ctx's WithOutcome, if any, in the same transaction.
 	CreateEnvironment(ctx context.Context, e ma.Environment) error
 	GetEnvironment(ctx context.Context, id string) (ma.Environment, error)
 	UpdateEnvironment(ctx context.Context, id string, fn func(cur *ma.Environment) error) (ma.Environment, error)
@@ -202,6 +210,12 @@ type Tx interface {
 	UnmarkToolRunning(toolUseID string) error
 	// ToolsRunning returns the marked tool uses.
 	ToolsRunning() ([]string, error)
+	// RecordOutcome records, in this transaction, the outcome of the
+	// request that makes its change (o.SessionID is set to the session's
+	// id), so that both are committed or neither. It fails with
+	// ErrKeyRecorded when o.Scope holds o.Key in a record made at or
+	// after since; an older record of the key is replaced.
+	RecordOutcome(o IdempotentOutcome, since time.Time) error
 }
 
 // Entry is one log entry: an event and its position.
@@ -308,6 +322,64 @@ type ToolCalls interface {
 	// DeleteToolCall forgets a call that ran nothing: its key may be used
 	// again. Deleting a missing call is not an error.
 	DeleteToolCall(ctx context.Context, sessionID, key string) error
+}
+
+// Idempotency keeps the outcomes of API requests made with an
+// Idempotency-Key (agent, environment and session create, event send):
+// each is recorded by the transaction of the change its request made
+// (Tx.RecordOutcome, or WithOutcome for CreateAgent and
+// CreateEnvironment), so that the request repeated with its key answers
+// the first outcome and changes nothing twice. A session's records are
+// deleted with it.
+type Idempotency interface {
+	// IdempotentOutcome returns the outcome recorded for key in scope at
+	// or after since; ErrNotFound if there is none.
+	IdempotentOutcome(ctx context.Context, scope, key string, since time.Time) (IdempotentOutcome, error)
+	// ForgetOutcomes deletes the outcomes recorded before t and returns
+	// how many it deleted.
+	ForgetOutcomes(ctx context.Context, before time.Time) (int64, error)
+}
+
+// IdempotentOutcome is the outcome of an API request made with an
+// Idempotency-Key.
+type IdempotentOutcome struct {
+	// Scope is who made the request (the key it was authenticated
+	// with); Key is its Idempotency-Key.
+	Scope, Key string
+	// RequestHash identifies the request (method, path and body): the
+	// same key with another request is refused.
+	RequestHash string
+	// SessionID is the session the request created or changed ("" for
+	// an agent or an environment).
+	SessionID string
+	// Status is the response's HTTP status.
+	Status int
+	// Response is the response body as sent, or nil when the answer is
+	// the session's log entries FirstSeq to LastSeq (a send's events as
+	// appended).
+	Response          []byte
+	FirstSeq, LastSeq int64
+	CreatedAt         time.Time
+}
+
+type outcomeKey struct{}
+
+type keptOutcome struct {
+	o     IdempotentOutcome
+	since time.Time
+}
+
+// WithOutcome returns a context with which CreateAgent and
+// CreateEnvironment record o in their transaction, by the rule of
+// Tx.RecordOutcome (ErrKeyRecorded when the key is held since since).
+func WithOutcome(ctx context.Context, o IdempotentOutcome, since time.Time) context.Context {
+	return context.WithValue(ctx, outcomeKey{}, keptOutcome{o, since})
+}
+
+// OutcomeFrom returns the outcome ctx has to record, if any.
+func OutcomeFrom(ctx context.Context) (o IdempotentOutcome, since time.Time, ok bool) {
+	k, ok := ctx.Value(outcomeKey{}).(keptOutcome)
+	return k.o, k.since, ok
 }
 
 // ToolCall is a platform tool call recorded under its idempotency key.

@@ -53,6 +53,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ClaimSetting", testClaimSetting},
 		{"WorkspaceMarkers", testWorkspaceMarkers},
 		{"ToolCalls", testToolCalls},
+		{"Idempotency", testIdempotency},
+		{"IdempotentCreates", testIdempotentCreates},
 		{"RepositoryTokens", testRepositoryTokens},
 	}
 	for _, tt := range tests {

@@ -115,15 +115,7 @@ func testOneOpenWork(t *testing.T, s store.Store) {
 		})
 	}
 	wg.Wait()
-	created := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			created++
-		case !errors.Is(err, store.ErrConflict):
-			t.Fatalf("create %d: %v, want ErrConflict", i, err)
-		}
-	}
+	created := winners(t, errs, store.ErrConflict)
 	list, err := s.ListWork(ctx, "env_1", store.ListQuery{Limit: 100})
 	if err != nil || created != 1 || len(list) != 1 {
 		t.Fatalf("%d creates succeeded, %d items listed (%v); want 1", created, len(list), err)

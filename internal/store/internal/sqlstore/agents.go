@@ -21,8 +21,10 @@ func (s *Store) CreateAgent(ctx context.Context, a ma.Agent) error {
 		if err != nil {
 			return s.conflict(err, "agent "+a.ID)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO agent_versions (agent_id, version, body) VALUES (?, ?, ?)`, a.ID, a.Version, body)
-		return err
+		if _, err = tx.Exec(ctx, `INSERT INTO agent_versions (agent_id, version, body) VALUES (?, ?, ?)`, a.ID, a.Version, body); err != nil {
+			return err
+		}
+		return recordOutcomeOf(ctx, tx)
 	})
 }
 

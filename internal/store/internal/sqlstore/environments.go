@@ -15,9 +15,14 @@ func (s *Store) CreateEnvironment(ctx context.Context, e ma.Environment) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.exec(ctx, `INSERT INTO environments (id, name, created_at, archived, body) VALUES (?, ?, ?, ?, ?)`,
-		e.ID, e.Name, unixOf(e.CreatedAt), e.ArchivedAt != nil, body)
-	return s.conflict(err, fmt.Sprintf("environment named %q", e.Name))
+	return s.d.WithTx(ctx, func(tx Querier) error {
+		_, err := tx.Exec(ctx, `INSERT INTO environments (id, name, created_at, archived, body) VALUES (?, ?, ?, ?, ?)`,
+			e.ID, e.Name, unixOf(e.CreatedAt), e.ArchivedAt != nil, body)
+		if err != nil {
+			return s.conflict(err, fmt.Sprintf("environment named %q", e.Name))
+		}
+		return recordOutcomeOf(ctx, tx)
+	})
 }
 
 func getEnv(ctx context.Context, db Querier, id, lock string) (ma.Environment, error) {
