@@ -221,6 +221,11 @@ function collect(ctx: ToolContext, start: () => ReturnType<typeof spawn>): Promi
     };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
+    // A child killed mid-call (a cancel, a lost connection) may reset its
+    // ends of the stdio sockets, bwrap's passwd and group pipes with data
+    // still unread among them: the result comes from 'close', and a reset
+    // stream must not take the executor down as an unhandled 'error'.
+    for (const s of child.stdio) s?.on('error', () => {});
     const kill = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL');
