@@ -424,8 +424,8 @@ func (r *runner) idle(tx store.Tx, reason string, ids []string) error {
 	return r.setStatus(tx, ma.StatusIdle, &ma.Event{Type: ma.EventStatusIdle, StopReason: &ma.StopReason{Type: reason, EventIDs: ids}})
 }
 
-// startTurn consumes the queued inputs at the head of the queue and sets the
-// session running.
+// startTurn consumes the input at the head of the queue (turnInputs) and
+// sets the session running.
 func (r *runner) startTurn(tx store.Tx) error {
 	if s := tx.Session().Status; s != ma.StatusIdle && s != ma.StatusRescheduling {
 		return nil
@@ -434,25 +434,40 @@ func (r *runner) startTurn(tx store.Tx) error {
 	if err != nil {
 		return err
 	}
-	now := r.h.now()
-	var consumed []*ma.Event
-	for i := range pending {
-		ev := &pending[i]
-		if ev.Type == ma.EventUserInterrupt {
-			break
-		}
-		ev.ProcessedAt = &now
-		consumed = append(consumed, ev)
-	}
+	consumed := turnInputs(pending)
 	if len(consumed) == 0 {
 		return nil
 	}
 	// One timestamp for the status change and the consumed inputs, so the
 	// list (ordered by processed_at) keeps the log order.
+	now := r.h.now()
+	for _, ev := range consumed {
+		ev.ProcessedAt = &now
+	}
 	if err := r.setStatusAt(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning}, now); err != nil {
 		return err
 	}
 	return tx.Append(consumed...)
+}
+
+// turnInputs returns the queued inputs one turn consumes: the first one
+// (a user.message, or a system.message that trailed a tool result) and
+// the system.messages right behind it, which were sent with it. Each
+// user.message is a turn of its own, so that what a turn answers never
+// depends on when its runner started: two messages sent one after the
+// other get two answers, whether the second arrived before the first
+// turn started (on this replica or another) or during it. An interrupt
+// ends the run: it is applied first.
+func turnInputs(pending []ma.Event) []*ma.Event {
+	var out []*ma.Event
+	for i := range pending {
+		ev := &pending[i]
+		if ev.Type == ma.EventUserInterrupt || len(out) > 0 && ev.Type != ma.EventSystemMessage {
+			break
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 // applyInterrupts consumes queued interrupts; a running turn ends.
