@@ -110,6 +110,13 @@ type Options struct {
 	Mutating func(tool string) bool
 	// RequestTimeout bounds requests to the harness (default 30 s).
 	RequestTimeout time.Duration
+	// PingInterval is how often the client pings the harness (default
+	// 10 s; negative: never), PingTimeout how long a pong may take
+	// (default 5 s): a connection whose pong is late went silent, and the
+	// client connects again. (Over an unbuffered transport such as
+	// net.Pipe, pings crossing each other would block both readers: only
+	// one end may ping there; the hub pings every remote executor.)
+	PingInterval, PingTimeout time.Duration
 	// MaxFrameBytes limits one JSON-RPC frame (default 16 MiB).
 	MaxFrameBytes int64
 	// Agent runs the turns the harness gives this executor (declare
@@ -192,6 +199,7 @@ func NewClient(opts Options) *Client {
 	if opts.ConfirmTimeout <= 0 {
 		opts.ConfirmTimeout = time.Minute
 	}
+	opts.PingInterval, opts.PingTimeout = pingSettings(opts.PingInterval, opts.PingTimeout)
 	if opts.Sessions == nil {
 		opts.Sessions = &BuiltinSessions{Dir: opts.Workspace, Logger: opts.Logger}
 		if opts.Capabilities == nil {
@@ -450,6 +458,7 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.heartbeats(cctx, conn, interval) })
 	wg.Go(func() { c.sendResults(cctx, conn) })
+	wg.Go(func() { conn.keepAlive(c.opts.PingInterval, c.opts.PingTimeout) })
 	var serveErr error
 	select {
 	case serveErr = <-served:

@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/pgtest"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/postgres"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -126,4 +128,62 @@ func TestDatabaseConnectionsCutMidTurn(t *testing.T) {
 		t.Errorf("model calls by step %v: the cuts lost no answer (the test cut nothing that mattered)", calls)
 	}
 	t.Logf("%d connections cut in two rounds of 300 ms; model calls by step %v; the turn took %v", cut.Load(), calls, took)
+}
+
+// proxiedDB returns a fresh database's DSN through a cutProxy on
+// loopback (the replica's way to it), and the direct DSN (the test's).
+func proxiedDB(t *testing.T) (via, direct string, p *cutProxy) {
+	t.Helper()
+	direct = pgtest.FreshDB(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = newCutProxy(t, u.Host)
+	u.Host = p.addr
+	return u.String(), direct, p
+}
+
+// TestDatabaseOutageIsADelay cuts a replica (a stable replica id, a lease
+// of 10 s) off its PostgreSQL database for 3 s while a turn's model call
+// is in flight: every connection is dropped and new ones are refused, as
+// when the server restarts. The runner keeps its lease and continues
+// within seconds of the database's return, not after the lease; the
+// stream open on the replica stays open and gets the turn's end; the log
+// has one answer, no session.error, and is gap-free.
+func TestDatabaseOutageIsADelay(t *testing.T) {
+	via, direct, proxy := proxiedDB(t)
+	const ttl = 10 * time.Second
+	s := startWith(t, options{models: model.Router{"scripted": &callCounter{calls: map[string]int{}}}}, func(c *app.Config) {
+		c.DatabaseURL, c.ReplicaID, c.LeaseTTL = via, "replica-a", ttl
+	})
+	st, err := postgres.Open(context.Background(), direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	agent := s.newAgent(t, "scripted")
+	sid := s.newSession(t, agent.ID, s.newEnv(t, "env").ID).ID
+	stream := s.openStream(t, sid)
+	s.send(t, sid, userMessage("@sleep 1s\n@text done"))
+	stream.until(func(f frame) bool { return f.Type == ma.EventSpanModelRequestStart })
+	proxy.hold(true)
+	proxy.cut()
+	time.Sleep(3 * time.Second)
+	proxy.hold(false)
+	back := time.Now()
+	got := stream.until(isIdle)
+	took := time.Since(back)
+	entries := waitTurns(t, st, sid, 1, 10*time.Second)
+	checkNoFault(t, sid, entries)
+	if texts := agentTexts(entries); len(texts) != 1 || texts[0] != "done" {
+		t.Errorf("answers %q", texts)
+	}
+	if got[len(got)-1].StopReason == nil || got[len(got)-1].StopReason.Type != ma.StopEndTurn {
+		t.Errorf("the stream ended the turn with %+v", got[len(got)-1])
+	}
+	t.Logf("the turn ended %v after the database was back (lease %v)", took, ttl)
+	if took > 4*time.Second {
+		t.Errorf("the turn ended %v after the database was back: it waited for the lease (%v)", took, ttl)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/reinsdev/reins/internal/store"
@@ -35,7 +36,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Warn("not ready: the database write check failed", "err", err)
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("retry-after", "5")
+	w.Header().Set("retry-after", strconv.Itoa(int(storeRetryAfter/time.Second)))
 	w.WriteHeader(http.StatusServiceUnavailable)
 	json.NewEncoder(w).Encode(map[string]string{"status": "unavailable", "reason": reason})
 }
