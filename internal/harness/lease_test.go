@@ -379,3 +379,45 @@ func TestOutageLongerThanTheLease(t *testing.T) {
 		}
 	})
 }
+
+// failingUpdates is a store whose next fail session updates fail with an
+// error the harness cannot classify.
+type failingUpdates struct {
+	store.Store
+	fail atomic.Int32
+}
+
+func (s *failingUpdates) UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
+	if s.fail.Add(-1) >= 0 {
+		return ma.Session{}, fmt.Errorf("disk I/O error")
+	}
+	return s.Store.UpdateSession(ctx, id, fn)
+}
+
+// TestSweepWithoutLeases: without leases (SQLite, one process), a runner
+// that stopped because the store failed even to record its failure is
+// picked up again by the sweep, without a restart: the queued message is
+// answered within half a lease TTL.
+func TestSweepWithoutLeases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, sid := leaseFixture(t)
+		fs := &failingUpdates{Store: st}
+		fs.fail.Store(2) // the turn's start, then its failure's record
+		h := New(Config{Store: fs, Bus: bus.New(), Model: sleepModel{time.Second}, IdleLinger: -1})
+		if err := h.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer h.Shutdown(context.Background())
+		sendMessage(t, st, sid)
+		h.Wake(sid)
+		synctest.Wait()
+		if n := countType(t, st, sid, ma.EventAgentMessage); n != 0 {
+			t.Fatalf("%d answers while the store failed", n)
+		}
+		time.Sleep(DefaultLeaseTTL/2 + 2*time.Second)
+		synctest.Wait()
+		if n := countType(t, st, sid, ma.EventAgentMessage); n != 1 {
+			t.Fatalf("%d answers after the sweep, want 1", n)
+		}
+	})
+}
