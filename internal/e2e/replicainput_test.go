@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/reinsdev/reins/internal/pgtest"
