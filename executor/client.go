@@ -113,6 +113,13 @@ type Options struct {
 	Mutating func(tool string) bool
 	// RequestTimeout bounds requests to the harness (default 30 s).
 	RequestTimeout time.Duration
+	// PingInterval is how often the client pings the harness (default
+	// 10 s; negative: never), PingTimeout how long a pong may take
+	// (default 5 s): a connection whose pong is late went silent, and the
+	// client connects again. (Over an unbuffered transport such as
+	// net.Pipe, pings crossing each other would block both readers: only
+	// one end may ping there; the hub pings every remote executor.)
+	PingInterval, PingTimeout time.Duration
 	// MaxFrameBytes limits one JSON-RPC frame (default 16 MiB).
 	MaxFrameBytes int64
 	// Agent runs the turns the harness gives this executor (declare
@@ -206,6 +213,7 @@ func NewClient(opts Options) *Client {
 		opts.ConfirmTimeout = time.Minute
 	}
 	var own *BuiltinSessions
+	opts.PingInterval, opts.PingTimeout = pingSettings(opts.PingInterval, opts.PingTimeout)
 	if opts.Sessions == nil {
 		own = &BuiltinSessions{Dir: opts.Workspace, Logger: opts.Logger}
 		opts.Sessions = own
@@ -495,6 +503,7 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.heartbeats(cctx, conn, interval) })
 	wg.Go(func() { c.sendResults(cctx, conn) })
+	wg.Go(func() { conn.keepAlive(c.opts.PingInterval, c.opts.PingTimeout) })
 	var serveErr error
 	select {
 	case serveErr = <-served:

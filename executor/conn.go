@@ -27,6 +27,31 @@ const (
 	defaultMaxInflight    = 256
 )
 
+// Defaults of the WebSocket pings each end sends (HubOptions and Options
+// PingInterval and PingTimeout).
+const (
+	DefaultPingInterval = 10 * time.Second
+	DefaultPingTimeout  = 5 * time.Second
+)
+
+// ErrSilent is why a connection ended whose peer did not answer a
+// WebSocket ping within its deadline, or read nothing of a frame for
+// writeTimeout: the network between them was cut without either end
+// closing the connection (a silent network cut, a frozen peer).
+var ErrSilent = errors.New("executor: the peer went silent")
+
+// pingSettings returns the ping interval and deadline of an end: the
+// defaults for zero values; a negative interval disables the pings.
+func pingSettings(interval, timeout time.Duration) (time.Duration, time.Duration) {
+	if interval == 0 {
+		interval = DefaultPingInterval
+	}
+	if timeout <= 0 {
+		timeout = DefaultPingTimeout
+	}
+	return interval, timeout
+}
+
 // handlerFunc answers one request or notification. For a notification the
 // result is discarded.
 type handlerFunc func(ctx context.Context, method string, params json.RawMessage) (any, error)
@@ -109,7 +134,8 @@ func newRPCConn(ws *websocket.Conn, cfg connConfig) *rpcConn {
 		done:           make(chan struct{}),
 	}
 	c.wdog = time.AfterFunc(time.Hour, func() {
-		c.fail(fmt.Errorf("executor: write blocked for %s", writeTimeout))
+		// A peer that reads nothing for that long went silent too.
+		c.fail(fmt.Errorf("%w: a write blocked for %s", ErrSilent, writeTimeout))
 		ws.CloseNow()
 	})
 	c.wdog.Stop()
@@ -136,6 +162,38 @@ func (c *rpcConn) serve(ctx context.Context) error {
 			c.ws.CloseNow()
 			return c.Err()
 		}
+	}
+}
+
+// keepAlive pings the peer every interval until the connection ends; a
+// ping not answered within timeout ends the connection with ErrSilent
+// (its read loop, serve, must run meanwhile: it reads the pongs). A
+// non-positive interval sends none.
+func (c *rpcConn) keepAlive(interval, timeout time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := c.ws.Ping(ctx)
+		cancel()
+		if err == nil {
+			continue
+		}
+		select {
+		case <-c.done: // it ended meanwhile, for its own reason
+		default:
+			c.fail(fmt.Errorf("%w: no pong within %s: %w", ErrSilent, timeout, err))
+			c.ws.CloseNow()
+		}
+		return
 	}
 }
 

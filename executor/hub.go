@@ -68,6 +68,13 @@ type HubOptions struct {
 	HeartbeatInterval time.Duration
 	// LeaseTTL is how long a lease lasts without a heartbeat (default 30 s).
 	LeaseTTL time.Duration
+	// PingInterval is how often the hub pings each executor connection
+	// (default 10 s; negative: never), PingTimeout how long a pong may
+	// take (default 5 s). A connection whose pong is late went silent (a
+	// network cut that closed nothing): it is closed and its leases are
+	// lost at once (tool calls in flight end with ErrToolOutcomeUnknown),
+	// instead of at LeaseTTL.
+	PingInterval, PingTimeout time.Duration
 	// MaxFrameBytes limits one JSON-RPC frame (default 16 MiB).
 	MaxFrameBytes int64
 	// RequestTimeout bounds requests to executors (default 30 s).
@@ -127,6 +134,7 @@ func NewHub(opts HubOptions) *Hub {
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = 30 * time.Second
 	}
+	opts.PingInterval, opts.PingTimeout = pingSettings(opts.PingInterval, opts.PingTimeout)
 	if opts.MaxFrameBytes <= 0 {
 		opts.MaxFrameBytes = DefaultMaxFrameBytes
 	}

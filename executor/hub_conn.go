@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -265,11 +266,17 @@ func (h *Hub) detach(c *hubConn, err error) {
 	if wasRegistered {
 		h.unregisterLocked(c)
 	}
-	// An executor that closed normally stopped for good: its sessions are
-	// lost now rather than at lease expiry.
-	if code == int(websocket.StatusNormalClosure) || code == int(websocket.StatusGoingAway) {
+	// An executor that closed normally stopped for good, and one that went
+	// silent cannot be told anything: their sessions are lost now rather
+	// than at lease expiry.
+	switch {
+	case code == int(websocket.StatusNormalClosure) || code == int(websocket.StatusGoingAway):
 		for _, l := range leases {
 			h.endLeaseLocked(l, leaseLost, fmt.Errorf("%w: the executor closed", ErrToolOutcomeUnknown), "")
+		}
+	case errors.Is(err, ErrSilent):
+		for _, l := range leases {
+			h.endLeaseLocked(l, leaseLost, fmt.Errorf("%w: the executor went silent (%w)", ErrToolOutcomeUnknown, err), "")
 		}
 	}
 	h.broadcastLocked(c.principal.scope())

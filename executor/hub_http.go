@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -220,7 +221,12 @@ func (h *Hub) serveConnect(w http.ResponseWriter, r *http.Request) {
 	expiry := time.AfterFunc(time.Unix(claims.Expires, 0).Sub(h.opts.Now()), func() {
 		c.close(CloseTokenExpired, "token expired")
 	})
+	var pings sync.WaitGroup
+	if !c.local { // in memory: nothing to cut
+		pings.Go(func() { c.rpc.keepAlive(h.opts.PingInterval, h.opts.PingTimeout) })
+	}
 	err = c.rpc.serve(context.WithoutCancel(r.Context()))
+	pings.Wait()
 	expiry.Stop()
 	h.detach(c, err)
 }

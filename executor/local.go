@@ -52,6 +52,7 @@ func NewLocal(h *Hub, opts LocalOptions) *Client {
 		Workspace:    opts.Workspace,
 		BackoffMin:   10 * time.Millisecond,
 		BackoffMax:   time.Second,
+		PingInterval: -1, // in memory: nothing to cut
 		Logger:       opts.Logger,
 	})
 }

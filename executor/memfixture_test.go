@@ -12,15 +12,89 @@ import (
 // memNet is an in-memory network for tests inside a synctest bubble: the
 // hub's HTTP server listens on it and clients dial it, so every goroutine
 // blocks durably and fake time advances. It can drop every connection
-// (a socket lost without a close handshake) and refuse new ones.
+// (a socket lost without a close handshake), refuse new ones, and go
+// silent (freeze: nothing passes either way and nothing is closed, as
+// when a network is cut between two hosts).
 type memNet struct {
 	ln  *memListener
 	srv *http.Server
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards conns, refuse and clients
 	conns   []net.Conn
 	refuse  bool
 	clients []*http.Transport
+
+	fmu    sync.Mutex    // guards frozen (a connection's Close takes it under mu)
+	frozen chan struct{} // closed at the thaw; nil when not frozen
+}
+
+// freeze stops every byte on the network, until thaw.
+func (n *memNet) freeze() {
+	n.fmu.Lock()
+	defer n.fmu.Unlock()
+	if n.frozen == nil {
+		n.frozen = make(chan struct{})
+	}
+}
+
+// thaw lets the bytes held by freeze pass.
+func (n *memNet) thaw() {
+	n.fmu.Lock()
+	defer n.fmu.Unlock()
+	if n.frozen != nil {
+		close(n.frozen)
+		n.frozen = nil
+	}
+}
+
+// hold waits while the network is frozen, or until closed is.
+func (n *memNet) hold(closed <-chan struct{}) {
+	n.fmu.Lock()
+	frozen := n.frozen
+	n.fmu.Unlock()
+	if frozen != nil {
+		select {
+		case <-frozen:
+		case <-closed:
+		}
+	}
+}
+
+// freezableConn is a client connection of a memNet: while the network is
+// frozen, what it reads is held and what it writes waits.
+type freezableConn struct {
+	net.Conn
+	n      *memNet
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *freezableConn) Read(p []byte) (int, error) {
+	k, err := c.Conn.Read(p)
+	c.n.hold(c.closed)
+	return k, err
+}
+
+func (c *freezableConn) Write(p []byte) (int, error) {
+	c.n.hold(c.closed)
+	return c.Conn.Write(p)
+}
+
+// Close closes the connection; while the network is frozen, the other end
+// learns of it only once it thaws.
+func (c *freezableConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	c.n.fmu.Lock()
+	frozen := c.n.frozen
+	c.n.fmu.Unlock()
+	if frozen != nil {
+		go func() {
+			<-frozen
+			c.Conn.Close()
+		}()
+		return nil
+	}
+	return c.Conn.Close()
 }
 
 func newMemNet(h http.Handler) *memNet {
@@ -37,12 +111,14 @@ func (n *memNet) dial(ctx context.Context, network, addr string) (net.Conn, erro
 		return nil, &net.OpError{Op: "dial", Net: "memory", Err: errRefused}
 	}
 	c, err := n.ln.dial(ctx, network, addr)
-	if err == nil {
-		n.mu.Lock()
-		n.conns = append(n.conns, c)
-		n.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	fc := &freezableConn{Conn: c, n: n, closed: make(chan struct{})}
+	n.mu.Lock()
+	n.conns = append(n.conns, fc)
+	n.mu.Unlock()
+	return fc, nil
 }
 
 type refusedError struct{}
@@ -116,6 +192,9 @@ func (f *memFixture) client(opts Options) *Client {
 	}
 	if opts.Logger == nil {
 		opts.Logger = testLogger(f.t)
+	}
+	if opts.PingInterval == 0 {
+		opts.PingInterval = -1 // the hub pings; see Options.PingInterval
 	}
 	c := NewClient(opts)
 	go c.Run(context.Background())

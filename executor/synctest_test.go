@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -256,5 +257,52 @@ func TestRunToolPlacesAndReplaces(t *testing.T) {
 		}
 		close(ts.gate)
 		f.shutdown(a, b)
+	})
+}
+
+// TestSilentExecutorLosesItsLeaseAtOnce cuts the network between the hub
+// and an executor without closing anything (both ends stay open, nothing
+// passes) while a tool runs: the hub's ping goes unanswered, so within a
+// ping interval and its deadline (10 s + 5 s) the connection is closed and
+// the lease lost, the tool call ending with ErrToolOutcomeUnknown, long
+// before the lease's TTL (60 s here). The executor, its own ping
+// unanswered, connects again once the network is back.
+func TestSilentExecutorLosesItsLeaseAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newMemFixture(t, HubOptions{LeaseTTL: time.Minute, HeartbeatInterval: 20 * time.Second})
+		ts := &testSessions{gate: make(chan struct{})}
+		var registered atomic.Int32
+		c := f.client(Options{Sessions: ts, Capabilities: testCaps, BackoffMin: time.Second, BackoffMax: 2 * time.Second,
+			OnEvent: func(e Event) {
+				if e.Type == EventRegistered {
+					registered.Add(1)
+				}
+			}})
+		defer f.shutdown(c)
+		l := f.assign("s1", "block")
+		var thawOnce sync.Once
+		thaw := func() { thawOnce.Do(func() { f.net.thaw(); close(ts.gate) }) }
+		defer thaw()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := l.CallTool(context.Background(), ToolCall{ID: "c1", Name: "block"})
+			errc <- err
+		}()
+		synctest.Wait()
+		f.net.freeze()
+		cut := time.Now()
+		err := <-errc
+		if !errors.Is(err, ErrToolOutcomeUnknown) {
+			t.Fatalf("CallTool = %v, want ErrToolOutcomeUnknown", err)
+		}
+		if d := time.Since(cut); d > DefaultPingInterval+DefaultPingTimeout {
+			t.Fatalf("the silent executor was noticed %v after the cut, want within %v", d, DefaultPingInterval+DefaultPingTimeout)
+		}
+		thaw()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if n := registered.Load(); n < 2 {
+			t.Fatalf("registered %d times: the executor did not connect again", n)
+		}
 	})
 }

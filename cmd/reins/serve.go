@@ -33,6 +33,7 @@ type serveOptions struct {
 	addr, dataDir    string
 	databaseURL      string
 	replicaID        string
+	advertiseURL     string
 	leaseTTL         time.Duration
 	anthropicKey     string
 	anthropicBaseURL string
@@ -92,6 +93,7 @@ refused at start.`,
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "data directory (REINS_DATA_DIR)")
 	f.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL URL (postgres://…) to keep the store in instead of SQLite in the data dir (REINS_DATABASE_URL); several processes on one database share its sessions by lease, but see the README on what replicas lack yet")
 	f.StringVar(&o.replicaID, "replica-id", "", "this process's name among those on one PostgreSQL database, without spaces (default host-pid-random) (REINS_REPLICA_ID)")
+	f.StringVar(&o.advertiseURL, "advertise-url", "", "with --database-url, the base URL the other replicas reach this one at, for the model gateway and tools calls of the agent-end turns it runs (default http:// and the listen address, the host's name for an unspecified one) (REINS_ADVERTISE_URL)")
 	f.DurationVar(&o.leaseTTL, "lease-ttl", harness.DefaultLeaseTTL, "with --database-url, how long a process that stops renewing keeps its sessions before another takes them over (REINS_LEASE_TTL)")
 	f.StringVar(&o.anthropicKey, "anthropic-api-key", "", "Anthropic API key for claude-* models (ANTHROPIC_API_KEY)")
 	f.StringVar(&o.anthropicBaseURL, "anthropic-base-url", "", "Messages API base URL (ANTHROPIC_BASE_URL)")
@@ -139,7 +141,7 @@ refused at start.`,
 	o.flags = f
 	bindEnv(f, []envFallback{
 		{"addr", "REINS_ADDR"}, {"data-dir", "REINS_DATA_DIR"}, {"database-url", "REINS_DATABASE_URL"},
-		{"replica-id", "REINS_REPLICA_ID"}, {"lease-ttl", "REINS_LEASE_TTL"},
+		{"replica-id", "REINS_REPLICA_ID"}, {"lease-ttl", "REINS_LEASE_TTL"}, {"advertise-url", "REINS_ADVERTISE_URL"},
 		{"anthropic-api-key", "ANTHROPIC_API_KEY"}, {"anthropic-base-url", "ANTHROPIC_BASE_URL"},
 		{"openai-api-key", "OPENAI_API_KEY"}, {"openai-base-url", "OPENAI_BASE_URL"},
 		{"model-max-attempts", "REINS_MODEL_MAX_ATTEMPTS"}, {"model-retry-base", "REINS_MODEL_RETRY_BASE"}, {"model-retry-max", "REINS_MODEL_RETRY_MAX"},
@@ -273,7 +275,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	}
 	defer tel.close()
 	bootstrap := os.Getenv("REINS_API_KEY")
-	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, BootstrapKey: bootstrap, Models: models, Logger: logger,
+	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, AdvertiseURL: o.advertiseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
 		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing})

@@ -54,6 +54,11 @@ type Config struct {
 	// Unused with SQLite.
 	ReplicaID string
 	LeaseTTL  time.Duration
+	// AdvertiseURL is the base URL the other replicas reach this one at
+	// (default http:// and the listener's address; the host's name when it
+	// listens on all addresses). A replica forwards there the model
+	// gateway and tools calls of the agent-end turns this one runs.
+	AdvertiseURL string
 	// BootstrapKey is accepted as an API key (REINS_API_KEY).
 	BootstrapKey string
 	// MasterKey, if set, is the 32-byte master key vault secrets are
@@ -155,6 +160,10 @@ type App struct {
 	tracing     *telemetry.Tracing
 	// files is how the open-file limit is divided (the listener's bound).
 	files fdBudget
+	// forward sends the calls of agent-end turns running on other
+	// replicas there (replicas only); advertise is Config.AdvertiseURL.
+	forward   *turnForwarder
+	advertise string
 }
 
 // DBFile is the database file name inside the data dir.
@@ -334,7 +343,11 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	rctx, rcancel := context.WithCancel(context.Background())
 	a := &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, TurnTokens: turnTokens, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
-		relay: relay, previews: previews, relayCtx: rctx, relayCancel: rcancel, metrics: cfg.Metrics, tracing: tracing, files: files}
+		relay: relay, previews: previews, relayCtx: rctx, relayCancel: rcancel, metrics: cfg.Metrics, tracing: tracing, files: files, advertise: cfg.AdvertiseURL}
+	if cfg.DatabaseURL != "" {
+		a.forward = &turnForwarder{tokens: turnTokens, h: h, st: st, replica: cfg.ReplicaID, log: cfg.Logger,
+			client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+	}
 	a.watch(cfg.Metrics)
 	return a, nil
 }
@@ -353,6 +366,11 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	if err := a.startRelay(ctx); err != nil {
 		return fmt.Errorf("wake-ups from other replicas: %w", err)
 	}
+	handler := console.Mount(a.API)
+	if a.forward != nil {
+		a.tools.hands.url = advertiseURL(a.advertise, ln)
+		handler = a.forward.wrap(handler)
+	}
 	a.tools.startHands()
 	if err := a.Harness.Start(ctx); err != nil {
 		return fmt.Errorf("resume sessions: %w", err)
@@ -361,7 +379,7 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	// No ReadTimeout: the API bounds the time a request body takes
 	// itself (httpapi.Config.BodyTimeout), answering a 408 in its error
 	// envelope, and leaves requests without a body alone.
-	a.srv = &http.Server{Handler: logRequests(console.Mount(a.API), a.log), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+	a.srv = &http.Server{Handler: logRequests(handler, a.log), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
 	ln = newBoundedListener(ln, a.files.connections)
 	go func() {

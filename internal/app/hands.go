@@ -46,6 +46,7 @@ type replicaHands struct {
 	bus     *bus.Bus
 	hub     *executor.Hub
 	replica string
+	url     string        // where the other replicas reach this one (set before announce)
 	ttl     time.Duration // of an announcement, and of a handed-over lease
 	log     *slog.Logger
 
@@ -56,14 +57,19 @@ type replicaHands struct {
 }
 
 // write records the replica's announcement: the environments it has
-// executors of, and liveKey until it starts leaving. Writes are one at a
+// executors of, its URL, and liveKey until it starts leaving (its URL
+// stays: the turns it still runs are served there). Writes are one at a
 // time, so a renewal never brings liveKey back after leave.
 func (r *replicaHands) write(ctx context.Context, envIDs []string) error {
 	r.writing.Lock()
 	defer r.writing.Unlock()
+	envIDs = slices.Clip(envIDs)
+	if r.url != "" {
+		envIDs = append(envIDs, urlPrefix+r.url)
+	}
 	r.mu.Lock()
 	if !r.leaving {
-		envIDs = append(slices.Clip(envIDs), liveKey)
+		envIDs = append(envIDs, liveKey)
 	}
 	r.mu.Unlock()
 	return r.st.AnnounceHands(ctx, r.replica, envIDs, r.ttl)

@@ -94,6 +94,13 @@ func startChildCmd(t *testing.T, cmd *exec.Cmd, addr, key string) *child {
 	cmd.Stdout = io.Discard
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	return runChild(t, cmd, addr, &stderr)
+}
+
+// runChild starts cmd, a reins serve at addr, and waits until it serves;
+// stderr is its standard error, for the failure's message.
+func runChild(t *testing.T, cmd *exec.Cmd, addr string, stderr fmt.Stringer) *child {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

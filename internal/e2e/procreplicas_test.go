@@ -410,9 +410,9 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// start runs p's process and waits until it serves.
-func (c *procCluster) start(p *replicaProc) {
-	c.t.Helper()
+// childEnv is this process's environment without its REINS_, ANTHROPIC_
+// and OPENAI_ settings: a child reins serve gets only the test's.
+func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -420,6 +420,13 @@ func (c *procCluster) start(p *replicaProc) {
 			env = append(env, kv)
 		}
 	}
+	return env
+}
+
+// start runs p's process and waits until it serves.
+func (c *procCluster) start(p *replicaProc) {
+	c.t.Helper()
+	env := childEnv()
 	cmd := exec.Command(c.bin, "serve", "--addr", p.addr, "--data-dir", p.dataDir, "--database-url", c.dsn,
 		"--replica-id", p.id, "--lease-ttl", c.ttl.String(), "--sandbox", "none",
 		"--anthropic-api-key", "test-key", "--anthropic-base-url", c.model.baseURL(p.id),

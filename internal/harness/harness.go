@@ -70,7 +70,9 @@ type Config struct {
 	// stale owner's writes are fenced off. The lease lasts LeaseTTL
 	// (default 15 s), is renewed every third of it, and a sweep every half
 	// of it takes over the sessions with work and no live lease. Without
-	// Leases (one process per database, SQLite) every Wake runs.
+	// Leases (one process per database, SQLite) every Wake runs, and the
+	// sweep (every half of LeaseTTL all the same) wakes the sessions with
+	// work and no runner.
 	Leases   store.Leases
 	Owner    string
 	LeaseTTL time.Duration
@@ -146,18 +148,24 @@ func (h *Harness) Previews() *Previews { return h.previews }
 // rescheduling sessions, and sessions with queued input. Idle sessions
 // without input get no runner. Under leases, only the sessions no other
 // replica owns are woken (those a crashed process of the same Owner left
-// are its own), and the sweep starts (it stops on Shutdown).
+// are its own). Then the sweep starts (it stops on Shutdown).
 func (h *Harness) Start(ctx context.Context) error {
+	if err := h.wakeOrphans(ctx); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.closed {
+		h.wg.Go(h.sweep)
+	}
+	return nil
+}
+
+// wakeOrphans wakes the sessions with work that have no runner here:
+// under leases, those no other replica owns.
+func (h *Harness) wakeOrphans(ctx context.Context) error {
 	if h.cfg.Leases != nil {
-		if err := h.wakeUnowned(ctx, h.cfg.Owner); err != nil {
-			return err
-		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if !h.closed {
-			h.wg.Go(h.sweep)
-		}
-		return nil
+		return h.wakeUnowned(ctx, h.cfg.Owner)
 	}
 	active, err := h.cfg.Store.SessionIDsByStatus(ctx, ma.StatusRunning, ma.StatusRescheduling)
 	if err != nil {
@@ -167,10 +175,20 @@ func (h *Harness) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range append(active, queued...) {
-		h.Wake(id)
-	}
+	h.wakeIdle(append(active, queued...))
 	return nil
+}
+
+// wakeIdle wakes the sessions of ids that have no runner here.
+func (h *Harness) wakeIdle(ids []string) {
+	for _, id := range ids {
+		h.mu.Lock()
+		_, running := h.runners[id]
+		h.mu.Unlock()
+		if !running {
+			h.Wake(id)
+		}
+	}
 }
 
 // Wake makes sure a runner looks at the session soon. Under leases, the

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reinsdev/reins/internal/backoff"
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/store"
 )
@@ -103,6 +104,10 @@ type renewer struct {
 	mu      sync.Mutex
 	keepers map[string]*keeper // by session
 	lost    map[*keeper]bool
+	// expired is set when a lease was lost because it could not be
+	// renewed (the database away) rather than taken over: the renewer
+	// reclaims this replica's sessions as soon as the database answers.
+	expired bool
 	stopped chan struct{} // closed when run returns
 }
 
@@ -131,19 +136,55 @@ func (rn *renewer) remove(k *keeper) (lost bool) {
 	return lost
 }
 
-// run renews the leases every TTL/3 until the harness stops.
+// run renews the leases every TTL/3 until the harness stops, and
+// reclaims the sessions of leases lost to an outage as soon as it ends.
 func (rn *renewer) run() {
 	defer close(rn.stopped)
 	t := time.NewTicker(rn.h.cfg.LeaseTTL / 3)
 	defer t.Stop()
+	attempt := 0
 	for {
+		var reclaim <-chan time.Time
+		if rn.hasExpired() {
+			attempt++
+			reclaim = time.After(reclaimBackoff.Delay(attempt))
+		}
 		select {
 		case <-rn.h.ctx.Done():
 			return
 		case <-t.C:
+			rn.renew()
+		case <-reclaim:
+			if rn.reclaim() {
+				attempt = 0
+			}
 		}
-		rn.renew()
 	}
+}
+
+// reclaimBackoff paces the renewer's attempts to reclaim the sessions of
+// leases lost to an outage: at most a second after the database is back.
+var reclaimBackoff = backoff.Policy{Base: 100 * time.Millisecond, Max: time.Second}
+
+func (rn *renewer) hasExpired() bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.expired
+}
+
+// reclaim wakes the sessions with work that no other replica owns, this
+// replica's expired leases included, and reports whether the database
+// answered. Each wake-up acquires the lease anew (a larger token: what a
+// runner of the old lease still writes is fenced off).
+func (rn *renewer) reclaim() bool {
+	if err := rn.h.wakeUnowned(rn.h.ctx, rn.h.cfg.Owner); err != nil {
+		return false
+	}
+	rn.mu.Lock()
+	rn.expired = false
+	rn.mu.Unlock()
+	rn.h.log.Info("database back: the sessions whose leases expired meanwhile are taken again")
+	return true
 }
 
 // renew renews every lease kept now, in one batch.
@@ -178,8 +219,9 @@ func (rn *renewer) renew() {
 		case time.Now().Before(k.deadline):
 			rn.h.log.Warn("renew session lease", "session", k.fence.SessionID, "err", err)
 		default:
-			rn.h.log.Warn("session lease expired unrenewed; its runner stops", "session", k.fence.SessionID, "err", err)
+			rn.h.log.Warn("session lease expired unrenewed; its runner stops until the database is back", "session", k.fence.SessionID, "err", err)
 			rn.loseLocked(k)
+			rn.expired = true
 		}
 	}
 }
@@ -203,9 +245,11 @@ func (k *keeper) release() bool {
 	return err == nil
 }
 
-// sweep wakes, every TTL/2, the sessions with work whose lease is free or
-// expired: sessions of a replica that died, and sessions whose wake-up was
-// lost, are taken over this way.
+// sweep wakes, every TTL/2, the sessions with work that have no runner
+// here and (under leases) no live lease of another replica: sessions of
+// a replica that died, sessions whose wake-up was lost, and sessions
+// whose runner stopped (the database failing even to record the failure)
+// are taken again this way, without a restart.
 func (h *Harness) sweep() {
 	t := time.NewTicker(h.cfg.LeaseTTL / 2)
 	defer t.Stop()
@@ -217,21 +261,23 @@ func (h *Harness) sweep() {
 			return
 		case <-t.C:
 		}
-		if err := h.wakeUnowned(h.ctx, ""); err != nil && h.ctx.Err() == nil {
-			h.log.Warn("sweep unowned sessions", "err", err)
+		if err := h.wakeOrphans(h.ctx); err != nil && h.ctx.Err() == nil {
+			h.log.Warn("sweep sessions left without a runner", "err", err)
 		}
 	}
 }
 
-// wakeUnowned wakes the sessions with work and no live lease but owner's.
+// wakeUnowned wakes the sessions with work and no live lease but owner's
+// that have no runner here. With owner this replica, that takes back
+// at once the sessions whose runner left without releasing its lease (the
+// database was away) instead of after the lease expired: the new runner's
+// acquisition bumps the token, fencing off the old one.
 func (h *Harness) wakeUnowned(ctx context.Context, owner string) error {
 	ids, err := h.cfg.Leases.UnownedSessions(ctx, owner)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		h.Wake(id)
-	}
+	h.wakeIdle(ids)
 	return nil
 }
 
@@ -248,5 +294,5 @@ func (h *Harness) CatchUp(ctx context.Context) error {
 	if h.cfg.Leases == nil {
 		return nil
 	}
-	return h.wakeUnowned(ctx, "")
+	return h.wakeUnowned(ctx, h.cfg.Owner)
 }

@@ -2,9 +2,12 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/reinsdev/reins/internal/bus"
@@ -254,4 +257,167 @@ func TestLeaseFenceStopsStaleOwner(t *testing.T) {
 	if n := countType(t, st, sid, ma.EventAgentMessage); n != 0 {
 		t.Fatalf("%d agent messages from a stale owner", n)
 	}
+}
+
+// outageStore is a store that fails every call the harness makes with
+// store.ErrUnavailable while down is set, as a database away would.
+type outageStore struct {
+	store.Store
+	down atomic.Bool
+}
+
+func (s *outageStore) err() error {
+	if s.down.Load() {
+		return fmt.Errorf("%w: connection refused", store.ErrUnavailable)
+	}
+	return nil
+}
+
+func (s *outageStore) GetSession(ctx context.Context, id string) (ma.Session, error) {
+	if err := s.err(); err != nil {
+		return ma.Session{}, err
+	}
+	return s.Store.GetSession(ctx, id)
+}
+
+func (s *outageStore) UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
+	if err := s.err(); err != nil {
+		return ma.Session{}, err
+	}
+	return s.Store.UpdateSession(ctx, id, fn)
+}
+
+func (s *outageStore) ReadLog(ctx context.Context, id string, after int64, limit int) ([]store.Entry, error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.Store.ReadLog(ctx, id, after, limit)
+}
+
+func (s *outageStore) AcquireSession(ctx context.Context, id, owner string, ttl time.Duration) (int64, error) {
+	if err := s.err(); err != nil {
+		return 0, err
+	}
+	return s.Store.AcquireSession(ctx, id, owner, ttl)
+}
+
+func (s *outageStore) RenewSessions(ctx context.Context, owner string, leases []store.Fence, ttl time.Duration) ([]string, error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.Store.RenewSessions(ctx, owner, leases, ttl)
+}
+
+func (s *outageStore) ReleaseSession(ctx context.Context, id, owner string, token int64) error {
+	if err := s.err(); err != nil {
+		return err
+	}
+	return s.Store.ReleaseSession(ctx, id, owner, token)
+}
+
+func (s *outageStore) UnownedSessions(ctx context.Context, owner string) ([]string, error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.Store.UnownedSessions(ctx, owner)
+}
+
+// sleepModel answers "ok" after a delay.
+type sleepModel struct{ delay time.Duration }
+
+func (m sleepModel) Stream(ctx context.Context, _ *model.Request, _ model.Sink) (*model.Response, error) {
+	select {
+	case <-time.After(m.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &model.Response{Content: []model.Block{{Type: model.BlockText, Text: "ok"}}, StopReason: model.StopEndTurn}, nil
+}
+
+// TestOutageLongerThanTheLease: the database goes away mid-turn for
+// longer than the session's lease (20 s): the lease expires unrenewed and
+// the runner stops. Once the database is back, the replica takes its
+// session again within a second (its own lease, under a new token), not
+// once the lease expired in the database and a sweep found it, and the
+// turn ends: one answer, no session.error.
+func TestOutageLongerThanTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, sid := leaseFixture(t)
+		os := &outageStore{Store: st}
+		h := New(Config{Store: os, Bus: bus.New(), Model: sleepModel{2 * time.Second}, Leases: os, Owner: "a", LeaseTTL: 20 * time.Second, IdleLinger: -1})
+		if err := h.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer h.Shutdown(context.Background())
+		sendMessage(t, st, sid)
+		h.Wake(sid)
+		time.Sleep(time.Second) // the model call is in flight
+		os.down.Store(true)
+		time.Sleep(30 * time.Second) // the lease expires meanwhile
+		synctest.Wait()
+		// (The database's lease expires by its own clock, which fake
+		// time does not move: only the harness knows it lost it.)
+		h.mu.Lock()
+		left := len(h.runners) == 0
+		h.mu.Unlock()
+		if !left {
+			t.Fatal("the runner is still there after its lease expired unrenewed")
+		}
+		before, _ := st.SessionLease(context.Background(), sid)
+		os.down.Store(false)
+		// Up to a second to notice, two for the model call made again.
+		time.Sleep(3*time.Second + 100*time.Millisecond)
+		synctest.Wait()
+		if n := countType(t, st, sid, ma.EventAgentMessage); n != 1 {
+			t.Fatalf("%d answers 3 s after the database came back, want 1", n)
+		}
+		if n := countType(t, st, sid, ma.EventSessionError); n != 0 {
+			t.Fatalf("%d session.error events", n)
+		}
+		if l, _ := st.SessionLease(context.Background(), sid); l.Token <= before.Token {
+			t.Fatalf("lease token %d after the reclaim, %d before: not acquired anew", l.Token, before.Token)
+		}
+	})
+}
+
+// failingUpdates is a store whose next fail session updates fail with an
+// error the harness cannot classify.
+type failingUpdates struct {
+	store.Store
+	fail atomic.Int32
+}
+
+func (s *failingUpdates) UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
+	if s.fail.Add(-1) >= 0 {
+		return ma.Session{}, fmt.Errorf("disk I/O error")
+	}
+	return s.Store.UpdateSession(ctx, id, fn)
+}
+
+// TestSweepWithoutLeases: without leases (SQLite, one process), a runner
+// that stopped because the store failed even to record its failure is
+// picked up again by the sweep, without a restart: the queued message is
+// answered within half a lease TTL.
+func TestSweepWithoutLeases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, sid := leaseFixture(t)
+		fs := &failingUpdates{Store: st}
+		fs.fail.Store(2) // the turn's start, then its failure's record
+		h := New(Config{Store: fs, Bus: bus.New(), Model: sleepModel{time.Second}, IdleLinger: -1})
+		if err := h.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer h.Shutdown(context.Background())
+		sendMessage(t, st, sid)
+		h.Wake(sid)
+		synctest.Wait()
+		if n := countType(t, st, sid, ma.EventAgentMessage); n != 0 {
+			t.Fatalf("%d answers while the store failed", n)
+		}
+		time.Sleep(DefaultLeaseTTL/2 + 2*time.Second)
+		synctest.Wait()
+		if n := countType(t, st, sid, ma.EventAgentMessage); n != 1 {
+			t.Fatalf("%d answers after the sweep, want 1", n)
+		}
+	})
 }

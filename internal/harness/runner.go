@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reinsdev/reins/internal/backoff"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
@@ -31,6 +32,11 @@ type runner struct {
 	projClient bool        // the client mode proj was built with
 
 	settled bool // tool uses left running by an earlier runner were answered
+
+	// kept holds the results of tools that ran but whose recording failed
+	// while the database was unavailable, by tool use id: the next
+	// attempt records them instead of running the tools again.
+	kept map[string]ToolResult
 
 	// sent is what the agent end of the session's last turn keeps of its
 	// transcript (nil: the next turn.start carries it whole).
@@ -99,7 +105,7 @@ func (r *runner) run() {
 		}
 		leave(handOver)
 	}()
-	failures := 0
+	failures, outages := 0, 0
 	for {
 		if r.h.isDraining() {
 			// Shutting down under leases, between two steps: another
@@ -126,16 +132,21 @@ func (r *runner) run() {
 			return
 		case errors.Is(err, store.ErrNotFound):
 			// Deleted: leave below.
+		case errors.Is(err, store.ErrUnavailable):
+			// The database is away: a delay, not a failure of the turn.
+			outages++
+			r.waitForStore(ctx, outages, err)
+			continue
 		case err != nil:
 			failures++
 			if r.fail(ctx, failures, err) {
 				continue
 			}
 		case more:
-			failures = 0
+			failures, outages = 0, 0
 			continue
 		default:
-			failures = 0
+			failures, outages = 0, 0
 			r.idled(ctx)
 			if r.linger(ctx) {
 				continue
@@ -181,7 +192,7 @@ func (r *runner) fail(ctx context.Context, n int, err error) bool {
 	r.h.log.Error("session runner step failed", "session", r.id, "attempt", n, "err", err)
 	r.log, r.proj, r.sess = nil, nil, nil // retry from the log
 	r.sent = nil
-	if !r.internalFailure(ctx, n, err) {
+	if !r.internalFailure(ctx, n) {
 		return false
 	}
 	select {
@@ -190,6 +201,53 @@ func (r *runner) fail(ctx context.Context, n int, err error) bool {
 	case <-time.After(time.Duration(n) * time.Second):
 	}
 	return true
+}
+
+// storeBackoff paces a runner's attempts while the database is
+// unavailable: it continues at most 2 s after the database is back.
+var storeBackoff = backoff.Policy{Base: 100 * time.Millisecond, Max: 2 * time.Second}
+
+// waitForStore handles the nth consecutive step that failed because the
+// database was unavailable (store.ErrUnavailable: a lost connection, a
+// restart, a disk full): nothing is recorded (nothing could be) and the
+// turn's failures are not counted; the runner waits a backoff and
+// continues from the log. What it knows the log does not (the result of a
+// tool that ran, see kept) it keeps. Under leases, an outage longer than
+// the lease ends the runner (its context), and the session is taken again
+// once the database is back.
+func (r *runner) waitForStore(ctx context.Context, n int, err error) {
+	if n == 1 || n%20 == 0 {
+		r.h.log.Warn("database unavailable; the session's runner waits and continues from its log", "session", r.id, "attempt", n, "err", err)
+	}
+	r.log, r.proj, r.sess = nil, nil, nil // the next step reads the log again
+	r.sent = nil
+	t := time.NewTimer(storeBackoff.Delay(n))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	case <-r.h.draining:
+	case <-r.ended:
+	}
+}
+
+// keep remembers the result of a tool whose recording failed with err, if
+// the database was unavailable, for the next attempt to record.
+func (r *runner) keep(toolUseID string, res ToolResult, err error) {
+	if !errors.Is(err, store.ErrUnavailable) {
+		return
+	}
+	if r.kept == nil {
+		r.kept = make(map[string]ToolResult)
+	}
+	r.kept[toolUseID] = res
+}
+
+// takeKept returns and forgets the kept result of a tool use.
+func (r *runner) takeKept(toolUseID string) (ToolResult, bool) {
+	res, ok := r.kept[toolUseID]
+	delete(r.kept, toolUseID)
+	return res, ok
 }
 
 // release frees the session's placement before the runner leaves (a new
@@ -244,8 +302,10 @@ func (r *runner) linger(ctx context.Context) bool {
 // first failure is retried from the log (retrying), the second ends the turn
 // (exhausted), a third means the session cannot continue (terminal). It
 // reports whether the runner should keep going.
-func (r *runner) internalFailure(ctx context.Context, n int, cause error) bool {
-	f := failure{errType: ma.ErrorUnknown, message: "internal error: " + cause.Error()}
+func (r *runner) internalFailure(ctx context.Context, n int) bool {
+	// The cause stays in the log (fail logged it): what a store or a
+	// driver says is for the operator, not for the session's clients.
+	f := failure{errType: ma.ErrorUnknown, message: "internal error in the server (its log has the cause)"}
 	s, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(r.observed(func(tx store.Tx) error {
 		now := r.h.now()
 		switch {
@@ -428,8 +488,8 @@ func (r *runner) idle(tx store.Tx, reason string, ids []string) error {
 	return r.setStatus(tx, ma.StatusIdle, &ma.Event{Type: ma.EventStatusIdle, StopReason: &ma.StopReason{Type: reason, EventIDs: ids}})
 }
 
-// startTurn consumes the queued inputs at the head of the queue and sets the
-// session running.
+// startTurn consumes the input at the head of the queue (turnInputs) and
+// sets the session running.
 func (r *runner) startTurn(tx store.Tx) error {
 	if s := tx.Session().Status; s != ma.StatusIdle && s != ma.StatusRescheduling {
 		return nil
@@ -438,25 +498,40 @@ func (r *runner) startTurn(tx store.Tx) error {
 	if err != nil {
 		return err
 	}
-	now := r.h.now()
-	var consumed []*ma.Event
-	for i := range pending {
-		ev := &pending[i]
-		if ev.Type == ma.EventUserInterrupt {
-			break
-		}
-		ev.ProcessedAt = &now
-		consumed = append(consumed, ev)
-	}
+	consumed := turnInputs(pending)
 	if len(consumed) == 0 {
 		return nil
 	}
 	// One timestamp for the status change and the consumed inputs, so the
 	// list (ordered by processed_at) keeps the log order.
+	now := r.h.now()
+	for _, ev := range consumed {
+		ev.ProcessedAt = &now
+	}
 	if err := r.setStatusAt(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning}, now); err != nil {
 		return err
 	}
 	return tx.Append(consumed...)
+}
+
+// turnInputs returns the queued inputs one turn consumes: the first one
+// (a user.message, or a system.message that trailed a tool result) and
+// the system.messages right behind it, which were sent with it. Each
+// user.message is a turn of its own, so that what a turn answers never
+// depends on when its runner started: two messages sent one after the
+// other get two answers, whether the second arrived before the first
+// turn started (on this replica or another) or during it. An interrupt
+// ends the run: it is applied first.
+func turnInputs(pending []ma.Event) []*ma.Event {
+	var out []*ma.Event
+	for i := range pending {
+		ev := &pending[i]
+		if ev.Type == ma.EventUserInterrupt || len(out) > 0 && ev.Type != ma.EventSystemMessage {
+			break
+		}
+		out = append(out, ev)
+	}
+	return out
 }
 
 // applyInterrupts consumes queued interrupts; a running turn ends.
@@ -564,7 +639,9 @@ func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v 
 		r.h.log.Warn("transcript near the context window and no turn boundary to compact at", "session", sess.ID, "window", window)
 	}
 	if c := r.h.cfg.Credentials; c != nil && len(sess.VaultIDs) > 0 {
-		if err := c.Check(ctx, sess.ID, sess.EnvironmentID, sess.VaultIDs); err != nil {
+		if err := c.Check(ctx, sess.ID, sess.EnvironmentID, sess.VaultIDs); errors.Is(err, store.ErrUnavailable) {
+			return err // a delay (waitForStore), not the credentials' failure
+		} else if err != nil {
 			f := classify(err)
 			f.retryable = false // no retry can fix a policy mismatch
 			if _, ok := credentialFailure(err); !ok {
@@ -901,6 +978,12 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 			}
 			continue
 		}
+		if res, ok := r.takeKept(u.ev.ID); ok {
+			if err := r.finishTool(ctx, u.ev.ID, res); err != nil {
+				return err
+			}
+			continue
+		}
 		// The mark says the tool may have run if this process stops before
 		// its result is in the log; the next runner answers it then.
 		answered := false
@@ -943,13 +1026,15 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 // its running mark.
 func (r *runner) finishTool(ctx context.Context, toolUseID string, res ToolResult) error {
 	isErr := res.IsError
-	return r.update(ctx, func(tx store.Tx) error {
+	err := r.update(ctx, func(tx store.Tx) error {
 		now := r.h.now()
 		if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: toolUseID, Content: res.Content, IsError: &isErr, ProcessedAt: &now}); err != nil {
 			return err
 		}
 		return tx.UnmarkToolRunning(toolUseID)
 	})
+	r.keep(toolUseID, res, err)
+	return err
 }
 
 // toolRunner returns what runs the named built-in tool: the executors,
@@ -968,8 +1053,8 @@ func (r *runner) toolRunner(name string) ToolRunner {
 // be reached is retried per the policy (retrying, then exhausted). done is
 // false when the turn ended or was interrupted instead.
 func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u *toolUse) (done bool, err error) {
-	var res ToolResult
-	for attempt := 1; ; attempt++ {
+	res, kept := r.takeKept(u.ev.ID)
+	for attempt := 1; !kept; attempt++ {
 		if r.h.cfg.MCP == nil {
 			res = ErrorResult("MCP servers are not available on this server.")
 			break
@@ -1002,8 +1087,10 @@ func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u *t
 		break
 	}
 	isErr := res.IsError
-	return true, r.update(ctx, func(tx store.Tx) error {
+	err = r.update(ctx, func(tx store.Tx) error {
 		now := r.h.now()
 		return tx.Append(&ma.Event{Type: ma.EventAgentMCPToolResult, MCPToolUseID: u.ev.ID, Content: res.Content, IsError: &isErr, ProcessedAt: &now})
 	})
+	r.keep(u.ev.ID, res, err)
+	return true, err
 }

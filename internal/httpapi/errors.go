@@ -62,6 +62,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = notFound("%s", trimStore(err))
 	case errors.Is(err, store.ErrConflict):
 		ae = conflict("%s", trimStore(err))
+	case errors.Is(err, store.ErrUnavailable):
+		s.log.Warn("request refused: the database is unavailable", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r), "err", err)
+		ae = unavailable(err)
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "request_id", requestID(r), "err", err)
 		ae = errf(http.StatusInternalServerError, ma.ErrAPI, "internal server error")
@@ -80,6 +83,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	w.WriteHeader(ae.status)
 	json.NewEncoder(w).Encode(ma.ErrorEnvelope{Type: "error", Error: ma.ErrorBody{Type: ae.typ, Message: ae.message, Details: ae.details}, RequestID: requestID(r)})
+}
+
+// storeRetryAfter is the retry-after of a request refused because the
+// database could not take it (store.ErrUnavailable).
+const storeRetryAfter = 5 * time.Second
+
+// unavailable is the answer to a request the database could not take: 503
+// overloaded_error with retry-after, which the SDKs retry. What the driver
+// said stays in the log.
+func unavailable(err error) *apiError {
+	e := errf(http.StatusServiceUnavailable, ma.ErrOverloaded, "the server's database is unavailable (a lost connection or a restart); retry after the time in retry-after")
+	if errors.Is(err, store.ErrFull) {
+		e.message = "the server cannot write: its database's storage is full; retry after the time in retry-after"
+	}
+	e.retryAfter = storeRetryAfter
+	return e
 }
 
 // trimStore removes the "store: " prefix of a sentinel from a message.

@@ -260,6 +260,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]string{"status": "ok"})
 	})
+	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.handle("POST /v1/agents", smallBody*4, s.createAgent)
 	s.handle("GET /v1/agents", smallBody, s.listAgents)
 	s.handle("GET /v1/agents/{id}", smallBody, s.getAgent)
@@ -360,7 +361,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, pattern := s.mux.Handler(r)
-	if r.URL.Path != "/healthz" && pattern != toolCallsPattern { // the tools endpoint checks its token
+	if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && pattern != toolCallsPattern { // the tools endpoint checks its token
 		leave, err := s.shed.enter(r.Context(), pattern)
 		if err != nil {
 			s.writeError(w, r, err)

@@ -95,7 +95,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			if !ok {
 				var err error
 				if entries, release, err = s.readLog(readCtx, id, cursor); err != nil {
-					return true
+					// The database away is a pause: the stream reads
+					// again at the next change or poll, from its cursor.
+					return !errors.Is(err, store.ErrUnavailable)
 				}
 				if len(entries) == 0 && !deleted {
 					return false // deleted meanwhile: the tail's next read tells

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,26 @@ func NewDB(ctx context.Context, admin, prefix string) (dsn string, drop func() e
 	}
 	u.Path = "/" + name
 	return u.String(), drop, nil
+}
+
+// TerminateBackends ends the connections to dsn's database but the
+// caller's own (pg_terminate_backend: SQLSTATE 57P01 to their clients),
+// as an administrator or a failover would, and returns how many it ended.
+// With spareListeners, the connections whose last statement was a LISTEN
+// are left alone.
+func TerminateBackends(ctx context.Context, dsn string, spareListeners bool) (int, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return 0, err
+	}
+	conn, err := pgx.Connect(ctx, ServerDSN())
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = $1 AND pid <> pg_backend_pid() AND NOT ($2 AND query LIKE 'LISTEN %')`,
+		strings.TrimPrefix(u.Path, "/"), spareListeners).Scan(&n)
+	return n, err
 }

@@ -19,6 +19,8 @@ type Replicas interface {
 	// ReplicasWithHands returns, sorted, the replicas whose announcement
 	// of executors of the environment is live.
 	ReplicasWithHands(ctx context.Context, envID string) ([]string, error)
+	// Announced returns, sorted, what replica's live announcement holds.
+	Announced(ctx context.Context, replica string) ([]string, error)
 	// WorkspaceMarker returns the marker recorded for the session's
 	// workspace, "" when none was.
 	WorkspaceMarker(ctx context.Context, sessionID string) (string, error)

@@ -14,6 +14,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	ma "github.com/reinsdev/reins/managedagents"
@@ -29,6 +30,15 @@ var (
 	// its scope holds its Idempotency-Key already; the change it went
 	// with is rolled back.
 	ErrKeyRecorded = errors.New("store: idempotency key already recorded")
+	// ErrUnavailable: the database could not be reached or could not
+	// write (a connection lost, the server restarting, a disk full). It
+	// is transient: the same operation may succeed later. A write that
+	// failed with it may still have committed (its connection was lost
+	// during the commit): read before writing again.
+	ErrUnavailable = errors.New("store: database unavailable")
+	// ErrFull: the database's storage is full; it matches ErrUnavailable
+	// too.
+	ErrFull = fmt.Errorf("store: storage full: %w", ErrUnavailable)
 )
 
 // Store is the persistence interface every backend implements.
@@ -48,6 +58,10 @@ type Store interface {
 	ToolCalls
 	Idempotency
 	RepositoryTokens
+	// CheckWrite commits a small write and reports whether the database
+	// takes writes now (ErrUnavailable, ErrFull when it does not): the
+	// server's readiness.
+	CheckWrite(ctx context.Context) error
 	// Close releases the backend's resources.
 	Close() error
 }

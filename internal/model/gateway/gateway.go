@@ -205,7 +205,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, api wire) {
 
 // check authenticates r and reads its body; a non-zero status refuses it.
 func (g *Gateway) check(r *http.Request, api wire) (c call, status int, errType, msg string) {
-	token := bearer(r)
+	token := Token(r)
 	if token == "" {
 		return c, http.StatusUnauthorized, "authentication_error", "a model token is required (x-api-key or Authorization: Bearer)"
 	}
@@ -253,8 +253,9 @@ func (g *Gateway) check(r *http.Request, api wire) (c call, status int, errType,
 	return c, 0, "", ""
 }
 
-// bearer returns the token of x-api-key or Authorization: Bearer.
-func bearer(r *http.Request) string {
+// Token returns the model token of a gateway request: its x-api-key, or
+// its Authorization: Bearer.
+func Token(r *http.Request) string {
 	if k := r.Header.Get("x-api-key"); k != "" {
 		return k
 	}

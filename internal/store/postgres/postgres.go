@@ -14,8 +14,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -85,6 +88,34 @@ func (d driver) Now() string {
 func (d driver) IsUnique(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// Transient implements sqlstore.Driver: a connection lost, refused or
+// cut by the server (SQLSTATE class 08, 57P01-57P03 as the server shuts
+// down, restarts or is told to end the backend, 53300 when it has no
+// connection left) is ErrUnavailable, a full disk (53100) ErrFull. The
+// end of the caller's context is neither.
+func (d driver) Transient(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "53100":
+			return store.ErrFull
+		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", pe.Code == "53300":
+			return store.ErrUnavailable
+		}
+		return nil
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED) || pgconn.SafeToRetry(err) {
+		return store.ErrUnavailable
+	}
+	return nil
 }
 
 // Close implements sqlstore.Driver.

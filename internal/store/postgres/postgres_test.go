@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -242,4 +243,35 @@ func TestStopReasonMigration(t *testing.T) {
 	s = open(t, dsn)
 	defer s.Close()
 	storetest.CheckStopReasons(t, s, ss)
+}
+
+// TestLostConnectionsAreUnavailable ends the store's connections
+// (pg_terminate_backend): the statement that finds its connection gone
+// fails with store.ErrUnavailable (not ErrFull), and the next one, on a
+// new connection, succeeds.
+func TestLostConnectionsAreUnavailable(t *testing.T) {
+	dsn := freshDB(t)
+	s := open(t, dsn)
+	defer s.Close()
+	ctx := context.Background()
+	failed := 0
+	for range 5 {
+		if err := s.CheckWrite(ctx); err != nil {
+			t.Fatalf("a write on live connections: %v", err)
+		}
+		if _, err := pgtest.TerminateBackends(ctx, dsn, false); err != nil {
+			t.Fatal(err)
+		}
+		err := s.CheckWrite(ctx)
+		if err == nil {
+			continue // the pool noticed first, and connected again
+		}
+		if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrFull) {
+			t.Fatalf("a write on a terminated connection: %v, want store.ErrUnavailable", err)
+		}
+		failed++
+	}
+	if failed == 0 {
+		t.Fatal("no write found its connection terminated")
+	}
 }

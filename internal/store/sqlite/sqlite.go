@@ -19,7 +19,8 @@ import (
 	"strings"
 	"sync"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/internal/sqlstore"
@@ -218,6 +219,7 @@ func (d *driver) commit(batch []*writeReq) {
 		return
 	}
 	ok := 0
+	var cause error // the first disk-full or I/O failure of the batch
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
@@ -229,12 +231,16 @@ func (d *driver) commit(batch []*writeReq) {
 		}
 		if err := r.fn(tx); err != nil {
 			results[i] = err
+			if cause == nil && d.Transient(err) != nil {
+				cause = err
+			}
 			if _, rerr := tx.Exec(`ROLLBACK TO w`); rerr != nil {
-				// The transaction is unusable: fail the whole batch.
+				// The transaction is unusable (SQLite rolls it back
+				// itself after some failures): fail the whole batch.
 				tx.Rollback()
 				for j := range results {
 					if results[j] == nil {
-						results[j] = fmt.Errorf("rollback to savepoint: %w", rerr)
+						results[j] = batchFailure("rollback to savepoint", cause, rerr)
 					}
 				}
 				return
@@ -251,10 +257,21 @@ func (d *driver) commit(batch []*writeReq) {
 	if err := tx.Commit(); err != nil {
 		for i := range results {
 			if results[i] == nil {
-				results[i] = fmt.Errorf("commit: %w", err)
+				results[i] = batchFailure("commit", cause, err)
 			}
 		}
 	}
+}
+
+// batchFailure is the error of a transaction that failed with the batch
+// it was committed in: what failed, and the batch's earlier disk-full or
+// I/O failure (cause) that may have made it fail, so that it is
+// classified with it.
+func batchFailure(what string, cause, err error) error {
+	if cause != nil {
+		return fmt.Errorf("%s after %w: %w", what, cause, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // Lock implements sqlstore.Driver: the single writer runs one transaction
@@ -270,6 +287,23 @@ func (d *driver) Now() string {
 // IsUnique implements sqlstore.Driver.
 func (d *driver) IsUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// Transient implements sqlstore.Driver: a disk full (SQLITE_FULL) is
+// ErrFull; an I/O error, or the file locked past the busy timeout, is
+// ErrUnavailable.
+func (d *driver) Transient(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return nil
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return store.ErrFull
+	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_BUSY:
+		return store.ErrUnavailable
+	}
+	return nil
 }
 
 // conn is a sqlstore.Querier on a *sql.DB or a *sql.Tx.

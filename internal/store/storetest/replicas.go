@@ -73,6 +73,9 @@ func testHands(t *testing.T, s store.Store) {
 	}
 	check("env_1", "a", "b")
 	check("env_2", "b")
+	if got, err := s.Announced(ctx, "b"); err != nil || !slices.Equal(got, []string{"env_1", "env_2"}) {
+		t.Fatalf("announced by b = %v, %v", got, err)
+	}
 	if err := s.AnnounceHands(ctx, "b", []string{"env_2"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +91,9 @@ func testHands(t *testing.T, s store.Store) {
 	check("env_3", "c")
 	time.Sleep(short + 100*time.Millisecond)
 	check("env_3")
+	if got, err := s.Announced(ctx, "c"); err != nil || len(got) != 0 {
+		t.Fatalf("announced by c once expired = %v, %v", got, err)
+	}
 }
 
 // testWorkspaceMarkers checks a session's workspace marker: none at

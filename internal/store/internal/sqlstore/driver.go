@@ -22,6 +22,11 @@ type Driver interface {
 	Now() string
 	// IsUnique reports whether err is a unique-constraint violation.
 	IsUnique(err error) bool
+	// Transient returns store.ErrUnavailable when err says the database
+	// could not be reached (a connection lost or refused, the server
+	// shutting down), store.ErrFull when its storage is full, and nil for
+	// any other error. The store wraps such errors in the sentinel.
+	Transient(err error) error
 	// Close releases the driver's connections.
 	Close() error
 }

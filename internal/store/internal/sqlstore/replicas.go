@@ -30,6 +30,12 @@ func (s *Store) ReplicasWithHands(ctx context.Context, envID string) ([]string, 
 		`SELECT replica FROM replica_hands WHERE environment_id = ? AND expires_at > `+s.d.Now()+` ORDER BY replica`, envID)
 }
 
+// Announced implements store.Replicas.
+func (s *Store) Announced(ctx context.Context, replica string) ([]string, error) {
+	return collect(ctx, s.r, scanString,
+		`SELECT environment_id FROM replica_hands WHERE replica = ? AND expires_at > `+s.d.Now()+` ORDER BY environment_id`, replica)
+}
+
 // WorkspaceMarker implements store.Replicas.
 func (s *Store) WorkspaceMarker(ctx context.Context, sessionID string) (string, error) {
 	var m string

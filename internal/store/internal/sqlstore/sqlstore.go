@@ -30,7 +30,18 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // New returns a Store on d; closing the Store closes d.
-func New(d Driver) *Store { return &Store{d: d, r: d.Reader()} }
+func New(d Driver) *Store {
+	c := classified{d}
+	return &Store{d: c, r: c.Reader()}
+}
+
+// CheckWrite implements store.Store: it commits a write of one row (the
+// time of the check, in the settings).
+func (s *Store) CheckWrite(ctx context.Context) error {
+	_, err := s.exec(ctx, `INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+		"write_check", time.Now().UTC().Format(time.RFC3339Nano))
+	return err
+}
 
 // Close implements store.Store.
 func (s *Store) Close() error { return s.d.Close() }

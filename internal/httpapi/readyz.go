@@ -1,0 +1,42 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/reinsdev/reins/internal/store"
+)
+
+// readyTimeout bounds the write check of /readyz.
+const readyTimeout = 2 * time.Second
+
+// readyz answers whether the server can take work now: 200
+// {"status":"ready"} when its database commits a write (store.CheckWrite),
+// else 503 {"status":"unavailable","reason":…} with retry-after. Unlike
+// /healthz (the process serves HTTP: a restart would not help), it says
+// whether sends would be stored; a load balancer sends elsewhere meanwhile.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	err := s.cfg.Store.CheckWrite(ctx)
+	if err == nil {
+		writeJSON(w, map[string]string{"status": "ready"})
+		return
+	}
+	reason := "the database does not take writes"
+	switch {
+	case errors.Is(err, store.ErrFull):
+		reason = "the database's storage is full"
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		reason = "the database cannot be reached"
+	}
+	s.log.Warn("not ready: the database write check failed", "err", err)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("retry-after", strconv.Itoa(int(storeRetryAfter/time.Second)))
+	w.WriteHeader(http.StatusServiceUnavailable)
+	json.NewEncoder(w).Encode(map[string]string{"status": "unavailable", "reason": reason})
+}
