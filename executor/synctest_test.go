@@ -88,13 +88,7 @@ func TestSocketDroppedMidToolResultOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newMemFixture(t, HubOptions{})
 		ts := &testSessions{gate: make(chan struct{})}
-		var registered atomic.Int32
-		c := f.client(Options{Sessions: ts, Capabilities: testCaps, BackoffMin: time.Second, BackoffMax: 2 * time.Second,
-			OnEvent: func(e Event) {
-				if e.Type == EventRegistered {
-					registered.Add(1)
-				}
-			}})
+		c, registered := f.countingClient(ts)
 		defer f.shutdown(c)
 		l := f.assign("s1", "block")
 		type out struct {
@@ -260,6 +254,19 @@ func TestRunToolPlacesAndReplaces(t *testing.T) {
 	})
 }
 
+// countingClient is a client of the fixture serving ts, reconnecting
+// within 1 to 2 s, that counts its registrations.
+func (f *memFixture) countingClient(ts *testSessions) (*Client, *atomic.Int32) {
+	registered := new(atomic.Int32)
+	c := f.client(Options{Sessions: ts, Capabilities: testCaps, BackoffMin: time.Second, BackoffMax: 2 * time.Second,
+		OnEvent: func(e Event) {
+			if e.Type == EventRegistered {
+				registered.Add(1)
+			}
+		}})
+	return c, registered
+}
+
 // TestSilentExecutorLosesItsLeaseAtOnce cuts the network between the hub
 // and an executor without closing anything (both ends stay open, nothing
 // passes) while a tool runs: the hub's ping goes unanswered, so within a
@@ -271,13 +278,7 @@ func TestSilentExecutorLosesItsLeaseAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newMemFixture(t, HubOptions{LeaseTTL: time.Minute, HeartbeatInterval: 20 * time.Second})
 		ts := &testSessions{gate: make(chan struct{})}
-		var registered atomic.Int32
-		c := f.client(Options{Sessions: ts, Capabilities: testCaps, BackoffMin: time.Second, BackoffMax: 2 * time.Second,
-			OnEvent: func(e Event) {
-				if e.Type == EventRegistered {
-					registered.Add(1)
-				}
-			}})
+		c, registered := f.countingClient(ts)
 		defer f.shutdown(c)
 		l := f.assign("s1", "block")
 		var thawOnce sync.Once

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -79,22 +80,11 @@ func fill(t *testing.T, dir string) string {
 	}
 }
 
-// rawGet is a GET of the server's path: its status, retry-after and body.
-func rawGet(t *testing.T, s *server, path string) (int, string, string) {
+// probeGet GETs one of the server's probes (no key): its status, its
+// retry-after and its body.
+func probeGet(t *testing.T, s *server, path string) (int, string, string) {
 	t.Helper()
-	return rawDo(t, s, http.MethodGet, path, "")
-}
-
-// rawDo is a request with the server's key.
-func rawDo(t *testing.T, s *server, method, path, body string) (int, string, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("x-api-key", s.key)
-	req.Header.Set("content-type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.Get(s.url + path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,17 +117,19 @@ func TestDiskFullIsADelay(t *testing.T) {
 	}
 	filler := fill(t, dir)
 	full := time.Now()
-	msg := `{"events":[{"type":"user.message","content":[{"type":"text","text":"@text answer 1"}]}]}`
 	for _, sid := range sids {
-		status, retry, body := rawDo(t, s, http.MethodPost, "/v1/sessions/"+sid+"/events", msg)
-		if status != http.StatusServiceUnavailable || retry == "" || !strings.Contains(body, `"overloaded_error"`) {
-			t.Errorf("a send on a full disk: %d retry-after %q %s; want 503 overloaded_error with retry-after", status, retry, body)
+		_, err := s.client.Beta.Sessions.Events.Send(context.Background(), sid, anthropic.BetaSessionEventSendParams{
+			Events: []anthropic.BetaManagedAgentsEventParamsUnion{userMessage("@text answer 1")}})
+		var ae *anthropic.Error
+		if !errors.As(err, &ae) || ae.StatusCode != http.StatusServiceUnavailable || ae.Response.Header.Get("retry-after") == "" ||
+			!strings.Contains(ae.RawJSON(), `"overloaded_error"`) {
+			t.Errorf("a send on a full disk: %v; want 503 overloaded_error with retry-after", err)
 		}
 	}
-	if status, retry, body := rawGet(t, s, "/readyz"); status != http.StatusServiceUnavailable || retry == "" || !strings.Contains(body, "full") {
+	if status, retry, body := probeGet(t, s, "/readyz"); status != http.StatusServiceUnavailable || retry == "" || !strings.Contains(body, "full") {
 		t.Errorf("/readyz on a full disk: %d retry-after %q %s", status, retry, body)
 	}
-	if status, _, body := rawGet(t, s, "/healthz"); status != http.StatusOK {
+	if status, _, body := probeGet(t, s, "/healthz"); status != http.StatusOK {
 		t.Errorf("/healthz on a full disk: %d %s", status, body)
 	}
 	// The model calls end meanwhile; their answers cannot be recorded.
@@ -146,7 +138,7 @@ func TestDiskFullIsADelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	freed := time.Now()
-	if status, _, body := rawGet(t, s, "/readyz"); status != http.StatusOK {
+	if status, _, body := probeGet(t, s, "/readyz"); status != http.StatusOK {
 		t.Errorf("/readyz once space is back: %d %s", status, body)
 	}
 	for _, sid := range sids {
