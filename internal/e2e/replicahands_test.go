@@ -68,12 +68,32 @@ func startExecutorClientWith(t *testing.T, url, key, name string, adjust func(*e
 	if adjust != nil {
 		adjust(&opts)
 	}
+	registered := make(chan struct{})
+	var once sync.Once
+	onEvent := opts.OnEvent
+	opts.OnEvent = func(e executor.Event) {
+		if e.Type == executor.EventRegistered {
+			once.Do(func() { close(registered) })
+		}
+		if onEvent != nil {
+			onEvent(e)
+		}
+	}
 	c := executor.NewClient(opts)
 	go c.Run(context.Background())
 	t.Cleanup(func() {
 		c.Stop()
 		<-c.Done()
 	})
+	// The client starts a sandbox before it connects: a test that calls
+	// a tool right away would find no executor yet.
+	select {
+	case <-registered:
+	case <-c.Done():
+		t.Fatalf("executor %s stopped before it registered", name)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("executor %s did not register within 30 s", name)
+	}
 	return ws
 }
 
