@@ -8,9 +8,9 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/reinsdev/reins/internal/egress"
-	"github.com/reinsdev/reins/internal/netguard"
-	"github.com/reinsdev/reins/internal/sandbox"
+	"github.com/reinsdev/reins/sandbox"
+	"github.com/reinsdev/reins/sandbox/egress"
+	"github.com/reinsdev/reins/sandbox/netguard"
 	"github.com/reinsdev/reins/tools"
 )
 

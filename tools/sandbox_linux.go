@@ -11,7 +11,7 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
-	"github.com/reinsdev/reins/internal/landlockrule"
+	"github.com/reinsdev/reins/sandbox/landlockrule"
 )
 
 // systemDirs are readable and executable inside the sandbox.

@@ -18,8 +18,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/reinsdev/reins/internal/egress"
-	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/sandbox/egress"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // benchHTTPS times GETs through the egress proxy: to a host a credential

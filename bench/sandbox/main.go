@@ -34,7 +34,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reinsdev/reins/internal/sandbox"
+	"github.com/reinsdev/reins/sandbox"
 	"github.com/reinsdev/reins/tools"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
-	"github.com/reinsdev/reins/internal/netguard"
-	"github.com/reinsdev/reins/internal/sandbox"
+	"github.com/reinsdev/reins/sandbox"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // sandboxFlags are the flags of `reins serve` and `reins executor` that

@@ -20,13 +20,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reinsdev/reins/internal/app"
-	"github.com/reinsdev/reins/internal/egress"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/model/anthropic"
 	"github.com/reinsdev/reins/internal/model/openai"
-	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/sandbox/egress"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 type serveOptions struct {

@@ -25,7 +25,6 @@ import (
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/model/gateway"
 	"github.com/reinsdev/reins/internal/model/scripted"
-	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/packages"
 	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
@@ -36,6 +35,7 @@ import (
 	"github.com/reinsdev/reins/internal/vault"
 	"github.com/reinsdev/reins/internal/webfetch"
 	"github.com/reinsdev/reins/internal/workqueue"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // Config configures an App.

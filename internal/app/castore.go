@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/reinsdev/reins/internal/egress"
 	"github.com/reinsdev/reins/internal/vault"
+	"github.com/reinsdev/reins/sandbox/egress"
 )
 
 // caStore keeps one CA per environment for the egress proxies that

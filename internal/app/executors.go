@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/executor"
-	"github.com/reinsdev/reins/internal/egress"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox/egress"
 	"github.com/reinsdev/reins/tools"
 )
 

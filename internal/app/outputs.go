@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/httpapi"
-	"github.com/reinsdev/reins/internal/nofollow"
-	"github.com/reinsdev/reins/internal/sandbox"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/sandbox"
+	"github.com/reinsdev/reins/sandbox/nofollow"
 )
 
 // Bounds of a session's outputs.

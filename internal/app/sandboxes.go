@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/executor"
-	"github.com/reinsdev/reins/internal/egress"
-	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/packages"
-	"github.com/reinsdev/reins/internal/sandbox"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/vault"
 	"github.com/reinsdev/reins/internal/webfetch"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox"
+	"github.com/reinsdev/reins/sandbox/egress"
+	"github.com/reinsdev/reins/sandbox/netguard"
 	"github.com/reinsdev/reins/tools"
 )
 

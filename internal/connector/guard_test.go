@@ -14,9 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/reinsdev/reins/internal/mcptest"
-	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // recorder is a real HTTP server that keeps what reached it: one line per

@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // RefreshRequest is an OAuth 2.0 refresh_token grant (RFC 6749 §6).

@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // Default timeouts.

@@ -19,11 +19,11 @@ import (
 
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/mcptest"
-	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // loopback is the operator allowlist of the tests: their MCP servers and

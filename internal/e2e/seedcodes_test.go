@@ -229,11 +229,15 @@ func TestExecutorLeaseExpired(t *testing.T) {
 	s.send(t, sess.ID, userMessage(`@tool bash {"command":"echo late"}`+"\n@then done"))
 
 	assign := x.expect("session.assign")
-	var lease struct{ LeaseID string `json:"lease_id"` }
+	var lease struct {
+		LeaseID string `json:"lease_id"`
+	}
 	json.Unmarshal(assign.Params, &lease)
 	x.reply(assign, map[string]any{"accepted": true})
 	tc := x.expect("tool.call")
-	var callParams struct{ ToolCallID string `json:"tool_call_id"` }
+	var callParams struct {
+		ToolCallID string `json:"tool_call_id"`
+	}
 	json.Unmarshal(tc.Params, &callParams)
 	x.reply(tc, map[string]any{"accepted": true})
 

@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/ids"
-	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // VaultConfig configures the vault and credential endpoints.

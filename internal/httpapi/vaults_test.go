@@ -21,10 +21,10 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/reinsdev/reins/internal/mcptest"
-	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/packages"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	"github.com/reinsdev/reins/internal/vault"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.

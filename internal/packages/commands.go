@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/reinsdev/reins/internal/sandbox"
+	"github.com/reinsdev/reins/sandbox"
 )
 
 // proxyURL is the sandbox's egress proxy as install commands name it.

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox"
 )
 
 // DefaultTimeout bounds one layer's install when Installer.Timeout is

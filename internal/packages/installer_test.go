@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/pkgmirror"
-	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox"
 )
 
 func TestMain(m *testing.M) {

@@ -6,9 +6,9 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/reinsdev/reins/internal/egress"
-	"github.com/reinsdev/reins/internal/netguard"
 	"github.com/reinsdev/reins/internal/pkgmirror"
+	"github.com/reinsdev/reins/sandbox/egress"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // mirrorHost names the test mirror. Only the egress proxy's resolver

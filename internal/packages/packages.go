@@ -19,8 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/reinsdev/reins/internal/sandbox"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox"
 )
 
 // Bounds of config.packages.

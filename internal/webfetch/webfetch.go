@@ -17,9 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reinsdev/reins/internal/egress"
 	"github.com/reinsdev/reins/internal/harness"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox/egress"
 )
 
 // Defaults of the Fetcher's limits.

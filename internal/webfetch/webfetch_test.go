@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinsdev/reins/internal/egress"
 	"github.com/reinsdev/reins/internal/harness"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox/egress"
 )
 
 func TestFetcher(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
-	"github.com/reinsdev/reins/internal/landlockrule"
-	"github.com/reinsdev/reins/internal/sandbox/seccomp"
+	"github.com/reinsdev/reins/sandbox/landlockrule"
+	"github.com/reinsdev/reins/sandbox/seccomp"
 )
 
 // execSpec is what the launcher is told (its argv[1], JSON).

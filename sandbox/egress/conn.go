@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // conn is one client connection.

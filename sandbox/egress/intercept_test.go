@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 const (

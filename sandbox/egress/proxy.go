@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // Default limits, used where a Proxy field is zero.

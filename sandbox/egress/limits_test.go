@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reinsdev/reins/internal/netguard"
+	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 func TestConcurrencyCap(t *testing.T) {

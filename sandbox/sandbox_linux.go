@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/reinsdev/reins/internal/nofollow"
+	"github.com/reinsdev/reins/sandbox/nofollow"
 )
 
 // Manager starts sandboxes and tears them down.
