@@ -1,17 +1,11 @@
 // Command reins is the reins server and its command-line client: serve the
 // Managed Agents API, manage keys, agents, environments and sessions, run
-// executors and MCP servers.
+// executors and MCP servers. The command lives in package
+// [github.com/reinsdev/reins/internal/cli].
 package main
 
-import (
-	"fmt"
-	"os"
-)
+import "github.com/reinsdev/reins/internal/cli"
 
 func main() {
-	root := newRootCommand()
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "reins:", err)
-		os.Exit(exitCode(err))
-	}
+	cli.Main()
 }

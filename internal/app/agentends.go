@@ -14,6 +14,7 @@ import (
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 	"github.com/reinsdev/reins/internal/turntoken"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -31,7 +32,7 @@ type agentEnds struct {
 }
 
 // StartTurn implements harness.AgentEnds.
-func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harness.TurnStart, sink harness.TurnSink) (harness.AgentTurn, *harness.Wait, error) {
+func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harness.TurnStart, sink harness.TurnSink) (harness.AgentTurn, *tool.Wait, error) {
 	machines, err := a.machinesOf(ctx, sess.EnvironmentID)
 	if err != nil {
 		return nil, nil, err
@@ -81,8 +82,8 @@ func refusal(re *executor.RPCError) *harness.TurnRefusedError {
 // announced an agent end of its environment (the runner, fenced off,
 // leaves); otherwise it waits until one connects, here (changed) or at
 // another replica.
-func (a agentEnds) noAgentEnd(ctx context.Context, sessionID, envID string, changed []<-chan struct{}) (*harness.Wait, error) {
-	wait := &harness.Wait{Reason: "waiting for an agent end of the session's environment to connect"}
+func (a agentEnds) noAgentEnd(ctx context.Context, sessionID, envID string, changed []<-chan struct{}) (*tool.Wait, error) {
+	wait := &tool.Wait{Reason: "waiting for an agent end of the session's environment to connect"}
 	if a.hands == nil {
 		wait.C = anyOf(ctx, changed)
 		return wait, nil

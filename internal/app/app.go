@@ -31,6 +31,7 @@ import (
 	"github.com/reinsdev/reins/internal/store/postgres"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	"github.com/reinsdev/reins/internal/telemetry"
+	"github.com/reinsdev/reins/internal/tool"
 	"github.com/reinsdev/reins/internal/turntoken"
 	"github.com/reinsdev/reins/internal/vault"
 	"github.com/reinsdev/reins/internal/webfetch"
@@ -86,7 +87,7 @@ type Config struct {
 	ContextWindow func(modelID string) int
 	// Tools replaces the executor hub as the runner of built-in tools
 	// (tests).
-	Tools harness.ToolRunner
+	Tools tool.Runner
 	// Hub tunes the executor hub (lease TTL, heartbeats); Credentials is
 	// set by New.
 	Hub    executor.HubOptions

@@ -17,6 +17,7 @@ import (
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox/egress"
@@ -104,7 +105,7 @@ func chainRegistration(first, next func(context.Context, executor.Registration) 
 // hubTools runs built-in tools through the executor hub: sessions of
 // self-hosted environments on remote executors, sessions of cloud
 // environments on an in-process executor per environment. It implements
-// harness.ToolRunner and harness.Placer.
+// tool.Runner and tool.Placer.
 type hubTools struct {
 	hub       *executor.Hub
 	st        store.Store
@@ -244,8 +245,8 @@ func (t *hubTools) placed(sessionID string) bool {
 // in-process executor to register.
 const localRegistrationWait = 10 * time.Second
 
-// Place implements harness.Placer.
-func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*harness.Wait, error) {
+// Place implements tool.Placer.
+func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*tool.Wait, error) {
 	t.mu.Lock()
 	l := t.leases[sess.ID]
 	t.mu.Unlock()
@@ -288,7 +289,7 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*harness.Wait, 
 		}
 		handedOver := make(chan struct{})
 		close(handedOver) // the next step finds the worker
-		return &harness.Wait{C: handedOver, Reason: "a worker of the environment took the session's work"}, nil
+		return &tool.Wait{C: handedOver, Reason: "a worker of the environment took the session's work"}, nil
 	}
 	return nil, nil
 }
@@ -301,7 +302,7 @@ func (t *hubTools) assignRequest(sess *ma.Session, envID string) executor.Assign
 // placeLocal places a cloud environment's session on the environment's
 // in-process executor, once the session holds one of the server's slots.
 // l is the session's lease from an earlier placement, if any.
-func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executor.AssignRequest, l *executor.Lease) (*harness.Wait, error) {
+func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executor.AssignRequest, l *executor.Lease) (*tool.Wait, error) {
 	if l == nil {
 		if err := t.toWorkspace(ctx, sess); err != nil {
 			return nil, err
@@ -313,7 +314,7 @@ func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executo
 		if l != nil && l.Yield() {
 			t.drop(sess.ID, l)
 		}
-		return &harness.Wait{C: wait, Reason: why}, nil
+		return &tool.Wait{C: wait, Reason: why}, nil
 	}
 	if l != nil {
 		if l.Resume() {
@@ -419,25 +420,25 @@ func (t *hubTools) ensureLocal(envID string) error {
 }
 
 // runTool runs a tool call on the session's executor (RunTool).
-func (t *hubTools) runTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
+func (t *hubTools) runTool(ctx context.Context, sess *ma.Session, call tool.Call) tool.Result {
 	t.mu.Lock()
 	l := t.leases[sess.ID]
 	t.mu.Unlock()
 	if l == nil {
-		return harness.ErrorResult(fmt.Sprintf("The tool %s could not run: the session has no executor.", call.Name))
+		return tool.ErrorResult(fmt.Sprintf("The tool %s could not run: the session has no executor.", call.Name))
 	}
 	res, err := l.CallTool(ctx, executor.ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
 	switch {
 	case err == nil:
 	case errors.Is(err, executor.ErrToolOutcomeUnknown), errors.Is(err, executor.ErrSessionEnded):
 		t.drop(sess.ID, l)
-		return harness.ErrorResult(executor.OutcomeUnknownText)
+		return tool.ErrorResult(executor.OutcomeUnknownText)
 	case ctx.Err() != nil:
-		return harness.ErrorResult("The tool call was interrupted.")
+		return tool.ErrorResult("The tool call was interrupted.")
 	default:
-		return harness.ErrorResult(fmt.Sprintf("The tool %s could not run: %v", call.Name, err))
+		return tool.ErrorResult(fmt.Sprintf("The tool %s could not run: %v", call.Name, err))
 	}
-	out := harness.ToolResult{IsError: res.IsError}
+	out := tool.Result{IsError: res.IsError}
 	for _, b := range res.Content {
 		out.Content = append(out.Content, ma.ContentBlock{Type: b.Type, Text: b.Text})
 	}
@@ -451,7 +452,7 @@ func (t *hubTools) runTool(ctx context.Context, sess *ma.Session, call harness.T
 	return out
 }
 
-// Idle implements harness.Placer: the session's executor slot may go to
+// Idle implements tool.Placer: the session's executor slot may go to
 // another session until the next Place.
 func (t *hubTools) Idle(sessionID string) {
 	t.mu.Lock()
@@ -475,7 +476,7 @@ func (t *hubTools) yield(sessionID string) {
 	}
 }
 
-// Release implements harness.Placer.
+// Release implements tool.Placer.
 func (t *hubTools) Release(sessionID string) {
 	t.mu.Lock()
 	l := t.leases[sessionID]

@@ -12,8 +12,8 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/bus"
-	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 )
 
 // withdrawTimeout bounds the withdrawal of a replica's announcement when
@@ -235,8 +235,8 @@ func (r *replicaHands) handOver(ctx context.Context, sessionID, to string) (bool
 // an executor of its environment (the runner, fenced off, leaves);
 // otherwise it waits until an executor of the environment registers or
 // frees a slot, here (changed) or at another replica.
-func (t *hubTools) noExecutor(ctx context.Context, sessionID, envID string, changed <-chan struct{}) (*harness.Wait, error) {
-	wait := &harness.Wait{C: changed, Reason: fmt.Sprintf("no executor of environment %s with room for this session is connected; the session's tools run when one is (reins executor)", envID)}
+func (t *hubTools) noExecutor(ctx context.Context, sessionID, envID string, changed <-chan struct{}) (*tool.Wait, error) {
+	wait := &tool.Wait{C: changed, Reason: fmt.Sprintf("no executor of environment %s with room for this session is connected; the session's tools run when one is (reins executor)", envID)}
 	if t.hands == nil {
 		return wait, nil
 	}

@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/reinsdev/reins/internal/connector"
-	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -75,13 +75,13 @@ func (m *mcpHost) pool(sess *ma.Session) (*connector.Pool, error) {
 func mcpError(err error) error {
 	var ce *connector.Error
 	if errors.As(err, &ce) {
-		return &harness.MCPError{Type: ce.Kind.SessionErrorType(), Server: ce.ServerName, Message: ce.Message, Retryable: ce.Retryable(), Err: err}
+		return &tool.MCPError{Type: ce.Kind.SessionErrorType(), Server: ce.ServerName, Message: ce.Message, Retryable: ce.Retryable(), Err: err}
 	}
 	return err
 }
 
-// Tools implements harness.MCPHost.
-func (m *mcpHost) Tools(ctx context.Context, sess *ma.Session) ([]harness.MCPTool, error) {
+// Tools implements tool.MCPHost.
+func (m *mcpHost) Tools(ctx context.Context, sess *ma.Session) ([]tool.MCPTool, error) {
 	p, err := m.pool(sess)
 	if err != nil {
 		return nil, err
@@ -90,31 +90,31 @@ func (m *mcpHost) Tools(ctx context.Context, sess *ma.Session) ([]harness.MCPToo
 	if err != nil {
 		return nil, mcpError(err)
 	}
-	out := make([]harness.MCPTool, len(tools))
+	out := make([]tool.MCPTool, len(tools))
 	for i, t := range tools {
-		out[i] = harness.MCPTool{Name: t.Name, Server: t.Server, Tool: t.ToolName, Description: t.Description, InputSchema: t.InputSchema}
+		out[i] = tool.MCPTool{Name: t.Name, Server: t.Server, Tool: t.ToolName, Description: t.Description, InputSchema: t.InputSchema}
 	}
 	return out, nil
 }
 
-// Call implements harness.MCPHost.
-func (m *mcpHost) Call(ctx context.Context, sess *ma.Session, server, tool string, input json.RawMessage) (harness.ToolResult, error) {
+// Call implements tool.MCPHost.
+func (m *mcpHost) Call(ctx context.Context, sess *ma.Session, server, name string, input json.RawMessage) (tool.Result, error) {
 	p, err := m.pool(sess)
 	if err != nil {
-		return harness.ToolResult{}, err
+		return tool.Result{}, err
 	}
-	res, err := p.Call(ctx, server, tool, input)
+	res, err := p.Call(ctx, server, name, input)
 	if err != nil {
-		return harness.ToolResult{}, mcpError(err)
+		return tool.Result{}, mcpError(err)
 	}
 	content := res.Content
 	if len(content) == 0 {
 		content = []ma.ContentBlock{{Type: "text", Text: "(no output)"}}
 	}
-	return harness.ToolResult{Content: content, IsError: res.IsError}, nil
+	return tool.Result{Content: content, IsError: res.IsError}, nil
 }
 
-// Release implements harness.MCPHost.
+// Release implements tool.MCPHost.
 func (m *mcpHost) Release(sessionID string) {
 	m.mu.Lock()
 	p := m.pools[sessionID]

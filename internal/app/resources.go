@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -30,7 +30,7 @@ type placedResources map[string]map[string]string
 // workspace lacks and removes the resources deleted since, with the session's own bash tool
 // (so that it works the same in a sandbox and on a self-hosted executor,
 // as the sandbox's user). A failure is the tool result the model gets.
-func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *harness.ToolResult {
+func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *tool.Result {
 	res, err := httpapi.SessionResources(sess)
 	if err != nil {
 		return errorResult(err)
@@ -108,8 +108,8 @@ func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *harness
 	return nil
 }
 
-func errorResult(err error) *harness.ToolResult {
-	r := harness.ErrorResult("[reins] The session's resources could not be set up, so the tool did not run: " + err.Error())
+func errorResult(err error) *tool.Result {
+	r := tool.ErrorResult("[reins] The session's resources could not be set up, so the tool did not run: " + err.Error())
 	return &r
 }
 
@@ -160,7 +160,7 @@ func (t *hubTools) placeFile(ctx context.Context, sess *ma.Session, fileID, rel 
 // (the model's shell keeps its directory and variables).
 func (t *hubTools) bash(ctx context.Context, sess *ma.Session, cmd string) error {
 	input, _ := json.Marshal(map[string]any{"command": "( cd \"$HOME\" && " + cmd + "\n) && echo " + resourceOK, "timeout_ms": placeTimeout.Milliseconds()})
-	res := t.runTool(ctx, sess, harness.ToolCall{ID: ids.New("reins_resource_"), Name: "bash", Input: input})
+	res := t.runTool(ctx, sess, tool.Call{ID: ids.New("reins_resource_"), Name: "bash", Input: input})
 	var out []string
 	for _, b := range res.Content {
 		out = append(out, b.Text)

@@ -11,7 +11,7 @@ import (
 )
 
 // workers links the work queue and the harness: it tells the harness which
-// sessions pull workers serve (harness.WorkerHost), and wakes sessions when
+// sessions pull workers serve (tool.WorkerHost), and wakes sessions when
 // workers come and go (workqueue.Sessions).
 type workers struct {
 	st      store.Store
@@ -22,7 +22,7 @@ type workers struct {
 	placed func(sessionID string) bool
 }
 
-// Serving implements harness.WorkerHost: a session is served by pull
+// Serving implements tool.WorkerHost: a session is served by pull
 // workers once one acknowledged its work; one is present while an item is
 // acknowledged and its lease holds.
 func (w *workers) Serving(ctx context.Context, sess *ma.Session) (client, present bool, err error) {
@@ -48,7 +48,7 @@ func (w *workers) Serving(ctx context.Context, sess *ma.Session) (client, presen
 	return true, it.State == store.WorkStarting || it.State == store.WorkActive, nil
 }
 
-// SessionIdle implements harness.WorkerHost: the queued item of a session
+// SessionIdle implements tool.WorkerHost: the queued item of a session
 // that went idle retires (a worker that holds one stops it itself).
 func (w *workers) SessionIdle(ctx context.Context, sess *ma.Session) error {
 	if hosted, err := w.hosting.SelfHosted(ctx, sess.EnvironmentID); err != nil || !hosted {
@@ -76,7 +76,7 @@ func (w *workers) ServedByExecutor(ctx context.Context, sessionID string) (bool,
 	return len(results) > 0, err
 }
 
-// NeedWorker implements harness.WorkerHost.
+// NeedWorker implements tool.WorkerHost.
 func (w *workers) NeedWorker(ctx context.Context, sess *ma.Session) error {
 	_, err := w.q.Enqueue(ctx, sess.EnvironmentID, sess.ID, sess.Metadata)
 	return err

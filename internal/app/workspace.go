@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/reinsdev/reins/executor"
-	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -27,10 +27,10 @@ const markerSuffix = ".marker"
 // session ran on that replica.
 const WorkspaceResetNotice = "[reins] This session moved to another server, which does not have its latest workspace: the workspace was reset. Files written and programs installed by earlier tool calls may be missing or out of date, and processes they started are gone; this tool ran in the workspace this server has."
 
-// RunTool implements harness.ToolRunner. With replicas, the first result
+// RunTool implements tool.Runner. With replicas, the first result
 // of a cloud session's placement says so when its workspace is not the one
 // the session last used (see workspaceNotice).
-func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
+func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call tool.Call) tool.Result {
 	notice := t.workspaceNotice(ctx, sess.ID)
 	if failed := t.syncResources(ctx, sess); failed != nil {
 		return *failed

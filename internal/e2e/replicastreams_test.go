@@ -12,9 +12,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/reinsdev/reins/internal/app"
-	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/pgtest"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -177,18 +177,18 @@ func TestReplicaStreamsPreviewsOfTurnElsewhere(t *testing.T) {
 		lags[len(lags)/2], lags[len(lags)*9/10], lags[len(lags)-1], len(lags))
 }
 
-// releases is a harness.Placer that records when each session was
+// releases is a tool.Placer that records when each session was
 // released (its runner left).
 type releases struct {
 	mu sync.Mutex
 	at map[string]time.Time
 }
 
-func (r *releases) RunTool(context.Context, *ma.Session, harness.ToolCall) harness.ToolResult {
-	return harness.ToolResult{Content: []ma.ContentBlock{{Type: "text", Text: "ok"}}}
+func (r *releases) RunTool(context.Context, *ma.Session, tool.Call) tool.Result {
+	return tool.Result{Content: []ma.ContentBlock{{Type: "text", Text: "ok"}}}
 }
-func (r *releases) Place(context.Context, *ma.Session) (*harness.Wait, error) { return nil, nil }
-func (r *releases) Idle(string)                                               {}
+func (r *releases) Place(context.Context, *ma.Session) (*tool.Wait, error) { return nil, nil }
+func (r *releases) Idle(string)                                            {}
 func (r *releases) Release(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

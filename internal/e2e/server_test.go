@@ -20,6 +20,7 @@ import (
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -39,7 +40,7 @@ type server struct {
 type options struct {
 	models model.Router
 	retry  harness.RetryPolicy
-	tools  harness.ToolRunner
+	tools  tool.Runner
 	dir    string
 }
 

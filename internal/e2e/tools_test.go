@@ -4,22 +4,22 @@ import (
 	"context"
 	"sync"
 
-	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-// recordingTools is a harness.ToolRunner that records calls and answers with
+// recordingTools is a tool.Runner that records calls and answers with
 // the command it was given.
 type recordingTools struct {
 	mu    sync.Mutex
-	calls []harness.ToolCall
+	calls []tool.Call
 }
 
-func (r *recordingTools) RunTool(_ context.Context, _ *ma.Session, call harness.ToolCall) harness.ToolResult {
+func (r *recordingTools) RunTool(_ context.Context, _ *ma.Session, call tool.Call) tool.Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, call)
-	return harness.ToolResult{Content: []ma.ContentBlock{{Type: "text", Text: "ran " + string(call.Input)}}}
+	return tool.Result{Content: []ma.ContentBlock{{Type: "text", Text: "ran " + string(call.Input)}}}
 }
 
 func (r *recordingTools) count() int {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -30,7 +31,7 @@ type AgentEnds interface {
 	// error wrapping store.ErrFenced means the session moved to another
 	// replica (one its agent ends are connected to): the runner leaves.
 	// An agent end that refuses the turn is a *TurnRefusedError.
-	StartTurn(ctx context.Context, sess *ma.Session, start TurnStart, sink TurnSink) (AgentTurn, *Wait, error)
+	StartTurn(ctx context.Context, sess *ma.Session, start TurnStart, sink TurnSink) (AgentTurn, *tool.Wait, error)
 }
 
 // TurnRefusedError is an agent end's refusal of a turn.start. The session

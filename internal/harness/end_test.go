@@ -12,20 +12,21 @@ import (
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-// releases is a Placer that records when sessions are released.
+// releases is a tool.Placer that records when sessions are released.
 type releases struct {
 	mu sync.Mutex
 	at map[string]time.Time
 }
 
-func (r *releases) RunTool(context.Context, *ma.Session, ToolCall) ToolResult {
-	return ToolResult{Content: []ma.ContentBlock{{Type: "text", Text: "ok"}}}
+func (r *releases) RunTool(context.Context, *ma.Session, tool.Call) tool.Result {
+	return tool.Result{Content: []ma.ContentBlock{{Type: "text", Text: "ok"}}}
 }
-func (r *releases) Place(context.Context, *ma.Session) (*Wait, error) { return nil, nil }
-func (r *releases) Idle(string)                                       {}
+func (r *releases) Place(context.Context, *ma.Session) (*tool.Wait, error) { return nil, nil }
+func (r *releases) Idle(string)                                            {}
 func (r *releases) Release(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

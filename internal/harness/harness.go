@@ -15,6 +15,7 @@ import (
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -35,17 +36,17 @@ type Config struct {
 	Model model.Provider
 	// Tools runs built-in tools; nil answers every call with an error
 	// result.
-	Tools ToolRunner
+	Tools tool.Runner
 	// WebFetch, if set, runs the web_fetch tool in this process; nil
 	// answers its calls with an error result.
-	WebFetch ToolRunner
+	WebFetch tool.Runner
 	// Workers, if set, tells which sessions pull workers serve.
-	Workers WorkerHost
+	Workers tool.WorkerHost
 	// AgentEnds, if set, runs the turns of sessions whose metadata opts
 	// in (AgentEndMetadataKey) on external agent ends.
 	AgentEnds AgentEnds
 	// MCP, if set, reaches the agents' remote MCP servers.
-	MCP MCPHost
+	MCP tool.MCPHost
 	// Credentials, if set, checks the sessions' vault credentials before
 	// each model call.
 	Credentials CredentialChecker

@@ -16,6 +16,7 @@ import (
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -76,7 +77,7 @@ type panickyTools struct {
 	calls  int
 }
 
-func (p *panickyTools) RunTool(context.Context, *ma.Session, ToolCall) ToolResult {
+func (p *panickyTools) RunTool(context.Context, *ma.Session, tool.Call) tool.Result {
 	p.mu.Lock()
 	p.calls++
 	boom := p.panics
@@ -84,7 +85,7 @@ func (p *panickyTools) RunTool(context.Context, *ma.Session, ToolCall) ToolResul
 	if boom {
 		panic("tool runner bug")
 	}
-	return ToolResult{Content: []ma.ContentBlock{{Type: "text", Text: "done"}}}
+	return tool.Result{Content: []ma.ContentBlock{{Type: "text", Text: "done"}}}
 }
 
 // session creates another idle session in f's store, with the agent

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/tools/toolset"
 )
@@ -78,7 +79,7 @@ func (r *runner) platformToolCall(ctx, tctx context.Context, sess *ma.Session, c
 		return res, nil
 	}
 	_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, call.Name, "")
-	res := r.toolRunner(call.Name).RunTool(tctx, sess, ToolCall{ID: ev.ID, Name: call.Name, Input: input})
+	res := r.toolRunner(call.Name).RunTool(tctx, sess, tool.Call{ID: ev.ID, Name: call.Name, Input: input})
 	end(callOutcome(ctx, tctx.Err() != nil && ctx.Err() == nil, res.IsError))
 	if ctx.Err() != nil {
 		// Shutting down: the mark tells the next runner the tool may
@@ -108,7 +109,7 @@ func (r *runner) handsUnavailable(ctx context.Context, sess *ma.Session, name st
 			return fmt.Sprintf("Pull workers serve environment %s; the platform tools endpoint runs tools on sandboxes and executors only.", sess.EnvironmentID), nil
 		}
 	}
-	p, ok := r.h.cfg.Tools.(Placer)
+	p, ok := r.h.cfg.Tools.(tool.Placer)
 	if !ok {
 		return "", nil
 	}

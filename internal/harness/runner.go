@@ -12,6 +12,7 @@ import (
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/tools/toolset"
 )
@@ -36,7 +37,7 @@ type runner struct {
 	// kept holds the results of tools that ran but whose recording failed
 	// while the database was unavailable, by tool use id: the next
 	// attempt records them instead of running the tools again.
-	kept map[string]ToolResult
+	kept map[string]tool.Result
 
 	// sent is what the agent end of the session's last turn keeps of its
 	// transcript (nil: the next turn.start carries it whole).
@@ -233,18 +234,18 @@ func (r *runner) waitForStore(ctx context.Context, n int, err error) {
 
 // keep remembers the result of a tool whose recording failed with err, if
 // the database was unavailable, for the next attempt to record.
-func (r *runner) keep(toolUseID string, res ToolResult, err error) {
+func (r *runner) keep(toolUseID string, res tool.Result, err error) {
 	if !errors.Is(err, store.ErrUnavailable) {
 		return
 	}
 	if r.kept == nil {
-		r.kept = make(map[string]ToolResult)
+		r.kept = make(map[string]tool.Result)
 	}
 	r.kept[toolUseID] = res
 }
 
 // takeKept returns and forgets the kept result of a tool use.
-func (r *runner) takeKept(toolUseID string) (ToolResult, bool) {
+func (r *runner) takeKept(toolUseID string) (tool.Result, bool) {
 	res, ok := r.kept[toolUseID]
 	delete(r.kept, toolUseID)
 	return res, ok
@@ -254,7 +255,7 @@ func (r *runner) takeKept(toolUseID string) (ToolResult, bool) {
 // runner places the session again when it needs its tools).
 func (r *runner) release() {
 	r.endTurn(OutcomeSuspended)
-	if p, ok := r.h.cfg.Tools.(Placer); ok {
+	if p, ok := r.h.cfg.Tools.(tool.Placer); ok {
 		p.Release(r.id)
 	}
 	if r.h.cfg.MCP != nil {
@@ -269,7 +270,7 @@ func (r *runner) idled(ctx context.Context) {
 	if r.sess == nil || r.sess.Status != ma.StatusIdle || r.proj == nil || r.proj.view().awaitsClient() {
 		return
 	}
-	if p, ok := r.h.cfg.Tools.(Placer); ok {
+	if p, ok := r.h.cfg.Tools.(tool.Placer); ok {
 		p.Idle(r.id)
 	}
 	if w := r.h.cfg.Workers; w != nil {
@@ -909,7 +910,7 @@ func recordContent(tx store.Tx, messageID string, blocks []model.Block, now stri
 
 // reschedule waits in "rescheduling" until the tools may be placed, or an
 // interrupt or shutdown comes.
-func (r *runner) reschedule(ctx context.Context, gen uint64, wait *Wait) error {
+func (r *runner) reschedule(ctx context.Context, gen uint64, wait *tool.Wait) error {
 	err := r.update(ctx, func(tx store.Tx) error {
 		if tx.Session().Status != ma.StatusRunning {
 			return nil
@@ -942,7 +943,7 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 	builtins := slices.ContainsFunc(uses, func(u *toolUse) bool {
 		return u.ev.Type == ma.EventAgentToolUse && u.ev.Name != toolset.WebFetch // run here, not placed
 	})
-	if p, ok := r.h.cfg.Tools.(Placer); ok && builtins {
+	if p, ok := r.h.cfg.Tools.(tool.Placer); ok && builtins {
 		tctx, done := r.turnContext(ctx, gen)
 		wait, err := p.Place(tctx, sess)
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
@@ -1005,7 +1006,7 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 		}
 		_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.ev.Name, "")
 		tctx, done := r.turnContext(ctx, gen)
-		res := r.toolRunner(u.ev.Name).RunTool(tctx, sess, ToolCall{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
+		res := r.toolRunner(u.ev.Name).RunTool(tctx, sess, tool.Call{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
 		done()
 		end(callOutcome(ctx, interrupted, res.IsError))
@@ -1024,7 +1025,7 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 
 // finishTool records the result of a built-in tool that ran and removes
 // its running mark.
-func (r *runner) finishTool(ctx context.Context, toolUseID string, res ToolResult) error {
+func (r *runner) finishTool(ctx context.Context, toolUseID string, res tool.Result) error {
 	isErr := res.IsError
 	err := r.update(ctx, func(tx store.Tx) error {
 		now := r.h.now()
@@ -1039,7 +1040,7 @@ func (r *runner) finishTool(ctx context.Context, toolUseID string, res ToolResul
 
 // toolRunner returns what runs the named built-in tool: the executors,
 // or, for web_fetch, this process.
-func (r *runner) toolRunner(name string) ToolRunner {
+func (r *runner) toolRunner(name string) tool.Runner {
 	if name != toolset.WebFetch {
 		return r.h.cfg.Tools
 	}
@@ -1056,7 +1057,7 @@ func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u *t
 	res, kept := r.takeKept(u.ev.ID)
 	for attempt := 1; !kept; attempt++ {
 		if r.h.cfg.MCP == nil {
-			res = ErrorResult("MCP servers are not available on this server.")
+			res = tool.ErrorResult("MCP servers are not available on this server.")
 			break
 		}
 		_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.ev.Name, u.ev.MCPServerName)
@@ -1075,7 +1076,7 @@ func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u *t
 		default:
 			f, ok := mcpFailure(cerr)
 			if !ok {
-				res = ErrorResult(fmt.Sprintf("The MCP tool %s could not run: %v", u.ev.Name, cerr))
+				res = tool.ErrorResult(fmt.Sprintf("The MCP tool %s could not run: %v", u.ev.Name, cerr))
 				break
 			}
 			retry, err := r.failAttempt(ctx, gen, f, attempt, "")

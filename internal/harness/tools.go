@@ -8,69 +8,10 @@ import (
 
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/model/anthropic"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/tools/toolset"
 )
-
-// ToolCall is a built-in tool call the harness dispatches.
-type ToolCall struct {
-	// ID is the id of the agent.tool_use event.
-	ID    string
-	Name  string
-	Input json.RawMessage
-}
-
-// ToolResult is the outcome of a tool call.
-type ToolResult struct {
-	Content []ma.ContentBlock
-	IsError bool
-}
-
-// ToolRunner runs built-in tools (bash, read, write, edit, glob, grep) for a
-// session. The executor hub implements it; a ToolRunner must return when ctx
-// is cancelled.
-type ToolRunner interface {
-	RunTool(ctx context.Context, sess *ma.Session, call ToolCall) ToolResult
-}
-
-// Placer is implemented by a ToolRunner that must place a session on a
-// machine before its tools can run (the executor hub).
-type Placer interface {
-	// Place readies the session's tools. It returns nil when they can run
-	// now; otherwise a Wait (the session waits in "rescheduling"). An
-	// error means the tools cannot run: each call then gets an error
-	// result.
-	Place(ctx context.Context, sess *ma.Session) (*Wait, error)
-	// Release frees what Place took for the session; the runner calls it
-	// when it leaves.
-	Release(sessionID string)
-	// Idle tells that the session went idle: what Place took may be handed
-	// to another session until the next Place.
-	Idle(sessionID string)
-}
-
-// Wait says that a session's tools cannot be placed yet.
-type Wait struct {
-	// C is closed when placement may have become possible.
-	C <-chan struct{}
-	// Reason tells the user why the session waits; it is the reason of
-	// its session.status_rescheduled event.
-	Reason string
-}
-
-// WorkerHost is the link to pull workers (the work queue of self-hosted
-// environments): sessions they serve get their built-in tools run by the
-// worker, which answers each agent.tool_use with a user.tool_result.
-type WorkerHost interface {
-	// Serving reports whether pull workers serve the session (client) and
-	// whether one holds it now (present).
-	Serving(ctx context.Context, sess *ma.Session) (client, present bool, err error)
-	// NeedWorker asks for a worker for the session (enqueues work).
-	NeedWorker(ctx context.Context, sess *ma.Session) error
-	// SessionIdle tells that the session went idle with nothing for a
-	// worker to do: work queued for it retires.
-	SessionIdle(ctx context.Context, sess *ma.Session) error
-}
 
 // BuiltinTools returns the built-in tools the agent has enabled.
 func BuiltinTools(agent *ma.SessionAgent) []string {
@@ -88,20 +29,15 @@ func BuiltinTools(agent *ma.SessionAgent) []string {
 // run built-in tools for this session.
 type noTools struct{}
 
-func (noTools) RunTool(_ context.Context, sess *ma.Session, call ToolCall) ToolResult {
-	return ErrorResult(fmt.Sprintf("The tool %s could not run: no executor serves environment %s.", call.Name, sess.EnvironmentID))
+func (noTools) RunTool(_ context.Context, sess *ma.Session, call tool.Call) tool.Result {
+	return tool.ErrorResult(fmt.Sprintf("The tool %s could not run: no executor serves environment %s.", call.Name, sess.EnvironmentID))
 }
 
 // noWebFetch answers web_fetch calls when the server has no fetcher.
 type noWebFetch struct{}
 
-func (noWebFetch) RunTool(context.Context, *ma.Session, ToolCall) ToolResult {
-	return ErrorResult("The tool web_fetch could not run: this server does not run web_fetch.")
-}
-
-// ErrorResult is an error tool result with one text block.
-func ErrorResult(text string) ToolResult {
-	return ToolResult{IsError: true, Content: []ma.ContentBlock{{Type: "text", Text: text}}}
+func (noWebFetch) RunTool(context.Context, *ma.Session, tool.Call) tool.Result {
+	return tool.ErrorResult("The tool web_fetch could not run: this server does not run web_fetch.")
 }
 
 // toolPlan is the resolved tool configuration of a session's agent.

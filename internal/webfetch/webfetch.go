@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox/egress"
 )
@@ -33,7 +33,7 @@ const (
 // PolicyFunc returns the network policy of a session's environment.
 type PolicyFunc func(ctx context.Context, sess *ma.Session) (egress.Policy, error)
 
-// Fetcher runs web_fetch calls. It implements harness.ToolRunner for that
+// Fetcher runs web_fetch calls. It implements tool.Runner for that
 // one tool.
 type Fetcher struct {
 	// Transport makes the connections; it must refuse internal addresses
@@ -53,24 +53,24 @@ type input struct {
 }
 
 // RunTool fetches the URL of call.Input ({"url": "..."}).
-func (f *Fetcher) RunTool(ctx context.Context, sess *ma.Session, call harness.ToolCall) harness.ToolResult {
+func (f *Fetcher) RunTool(ctx context.Context, sess *ma.Session, call tool.Call) tool.Result {
 	var in input
 	if err := json.Unmarshal(call.Input, &in); err != nil || in.URL == "" {
-		return harness.ErrorResult(`web_fetch: the input must be {"url": "http(s)://..."}`)
+		return tool.ErrorResult(`web_fetch: the input must be {"url": "http(s)://..."}`)
 	}
 	u, err := checkURL(in.URL)
 	if err != nil {
-		return harness.ErrorResult("web_fetch: " + err.Error())
+		return tool.ErrorResult("web_fetch: " + err.Error())
 	}
 	pol, err := f.Policy(ctx, sess)
 	if err != nil {
-		return harness.ErrorResult("web_fetch: the environment's network policy is unavailable: " + err.Error())
+		return tool.ErrorResult("web_fetch: the environment's network policy is unavailable: " + err.Error())
 	}
 	text, err := f.fetch(ctx, pol, u)
 	if err != nil {
-		return harness.ErrorResult("web_fetch " + u.Redacted() + ": " + err.Error())
+		return tool.ErrorResult("web_fetch " + u.Redacted() + ": " + err.Error())
 	}
-	return harness.ToolResult{Content: []ma.ContentBlock{{Type: "text", Text: text}}}
+	return tool.Result{Content: []ma.ContentBlock{{Type: "text", Text: text}}}
 }
 
 // checkURL parses raw and requires an http or https URL with a host.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox/egress"
 )
@@ -32,9 +32,9 @@ func TestFetcher(t *testing.T) {
 		Policy: func(context.Context, *ma.Session) (egress.Policy, error) {
 			return egress.Policy{AllowedHosts: []string{"127.0.0.1"}}, nil
 		}}
-	run := func(url string) harness.ToolResult {
+	run := func(url string) tool.Result {
 		in, _ := json.Marshal(map[string]string{"url": url})
-		return f.RunTool(context.Background(), &ma.Session{}, harness.ToolCall{Name: "web_fetch", Input: in})
+		return f.RunTool(context.Background(), &ma.Session{}, tool.Call{Name: "web_fetch", Input: in})
 	}
 	for _, c := range []struct {
 		url    string
