@@ -261,12 +261,7 @@ func (s *Server) routes() {
 		writeJSON(w, map[string]string{"status": "ok"})
 	})
 	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.handle("POST /v1/agents", smallBody*4, s.createAgent)
-	s.handle("GET /v1/agents", smallBody, s.listAgents)
-	s.handle("GET /v1/agents/{id}", smallBody, s.getAgent)
-	s.handle("POST /v1/agents/{id}", smallBody*4, s.updateAgent)
-	s.handle("POST /v1/agents/{id}/archive", smallBody, noBody(s.archiveAgent))
-	s.handle("GET /v1/agents/{id}/versions", smallBody, s.listAgentVersions)
+	s.agentRoutes()
 
 	s.handle("POST /v1/environments", smallBody, s.createEnvironment)
 	s.handle("GET /v1/environments", smallBody, s.listEnvironments)

@@ -13,9 +13,6 @@ import (
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-// maxAgentSkills bounds the skills of an agent.
-const maxAgentSkills = 20
-
 // skillRoutes registers the Skills API.
 func (s *Server) skillRoutes() {
 	upload := s.cfg.MaxFileSize + multipartSlack
@@ -245,53 +242,6 @@ func (s *Server) downloadSkillVersion(w http.ResponseWriter, r *http.Request) er
 	}
 	return s.streamContent(w, r, stored{what: fmt.Sprintf("skill %s version %s", v.SkillID, v.ID), size: v.SizeBytes, sha256: v.SHA256, read: read},
 		"application/zip", v.Name+".zip")
-}
-
-// skillParam is a skill of an agent as the API takes it.
-type skillParam struct {
-	Type    string  `json:"type"`
-	SkillID string  `json:"skill_id"`
-	Version *string `json:"version"`
-}
-
-// resolveSkills checks an agent's skills and pins each to a version: a
-// numeric version must exist; none, "" or "latest" is the skill's latest
-// version now.
-func (s *Server) resolveSkills(ctx context.Context, field string, params []skillParam) ([]ma.SkillRef, error) {
-	if len(params) > maxAgentSkills {
-		return nil, badRequest("%s: at most %d skills, got %d", field, maxAgentSkills, len(params))
-	}
-	out := make([]ma.SkillRef, 0, len(params))
-	names := map[string]int{}
-	for i, p := range params {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		switch p.Type {
-		case "custom":
-		case "anthropic":
-			return nil, badRequest("%s: Anthropic skills (%q) are not available on this server: upload the skill's files as a custom skill (POST /v1/skills) and refer to it as {type: \"custom\", skill_id}", f, p.SkillID)
-		case "":
-			return nil, badRequest("%s.type: required (custom)", f)
-		default:
-			return nil, badRequest("%s.type: must be custom; got %q", f, p.Type)
-		}
-		if p.SkillID == "" {
-			return nil, badRequest("%s.skill_id: required", f)
-		}
-		version := ""
-		if p.Version != nil {
-			version = *p.Version
-		}
-		v, err := s.skillVersion(ctx, f+": ", p.SkillID, version, true)
-		if err != nil {
-			return nil, err
-		}
-		if j, ok := names[v.Name]; ok {
-			return nil, badRequest("%s: skill %s has the name %q, like %s[%d]: an agent's skills need distinct names", f, p.SkillID, v.Name, field, j)
-		}
-		names[v.Name] = i
-		out = append(out, ma.SkillRef{Type: "custom", SkillID: v.SkillID, Version: v.ID})
-	}
-	return out, nil
 }
 
 // checkSkills checks that the skill versions an agent pins still exist.
