@@ -295,9 +295,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sessions/{id}", smallBody*4, s.updateSession)
 	s.handle("POST /v1/sessions/{id}/archive", smallBody, noBody(s.archiveSession))
 	s.handle("DELETE /v1/sessions/{id}", smallBody, noBody(s.deleteSession))
-	s.handle("POST /v1/sessions/{id}/events", big, s.bodyBudget(s.sendEvents))
-	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
-	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, counted(&s.streams, s.streamEvents))
+	s.eventRoutes()
 	s.handle(toolCallsPattern, toolCallBody, s.toolCall)
 
 	s.fileRoutes()
