@@ -70,8 +70,8 @@ type Sessions interface {
 	ServedByExecutor(ctx context.Context, sessionID string) (bool, error)
 }
 
-// Store is what the queue keeps in the database: its items (store.Store
-// is one).
+// Store is what the queue keeps in the database: its items (the store is
+// one).
 type Store interface {
 	// CreateWork stores a new item; a second open item of a session is
 	// store.ErrConflict.
