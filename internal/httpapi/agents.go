@@ -43,7 +43,7 @@ func (s *Server) agentRoutes() {
 // agentRules are the agent rules over this server's models and skills.
 func (s *Server) agentRules() agents.Rules {
 	return agents.Rules{Model: s.checkModel, Skills: func(ctx context.Context, field, skillID, version string) (ma.SkillVersion, error) {
-		v, err := s.skillVersion(ctx, field, skillID, version, true)
+		v, err := s.skills.skillVersion(ctx, field, skillID, version, true)
 		return v.SkillVersion, err
 	}}
 }

@@ -22,9 +22,9 @@ const (
 	tailRingBytes = 8 << 20
 )
 
-// logReader is what tails read of the store: a session's log, and whether
+// tailStore is what tails read of the store: a session's log, and whether
 // the session still exists.
-type logReader interface {
+type tailStore interface {
 	ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int, maxBytes int64) ([]store.Entry, error)
 	LastSeq(ctx context.Context, sessionID string) (int64, error)
 	GetSession(ctx context.Context, id string) (ma.Session, error)
@@ -34,7 +34,7 @@ type logReader interface {
 // that session: each new entry is read from the store once, whatever the
 // number of subscribers.
 type tails struct {
-	store logReader
+	store tailStore
 	bus   *bus.Bus
 	poll  time.Duration
 	// ctx is cancelled by close, which then waits for the tails' readers.
@@ -49,7 +49,7 @@ type tails struct {
 	closed bool
 }
 
-func newTails(st logReader, b *bus.Bus, poll time.Duration) *tails {
+func newTails(st tailStore, b *bus.Bus, poll time.Duration) *tails {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &tails{store: st, bus: b, poll: poll, ctx: ctx, cancel: cancel, m: map[string]*tail{}}
 }
