@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
@@ -24,7 +25,7 @@ import (
 // key) or of a machine whose scope holds the environment (machine token).
 // It implements harness.AgentEnds.
 type agentEnds struct {
-	hub    *executor.Hub
+	hub    *executorhub.Hub
 	st     store.Store
 	tokens *turntoken.Issuer
 	models model.Router  // what the model gateway forwards to
@@ -49,14 +50,14 @@ func (a agentEnds) StartTurn(ctx context.Context, sess *ma.Session, start harnes
 	if g, err := rs.RefreshModelToken(ctx); err == nil {
 		st.Model = &g
 	}
-	req := executor.AgentTurnRequest{EnvironmentID: sess.EnvironmentID, MachineIDs: machines, Start: st, Sink: rs}
+	req := executorhub.AgentTurnRequest{EnvironmentID: sess.EnvironmentID, MachineIDs: machines, Start: st, Sink: rs}
 	if d := start.Delta; d != nil {
-		req.Delta = &executor.TranscriptDelta{ExecutorID: d.Holder, Base: d.Base, Since: d.Since, Events: d.Events}
+		req.Delta = &executorhub.TranscriptDelta{ExecutorID: d.Holder, Base: d.Base, Since: d.Since, Events: d.Events}
 	}
 	t, err := a.hub.StartTurn(ctx, req)
 	var re *executor.RPCError
 	switch {
-	case errors.Is(err, executor.ErrNoAgentEnd):
+	case errors.Is(err, executorhub.ErrNoAgentEnd):
 		wait, err := a.noAgentEnd(ctx, sess.ID, sess.EnvironmentID, changed)
 		return nil, wait, err
 	case errors.As(err, &re):
@@ -132,7 +133,7 @@ type rpcSink struct {
 	tools             bool // the agent has built-in tools
 }
 
-// Append implements executor.TurnSink.
+// Append implements executorhub.TurnSink.
 func (s rpcSink) Append(ctx context.Context, events []json.RawMessage) error {
 	err := s.TurnSink.Append(ctx, events)
 	var ie *harness.InvalidEventsError
@@ -147,14 +148,14 @@ func (s rpcSink) Append(ctx context.Context, events []json.RawMessage) error {
 	return err
 }
 
-// RefreshModelToken implements executor.TurnSink: a fresh model token
+// RefreshModelToken implements executorhub.TurnSink: a fresh model token
 // for the model gateway, or model_token_unavailable when the gateway does
 // not serve the session's model.
 func (s rpcSink) RefreshModelToken(context.Context) (executor.TokenGrant, error) {
 	return modelGrant(s.tokens, s.models, s.model, s.sessionID, s.turnID)
 }
 
-// RefreshToolsToken implements executor.TurnSink: a fresh tools token,
+// RefreshToolsToken implements executorhub.TurnSink: a fresh tools token,
 // or tools_token_unavailable when the agent has no built-in tools.
 func (s rpcSink) RefreshToolsToken(context.Context) (executor.TokenGrant, error) {
 	return s.toolsGrant()

@@ -16,10 +16,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/bus/pgnotify"
 	"github.com/reinsdev/reins/internal/console"
+	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
@@ -90,7 +90,7 @@ type Config struct {
 	Tools tool.Runner
 	// Hub tunes the executor hub (lease TTL, heartbeats); Credentials is
 	// set by New.
-	Hub    executor.HubOptions
+	Hub    executorhub.HubOptions
 	Logger *slog.Logger
 	// HTTP tunes the API (ping and poll intervals, body limit and
 	// timeout, per-key limits). Its MaxStreams and MaxRequests are
@@ -139,7 +139,7 @@ type App struct {
 	Bus     *bus.Bus
 	Harness *harness.Harness
 	API     *httpapi.Server
-	Hub     *executor.Hub
+	Hub     *executorhub.Hub
 	Work    *workqueue.Service
 	// TurnTokens issues and verifies the model and tools tokens of
 	// agent-end turns (under the master key: every replica verifies).
@@ -271,7 +271,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if hubOpts.Logger == nil {
 		hubOpts.Logger = cfg.Logger
 	}
-	hub := executor.NewHub(hubOpts)
+	hub := executorhub.NewHub(hubOpts)
 	ht := newHubTools(hub, st, keys, filepath.Join(cfg.DataDir, "workspaces"), cfg.Logger)
 	ht.sandboxes, err = newSandboxes(ht.ctx, cfg.Sandbox, cfg.Packages, st, keys, cfg.DataDir, cfg.Logger)
 	if err != nil {

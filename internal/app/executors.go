@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/store"
@@ -61,7 +63,7 @@ func (c credentials) VerifyEnvironmentKey(ctx context.Context, keyHash string) (
 // its environment's keys were refused, so a cloud environment's sessions,
 // and the credentials assigned with them, only ever reach its in-process
 // executor.
-func (c credentials) allowRegistration(ctx context.Context, r executor.Registration) error {
+func (c credentials) allowRegistration(ctx context.Context, r executorhub.Registration) error {
 	if r.Local || r.EnvironmentID == "" {
 		return nil
 	}
@@ -72,7 +74,7 @@ func (c credentials) allowRegistration(ctx context.Context, r executor.Registrat
 	return env.CheckOutsideExecutors()
 }
 
-// VerifyMachineToken implements executor.Credentials: a machine token is
+// VerifyMachineToken implements executorhub.Credentials: a machine token is
 // good while its machine is not revoked.
 func (c credentials) VerifyMachineToken(ctx context.Context, tokenHash string) (string, error) {
 	m, err := c.st.MachineByHash(ctx, tokenHash)
@@ -90,11 +92,11 @@ func (c credentials) VerifyMachineToken(ctx context.Context, tokenHash string) (
 
 // chainRegistration returns an AllowRegistration that asks first, then
 // next if it is set.
-func chainRegistration(first, next func(context.Context, executor.Registration) error) func(context.Context, executor.Registration) error {
+func chainRegistration(first, next func(context.Context, executorhub.Registration) error) func(context.Context, executorhub.Registration) error {
 	if next == nil {
 		return first
 	}
-	return func(ctx context.Context, r executor.Registration) error {
+	return func(ctx context.Context, r executorhub.Registration) error {
 		if err := first(ctx, r); err != nil {
 			return err
 		}
@@ -107,7 +109,7 @@ func chainRegistration(first, next func(context.Context, executor.Registration) 
 // environments on an in-process executor per environment. It implements
 // tool.Runner and tool.Placer.
 type hubTools struct {
-	hub       *executor.Hub
+	hub       *executorhub.Hub
 	st        store.Store
 	keys      *vault.Keyring // opens environment_variable credentials
 	workspace string         // root of the local executors' workspaces
@@ -123,7 +125,7 @@ type hubTools struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	leases  map[string]*executor.Lease
+	leases  map[string]*executorhub.Lease
 	locals  map[string]*executor.Client
 	secrets map[string][]secret // per session: injected values to redact from results
 	// resources are the resources placed in each session's workspace
@@ -139,10 +141,10 @@ type secret struct {
 	body        bool     // substituted in request bodies
 }
 
-func newHubTools(hub *executor.Hub, st store.Store, keys *vault.Keyring, workspace string, log *slog.Logger) *hubTools {
+func newHubTools(hub *executorhub.Hub, st store.Store, keys *vault.Keyring, workspace string, log *slog.Logger) *hubTools {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &hubTools{hub: hub, st: st, keys: keys, workspace: workspace, log: log, ctx: ctx, cancel: cancel,
-		leases: map[string]*executor.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}, resources: placedResources{}}
+		leases: map[string]*executorhub.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}, resources: placedResources{}}
 }
 
 // credentials opens the session's environment_variable credentials.
@@ -269,7 +271,7 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*tool.Wait, err
 	}
 	changed := t.hub.Changed(env.ID)
 	l, err = t.hub.Assign(ctx, req)
-	if errors.Is(err, executor.ErrNoExecutor) {
+	if errors.Is(err, executorhub.ErrNoExecutor) {
 		return t.noExecutor(ctx, sess.ID, env.ID, changed)
 	}
 	if err != nil {
@@ -295,14 +297,14 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*tool.Wait, err
 }
 
 // assignRequest is the assignment of a session to an executor.
-func (t *hubTools) assignRequest(sess *ma.Session, envID string) executor.AssignRequest {
-	return executor.AssignRequest{EnvironmentID: envID, SessionID: sess.ID, Tools: harness.BuiltinTools(&sess.Agent)}
+func (t *hubTools) assignRequest(sess *ma.Session, envID string) executorhub.AssignRequest {
+	return executorhub.AssignRequest{EnvironmentID: envID, SessionID: sess.ID, Tools: harness.BuiltinTools(&sess.Agent)}
 }
 
 // placeLocal places a cloud environment's session on the environment's
 // in-process executor, once the session holds one of the server's slots.
 // l is the session's lease from an earlier placement, if any.
-func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executor.AssignRequest, l *executor.Lease) (*tool.Wait, error) {
+func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executorhub.AssignRequest, l *executorhub.Lease) (*tool.Wait, error) {
 	if l == nil {
 		if err := t.toWorkspace(ctx, sess); err != nil {
 			return nil, err
@@ -331,7 +333,7 @@ func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executo
 
 // assignLocal assigns a session that holds a slot to its environment's
 // in-process executor.
-func (t *hubTools) assignLocal(ctx context.Context, sess *ma.Session, req executor.AssignRequest) error {
+func (t *hubTools) assignLocal(ctx context.Context, sess *ma.Session, req executorhub.AssignRequest) error {
 	if t.keys != nil && (len(sess.VaultIDs) > 0 || hasRepositories(sess)) {
 		// Cloud environments get the session's environment_variable
 		// credentials (self-hosted machines do not, as in the
@@ -366,13 +368,13 @@ func (t *hubTools) assignLocal(ctx context.Context, sess *ma.Session, req execut
 }
 
 // keep records the session's lease.
-func (t *hubTools) keep(sessionID string, l *executor.Lease) {
+func (t *hubTools) keep(sessionID string, l *executorhub.Lease) {
 	t.mu.Lock()
 	t.leases[sessionID] = l
 	t.mu.Unlock()
 }
 
-func (t *hubTools) drop(sessionID string, l *executor.Lease) {
+func (t *hubTools) drop(sessionID string, l *executorhub.Lease) {
 	t.mu.Lock()
 	if t.leases[sessionID] == l {
 		delete(t.leases, sessionID)
@@ -408,7 +410,7 @@ func (t *hubTools) ensureLocal(envID string) error {
 	}
 	// The server's slots bound the sessions placed at once; the executor
 	// has room for twice as many, for the releases still in flight.
-	c := executor.NewLocal(t.hub, executor.LocalOptions{EnvironmentID: envID, Sessions: sessions, Capabilities: executor.BuiltinCapabilities(),
+	c := executorhub.NewLocal(t.hub, executorhub.LocalOptions{EnvironmentID: envID, Sessions: sessions, Capabilities: executor.BuiltinCapabilities(),
 		MaxSessions: 2 * t.slots.size, Logger: t.log})
 	t.locals[envID] = c
 	t.wg.Go(func() {
@@ -427,21 +429,19 @@ func (t *hubTools) runTool(ctx context.Context, sess *ma.Session, call tool.Call
 	if l == nil {
 		return tool.ErrorResult(fmt.Sprintf("The tool %s could not run: the session has no executor.", call.Name))
 	}
-	res, err := l.CallTool(ctx, executor.ToolCall{ID: call.ID, Name: call.Name, Input: call.Input})
+	res, err := l.CallTool(ctx, call)
 	switch {
 	case err == nil:
-	case errors.Is(err, executor.ErrToolOutcomeUnknown), errors.Is(err, executor.ErrSessionEnded):
+	case errors.Is(err, executorhub.ErrToolOutcomeUnknown), errors.Is(err, executor.ErrSessionEnded):
 		t.drop(sess.ID, l)
-		return tool.ErrorResult(executor.OutcomeUnknownText)
+		return tool.ErrorResult(executorhub.OutcomeUnknownText)
 	case ctx.Err() != nil:
 		return tool.ErrorResult("The tool call was interrupted.")
 	default:
 		return tool.ErrorResult(fmt.Sprintf("The tool %s could not run: %v", call.Name, err))
 	}
-	out := tool.Result{IsError: res.IsError}
-	for _, b := range res.Content {
-		out.Content = append(out.Content, ma.ContentBlock{Type: b.Type, Text: b.Text})
-	}
+	out := res
+	out.Content = slices.Clone(res.Content) // redacted below; the lease keeps res
 	t.mu.Lock()
 	secrets := t.secrets[sess.ID]
 	t.mu.Unlock()
@@ -593,7 +593,7 @@ func (t *hubTools) stop() {
 
 // executorList shows the hub's executors to the API
 // (GET /v1/environments/{id}/executors).
-type executorList struct{ hub *executor.Hub }
+type executorList struct{ hub *executorhub.Hub }
 
 func (l executorList) Executors(environmentID string) []httpapi.ExecutorView {
 	var out []httpapi.ExecutorView

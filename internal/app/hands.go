@@ -12,6 +12,7 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
 )
@@ -44,7 +45,7 @@ func handsKey(envID string) string { return "hands:" + envID }
 type replicaHands struct {
 	st      store.Store
 	bus     *bus.Bus
-	hub     *executor.Hub
+	hub     *executorhub.Hub
 	replica string
 	url     string        // where the other replicas reach this one (set before announce)
 	ttl     time.Duration // of an announcement, and of a handed-over lease
@@ -52,8 +53,8 @@ type replicaHands struct {
 
 	writing sync.Mutex // held while the announcement is written
 	mu      sync.Mutex
-	checked map[string]*executor.Lease // per cloud session: the placement whose workspace was checked
-	leaving bool                       // the replica stops: it no longer announces liveKey
+	checked map[string]*executorhub.Lease // per cloud session: the placement whose workspace was checked
+	leaving bool                          // the replica stops: it no longer announces liveKey
 }
 
 // write records the replica's announcement: the environments it has

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -177,14 +177,14 @@ func (t *hubTools) newMarker(ctx context.Context, sessionID, path string) error 
 
 // firstCall reports whether l is a placement of the session not seen
 // before by firstCall (until forget).
-func (r *replicaHands) firstCall(sessionID string, l *executor.Lease) bool {
+func (r *replicaHands) firstCall(sessionID string, l *executorhub.Lease) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.checked[sessionID] == l {
 		return false
 	}
 	if r.checked == nil {
-		r.checked = map[string]*executor.Lease{}
+		r.checked = map[string]*executorhub.Lease{}
 	}
 	r.checked[sessionID] = l
 	return true

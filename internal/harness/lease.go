@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinsdev/reins/internal/backoff"
+	"github.com/reinsdev/reins/backoff"
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/store"
 )
