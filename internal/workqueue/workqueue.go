@@ -81,7 +81,7 @@ type Service struct {
 	sessions Sessions
 	log      *slog.Logger
 
-	mu      sync.Mutex
+	mu      sync.Mutex                      // guards polling
 	polling map[string]map[string]time.Time // environment -> worker -> last poll
 
 	cancel context.CancelFunc
