@@ -4,18 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/bus/pgnotify"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
-	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -67,7 +64,7 @@ func (a *App) startRelay(ctx context.Context) error {
 				a.Harness.Interrupt(n.Key)
 			case bus.End:
 				a.Harness.End(n.Key)
-				a.relayWG.Go(func() { a.tools.endedElsewhere(a.relayCtx, n.Key) })
+				a.relayWG.Go(func() { a.tools.EndedElsewhere(a.relayCtx, n.Key) })
 			}
 		},
 		Reconnected: func() {
@@ -92,26 +89,6 @@ func (a *App) stopRelay() {
 		a.relay.Close()
 	}
 	a.relayWG.Wait()
-}
-
-// endedElsewhere frees what this replica holds of a session that was
-// archived or deleted through another replica (whose SessionEnded freed
-// its own): its placement, its sandbox and, once deleted, its workspace.
-func (t *hubTools) endedElsewhere(ctx context.Context, sessionID string) {
-	t.Release(sessionID)
-	if t.sandboxes != nil {
-		t.sandboxes.end(sessionID)
-	}
-	if !safeName(sessionID) {
-		return
-	}
-	if _, err := t.st.GetSession(ctx, sessionID); !errors.Is(err, store.ErrNotFound) {
-		return
-	}
-	dirs, _ := filepath.Glob(filepath.Join(t.workspace, "*", sessionID))
-	for _, d := range dirs {
-		t.removeWorkspace(filepath.Base(filepath.Dir(d)), sessionID)
-	}
 }
 
 // replicaLifecycle is the tools' lifecycle as the API drives it: a

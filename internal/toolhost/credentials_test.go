@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"context"
@@ -13,9 +13,8 @@ import (
 
 // vaultStore serves one environment and the credentials of vault "vlt_1"
 // the way the stores do: in creation order, after a position, at most
-// Limit at a time (20 when Limit is 0). Other methods are not used.
+// Limit at a time (20 when Limit is 0).
 type vaultStore struct {
-	store.Store
 	env   ma.Environment
 	creds []store.Credential
 }

@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ type caStore struct {
 	dir  string
 	keys *vault.Keyring
 
-	mu  sync.Mutex
+	mu  sync.Mutex // guards cas
 	cas map[string]*egress.CA
 }
 

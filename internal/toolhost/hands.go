@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func handsKey(envID string) string { return "hands:" + envID }
 // replica whose session needs hands it lacks hands the session's lease to
 // one that announced them and wakes it there.
 type replicaHands struct {
-	st      store.Store
+	st      handsStore
 	bus     *bus.Bus
 	hub     *executorhub.Hub
 	replica string
@@ -51,8 +51,8 @@ type replicaHands struct {
 	ttl     time.Duration // of an announcement, and of a handed-over lease
 	log     *slog.Logger
 
-	writing sync.Mutex // held while the announcement is written
-	mu      sync.Mutex
+	writing sync.Mutex                    // held while the announcement is written
+	mu      sync.Mutex                    // guards the fields below
 	checked map[string]*executorhub.Lease // per cloud session: the placement whose workspace was checked
 	leaving bool                          // the replica stops: it no longer announces liveKey
 }
@@ -236,7 +236,7 @@ func (r *replicaHands) handOver(ctx context.Context, sessionID, to string) (bool
 // an executor of its environment (the runner, fenced off, leaves);
 // otherwise it waits until an executor of the environment registers or
 // frees a slot, here (changed) or at another replica.
-func (t *hubTools) noExecutor(ctx context.Context, sessionID, envID string, changed <-chan struct{}) (*tool.Wait, error) {
+func (t *Host) noExecutor(ctx context.Context, sessionID, envID string, changed <-chan struct{}) (*tool.Wait, error) {
 	wait := &tool.Wait{C: changed, Reason: fmt.Sprintf("no executor of environment %s with room for this session is connected; the session's tools run when one is (reins executor)", envID)}
 	if t.hands == nil {
 		return wait, nil
@@ -258,7 +258,7 @@ func (t *hubTools) noExecutor(ctx context.Context, sessionID, envID string, chan
 
 // either returns a channel closed when local is closed, sub receives, or
 // the tools stop; it closes sub then.
-func (t *hubTools) either(local <-chan struct{}, sub *bus.Sub) <-chan struct{} {
+func (t *Host) either(local <-chan struct{}, sub *bus.Sub) <-chan struct{} {
 	out := make(chan struct{})
 	t.wg.Go(func() {
 		defer close(out)
@@ -272,17 +272,20 @@ func (t *hubTools) either(local <-chan struct{}, sub *bus.Sub) <-chan struct{} {
 	return out
 }
 
-// leave tells the other replicas this one is stopping (replicas only).
-func (t *hubTools) leave(ctx context.Context) {
+// Leave tells the other replicas this one is stopping (replicas only):
+// call it before the sessions' runners leave.
+func (t *Host) Leave(ctx context.Context) {
 	if t.hands != nil {
 		t.hands.leave(ctx)
 	}
 }
 
-// startHands starts announcing this replica's executors (replicas only).
-func (t *hubTools) startHands() {
+// Announce starts announcing this replica's executors, and url, where
+// the other replicas reach it, until Stop (replicas only; call it once).
+func (t *Host) Announce(url string) {
 	if t.hands == nil {
 		return
 	}
+	t.hands.url = url
 	t.wg.Go(func() { t.hands.announce(t.ctx) })
 }

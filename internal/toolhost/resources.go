@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type placedResources map[string]map[string]string
 // workspace lacks and removes the resources deleted since, with the session's own bash tool
 // (so that it works the same in a sandbox and on a self-hosted executor,
 // as the sandbox's user). A failure is the tool result the model gets.
-func (t *hubTools) syncResources(ctx context.Context, sess *ma.Session) *tool.Result {
+func (t *Host) syncResources(ctx context.Context, sess *ma.Session) *tool.Result {
 	res, err := httpapi.SessionResources(sess)
 	if err != nil {
 		return errorResult(err)
@@ -115,7 +115,7 @@ func errorResult(err error) *tool.Result {
 
 // placeFile writes a file's content at rel, read-only: piece by piece to a
 // temporary name beside it, then renamed.
-func (t *hubTools) placeFile(ctx context.Context, sess *ma.Session, fileID, rel string) error {
+func (t *Host) placeFile(ctx context.Context, sess *ma.Session, fileID, rel string) error {
 	f, err := t.st.GetFile(ctx, fileID)
 	if err != nil {
 		return err
@@ -158,7 +158,7 @@ func (t *hubTools) placeFile(ctx context.Context, sess *ma.Session, fileID, rel 
 
 // bash runs one command in the session's workspace root, in a subshell
 // (the model's shell keeps its directory and variables).
-func (t *hubTools) bash(ctx context.Context, sess *ma.Session, cmd string) error {
+func (t *Host) bash(ctx context.Context, sess *ma.Session, cmd string) error {
 	input, _ := json.Marshal(map[string]any{"command": "( cd \"$HOME\" && " + cmd + "\n) && echo " + resourceOK, "timeout_ms": placeTimeout.Milliseconds()})
 	res := t.runTool(ctx, sess, tool.Call{ID: ids.New("reins_resource_"), Name: "bash", Input: input})
 	var out []string
@@ -228,7 +228,7 @@ func hasRepositories(sess *ma.Session) bool {
 
 // repositoryTokens opens the tokens of the session's repositories, each a
 // secret for its repository's host only, named by repositoryTokenVar.
-func (t *hubTools) repositoryTokens(ctx context.Context, sess *ma.Session) ([]secret, error) {
+func (t *Host) repositoryTokens(ctx context.Context, sess *ma.Session) ([]secret, error) {
 	sealed, err := t.st.RepositoryTokens(ctx, sess.ID)
 	if err != nil || len(sealed) == 0 {
 		return nil, err
@@ -269,7 +269,7 @@ func repositoryTokenVar(resourceID string) string {
 
 // hasSecret reports whether the session's current placement was given
 // the named secret.
-func (t *hubTools) hasSecret(sessionID, name string) bool {
+func (t *Host) hasSecret(sessionID, name string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range t.secrets[sessionID] {
@@ -284,7 +284,7 @@ func (t *hubTools) hasSecret(sessionID, name string) bool {
 // here with the repository's token gets the new one, in its redaction and
 // in its sandbox's proxy (the variable keeps its placeholder). Without a
 // sandbox the variable holds the old token until the next placement.
-func (t *hubTools) RepositoryTokenChanged(ctx context.Context, sessionID, resourceID string) {
+func (t *Host) RepositoryTokenChanged(ctx context.Context, sessionID, resourceID string) {
 	name := repositoryTokenVar(resourceID)
 	if !t.hasSecret(sessionID, name) {
 		return // not placed here, or placed without it: the next placement reads the store

@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/model/gateway"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/turntoken"
@@ -31,6 +30,37 @@ const forwardLookup = 2 * time.Second
 // URL the other replicas reach it at. No environment id has this form.
 const urlPrefix = "url:"
 
+// ForwarderConfig configures a Forwarder.
+type ForwarderConfig struct {
+	Tokens *turntoken.Issuer
+	Turns  Turns
+	Store  ForwardStore
+	// Replica names this replica.
+	Replica string
+	Logger  *slog.Logger
+}
+
+// ForwardStore is what a Forwarder reads: a session's lease, and the URL
+// its owner announced.
+type ForwardStore interface {
+	SessionLease(ctx context.Context, sessionID string) (store.Lease, error)
+	Announced(ctx context.Context, replica string) ([]string, error)
+}
+
+// Forwarder sends the calls of agent-end turns running on other replicas
+// there (see turnForwarder).
+type Forwarder struct{ f *turnForwarder }
+
+// NewForwarder returns a forwarder with a client of its own.
+func NewForwarder(cfg ForwarderConfig) *Forwarder {
+	return &Forwarder{&turnForwarder{tokens: cfg.Tokens, h: cfg.Turns, st: cfg.Store, replica: cfg.Replica, log: cfg.Logger,
+		client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}}
+}
+
+// Wrap serves the calls of turns running elsewhere by forwarding them, and
+// every other request with next.
+func (f *Forwarder) Wrap(next http.Handler) http.Handler { return f.f.wrap(next) }
+
 // turnForwarder lets any replica serve the model gateway and the platform
 // tools endpoint of agent-end turns: a call whose turn runs on another
 // replica (the one its session's lease names) goes to that replica, at
@@ -39,8 +69,8 @@ const urlPrefix = "url:"
 // replica checks them before it forwards anything.
 type turnForwarder struct {
 	tokens  *turntoken.Issuer
-	h       *harness.Harness
-	st      store.Store
+	h       Turns
+	st      ForwardStore
 	replica string
 	client  *http.Client
 	log     *slog.Logger
@@ -137,10 +167,10 @@ func (f *turnForwarder) refuse(w http.ResponseWriter, msg string) {
 	json.NewEncoder(w).Encode(ma.ErrorEnvelope{Type: "error", Error: ma.ErrorBody{Type: ma.ErrAPI, Message: msg}})
 }
 
-// advertiseURL returns the URL the other replicas reach this one at: the
+// AdvertiseURL returns the URL the other replicas reach this one at: the
 // configured one, else http:// and the listener's address (the host's
 // name for an unspecified address).
-func advertiseURL(configured string, ln net.Listener) string {
+func AdvertiseURL(configured string, ln net.Listener) string {
 	if configured != "" {
 		return strings.TrimSuffix(configured, "/")
 	}

@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"context"
@@ -26,10 +26,17 @@ import (
 // It implements harness.AgentEnds.
 type agentEnds struct {
 	hub    *executorhub.Hub
-	st     store.Store
+	st     machineLister
 	tokens *turntoken.Issuer
 	models model.Router  // what the model gateway forwards to
 	hands  *replicaHands // replicas only: moves sessions to their agent ends' replica
+}
+
+// AgentEnds returns the harness's AgentEnds: turns go to agent ends on the
+// host's executor hub, with tokens for the model gateway (serving models)
+// and for the platform tools endpoint.
+func (t *Host) AgentEnds(tokens *turntoken.Issuer, models model.Router) harness.AgentEnds {
+	return agentEnds{hub: t.hub, st: t.st, tokens: tokens, models: models, hands: t.hands}
 }
 
 // StartTurn implements harness.AgentEnds.

@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"slices"
@@ -8,7 +8,7 @@ import (
 )
 
 type evictions struct {
-	mu  sync.Mutex
+	mu  sync.Mutex // guards the fields below
 	ids []string
 }
 

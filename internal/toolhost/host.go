@@ -1,9 +1,7 @@
-package app
+package toolhost
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,102 +13,28 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
-	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/sandbox/egress"
 	"github.com/reinsdev/reins/tools"
 )
 
-// credentials lets the executor hub check environment keys against the
-// store.
-type credentials struct{ st store.Store }
-
-func (c credentials) VerifyEnvironmentKey(ctx context.Context, keyHash string) (string, error) {
-	k, err := c.st.EnvironmentKeyByHash(ctx, keyHash)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("%w: unknown environment key", executor.ErrCredentialRejected)
-	}
-	if err != nil {
-		return "", err
-	}
-	if k.RevokedAt != nil {
-		return "", fmt.Errorf("%w: environment key %s was revoked", executor.ErrCredentialRejected, k.ID)
-	}
-	env, err := c.st.GetEnvironment(ctx, k.EnvironmentID)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("%w: environment %s was deleted", executor.ErrCredentialRejected, k.EnvironmentID)
-	}
-	if err != nil {
-		return "", err
-	}
-	if env.ArchivedAt != nil {
-		return "", fmt.Errorf("%w: environment %s is archived", executor.ErrCredentialRejected, env.ID)
-	}
-	if err := env.CheckOutsideExecutors(); err != nil {
-		return "", fmt.Errorf("%w: environment key %s: %w", executor.ErrCredentialRejected, k.ID, err)
-	}
-	return env.ID, nil
-}
-
-// allowRegistration is the hub's AllowRegistration: an outside executor
-// may only register in an environment that outside executors may serve.
-// It holds whatever token the executor has, including one issued before
-// its environment's keys were refused, so a cloud environment's sessions,
-// and the credentials assigned with them, only ever reach its in-process
-// executor.
-func (c credentials) allowRegistration(ctx context.Context, r executorhub.Registration) error {
-	if r.Local || r.EnvironmentID == "" {
-		return nil
-	}
-	env, err := c.st.GetEnvironment(ctx, r.EnvironmentID)
-	if err != nil {
-		return err
-	}
-	return env.CheckOutsideExecutors()
-}
-
-// VerifyMachineToken implements executorhub.Credentials: a machine token is
-// good while its machine is not revoked.
-func (c credentials) VerifyMachineToken(ctx context.Context, tokenHash string) (string, error) {
-	m, err := c.st.MachineByHash(ctx, tokenHash)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("%w: unknown machine token", executor.ErrCredentialRejected)
-	}
-	if err != nil {
-		return "", err
-	}
-	if m.RevokedAt != nil {
-		return "", fmt.Errorf("%w: machine %s was revoked", executor.ErrCredentialRejected, m.ID)
-	}
-	return m.ID, nil
-}
-
-// chainRegistration returns an AllowRegistration that asks first, then
-// next if it is set.
-func chainRegistration(first, next func(context.Context, executorhub.Registration) error) func(context.Context, executorhub.Registration) error {
-	if next == nil {
-		return first
-	}
-	return func(ctx context.Context, r executorhub.Registration) error {
-		if err := first(ctx, r); err != nil {
-			return err
-		}
-		return next(ctx, r)
-	}
-}
-
-// hubTools runs built-in tools through the executor hub: sessions of
-// self-hosted environments on remote executors, sessions of cloud
-// environments on an in-process executor per environment. It implements
-// tool.Runner and tool.Placer.
-type hubTools struct {
+// Host is the tool host: it places sessions on executors through the
+// executor hub (sessions of self-hosted environments on remote executors,
+// sessions of cloud environments on an in-process executor per
+// environment, in sandboxes, within the server's slots), runs their
+// built-in tools there, and readies and keeps what the tools work on:
+// credentials, resources, skills, workspaces and outputs. With replicas it
+// moves sessions to the replica of their executors or workspace. It
+// implements tool.Runner and tool.Placer, and the API's httpapi.Lifecycle
+// and httpapi.ExecutorList.
+type Host struct {
 	hub       *executorhub.Hub
-	st        store.Store
+	st        Store
 	keys      *vault.Keyring // opens environment_variable credentials
 	workspace string         // root of the local executors' workspaces
 	sandboxes *sandboxes     // nil: cloud sessions' tools run on the host (--sandbox=none)
@@ -124,100 +48,96 @@ type hubTools struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	leases  map[string]*executorhub.Lease
-	locals  map[string]*executor.Client
-	secrets map[string][]secret // per session: injected values to redact from results
+	mu      sync.Mutex                    // guards the fields below
+	leases  map[string]*executorhub.Lease // per session: its placement
+	locals  map[string]*executor.Client   // per cloud environment: its in-process executor
+	secrets map[string][]secret           // per session: injected values to redact from results
 	// resources are the resources placed in each session's workspace
 	// during its current placement.
 	resources placedResources
 }
 
-// secret is an environment_variable credential opened for a session.
-type secret struct {
-	name, value string
-	hosts       []string // the credential's allowed hosts; nil: unrestricted
-	header      bool     // substituted in request headers (and query strings)
-	body        bool     // substituted in request bodies
+// Config configures a Host.
+type Config struct {
+	Hub   *executorhub.Hub
+	Store Store
+	// Keys opens vault credentials and repository tokens, and seals the
+	// egress proxies' CAs.
+	Keys *vault.Keyring
+	// DataDir holds the workspaces, sandboxes, CAs and package layers.
+	DataDir  string
+	Sandbox  SandboxConfig
+	Packages PackagesConfig
+	// Replicas is set when replicas share the database (PostgreSQL).
+	Replicas *ReplicaConfig
+	// Outputs is set to keep the files cloud sessions write to their
+	// outputs directory as Files.
+	Outputs *OutputsConfig
+	Logger  *slog.Logger
 }
 
-func newHubTools(hub *executorhub.Hub, st store.Store, keys *vault.Keyring, workspace string, log *slog.Logger) *hubTools {
+// ReplicaConfig is this replica's part among the replicas of a database.
+type ReplicaConfig struct {
+	// ID names this replica; TTL is the lease of the sessions it runs.
+	ID  string
+	TTL time.Duration
+	// Bus carries the announcements of executors to the other replicas.
+	Bus *bus.Bus
+}
+
+// OutputsConfig configures the keeping of sessions' outputs.
+type OutputsConfig struct {
+	// SpoolDir is where a file's content waits for the store; MaxSize
+	// bounds one file.
+	SpoolDir string
+	MaxSize  int64
+}
+
+// New assembles a tool host; it starts nothing (see Start).
+func New(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &hubTools{hub: hub, st: st, keys: keys, workspace: workspace, log: log, ctx: ctx, cancel: cancel,
+	t := &Host{hub: cfg.Hub, st: cfg.Store, keys: cfg.Keys, workspace: filepath.Join(cfg.DataDir, "workspaces"), log: cfg.Logger, ctx: ctx, cancel: cancel,
 		leases: map[string]*executorhub.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}, resources: placedResources{}}
+	var err error
+	t.sandboxes, err = newSandboxes(ctx, cfg.Sandbox, cfg.Packages, cfg.Store, cfg.Keys, cfg.DataDir, cfg.Logger)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if r := cfg.Replicas; r != nil {
+		t.hands = &replicaHands{st: cfg.Store, bus: r.Bus, hub: cfg.Hub, replica: r.ID, ttl: r.TTL, log: cfg.Logger}
+	}
+	slots, how := cfg.Sandbox.slots()
+	t.slots = newCapacity(slots, t.yield)
+	cfg.Logger.Info("cloud sessions' tools run in at most this many sessions at once", "slots", slots, "from", how)
+	if o := cfg.Outputs; o != nil {
+		t.outputs = newOutputs(cfg.Store, o.SpoolDir, o.MaxSize, cfg.Logger)
+	}
+	return t, nil
 }
 
-// credentials opens the session's environment_variable credentials.
-func (t *hubTools) credentials(ctx context.Context, sess *ma.Session) ([]secret, error) {
-	var secrets []secret
-	seen := map[string]bool{}
-	for _, vid := range sess.VaultIDs {
-		creds, err := liveCredentials(ctx, t.st, vid)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range creds {
-			if c.Auth.Type != ma.AuthEnvVar || seen[c.Auth.SecretName] {
-				continue // the first vault that has the name wins
-			}
-			seen[c.Auth.SecretName] = true
-			sec, err := t.keys.OpenSecrets(c.Sealed, c.ID)
-			if err != nil {
-				return nil, fmt.Errorf("credential %s: %w", c.ID, err)
-			}
-			secrets = append(secrets, newSecret(c.Auth, sec.Value))
-		}
-	}
-	return secrets, nil
-}
+// SetWork gives the host the work queue whose items retire when an
+// executor takes their session (call it before Start).
+func (t *Host) SetWork(w workRetirer) { t.work = w }
 
-// newSecret reads where a credential may be used (the API stores
-// injection_location with headers on when it is not given).
-func newSecret(a ma.CredentialAuth, value string) secret {
-	s := secret{name: a.SecretName, value: value, header: true}
-	if l := a.InjectionLocation; l != nil {
-		s.header, s.body = l.Header, l.Body
-	}
-	if n := a.Networking; n != nil && n.Type == "limited" {
-		s.hosts = append([]string{}, n.AllowedHosts...)
-	}
-	return s
-}
+// Sandboxed reports whether cloud sessions' tools run in sandboxes.
+func (t *Host) Sandboxed() bool { return t.sandboxes != nil }
 
-// credentialEnv returns the variables that carry a session's credentials
-// into its tools. In a sandbox each holds a placeholder, unique to the
-// session and credential, which the sandbox's egress proxy replaces with
-// the value in requests to the credential's hosts; the value never enters
-// the sandbox. Without sandboxes the value is injected as it is.
-func (t *hubTools) credentialEnv(sessionID string, secrets []secret) (map[string]string, error) {
-	env := map[string]string{}
-	if t.sandboxes == nil {
-		for _, s := range secrets {
-			env[s.name] = s.value
-		}
-		return env, nil
-	}
-	creds := make([]egress.Credential, 0, len(secrets))
-	for _, s := range secrets {
-		ph, err := newPlaceholder()
-		if err != nil {
-			return nil, err
-		}
-		env[s.name] = ph
-		creds = append(creds, egress.Credential{Placeholder: ph, Value: s.value, Hosts: s.hosts, Header: s.header, Body: s.body})
-	}
-	t.sandboxes.setCredentials(sessionID, creds)
-	return env, nil
-}
+// SlotsInUse returns the number of tool slots held and of sessions waiting
+// for one (a metric).
+func (t *Host) SlotsInUse() (held, waiting int) { return t.slots.inUse() }
 
-// newPlaceholder returns a placeholder: URL-safe, fixed length, random,
-// so that no placeholder contains another.
-func newPlaceholder() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
+// Start says whether cloud sessions' tools can run (it makes one sandbox)
+// and removes the workspaces of sessions deleted while the server was
+// down.
+func (t *Host) Start(ctx context.Context) error {
+	if t.sandboxes != nil {
+		t.sandboxes.check(ctx)
+	} else {
+		t.log.Warn("--sandbox=none: cloud sessions' tools run on this host as the server's user, confined by Landlock only; they can read the server's files and reach its network. Use this only on a trusted single-user machine.")
 	}
-	return "reins_placeholder_" + hex.EncodeToString(b[:]), nil
+	t.sweepWorkspaces(ctx)
+	return nil
 }
 
 // workRetirer retires the work item of a session that an executor takes,
@@ -227,8 +147,8 @@ type workRetirer interface {
 	Retire(ctx context.Context, sessionID string) (acked bool, err error)
 }
 
-// placed reports whether an executor holds the session now.
-func (t *hubTools) placed(sessionID string) bool {
+// Placed reports whether an executor holds the session now.
+func (t *Host) Placed(sessionID string) bool {
 	t.mu.Lock()
 	l := t.leases[sessionID]
 	t.mu.Unlock()
@@ -248,7 +168,7 @@ func (t *hubTools) placed(sessionID string) bool {
 const localRegistrationWait = 10 * time.Second
 
 // Place implements tool.Placer.
-func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*tool.Wait, error) {
+func (t *Host) Place(ctx context.Context, sess *ma.Session) (*tool.Wait, error) {
 	t.mu.Lock()
 	l := t.leases[sess.ID]
 	t.mu.Unlock()
@@ -297,14 +217,14 @@ func (t *hubTools) Place(ctx context.Context, sess *ma.Session) (*tool.Wait, err
 }
 
 // assignRequest is the assignment of a session to an executor.
-func (t *hubTools) assignRequest(sess *ma.Session, envID string) executorhub.AssignRequest {
+func (t *Host) assignRequest(sess *ma.Session, envID string) executorhub.AssignRequest {
 	return executorhub.AssignRequest{EnvironmentID: envID, SessionID: sess.ID, Tools: harness.BuiltinTools(&sess.Agent)}
 }
 
 // placeLocal places a cloud environment's session on the environment's
 // in-process executor, once the session holds one of the server's slots.
 // l is the session's lease from an earlier placement, if any.
-func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executorhub.AssignRequest, l *executorhub.Lease) (*tool.Wait, error) {
+func (t *Host) placeLocal(ctx context.Context, sess *ma.Session, req executorhub.AssignRequest, l *executorhub.Lease) (*tool.Wait, error) {
 	if l == nil {
 		if err := t.toWorkspace(ctx, sess); err != nil {
 			return nil, err
@@ -333,7 +253,7 @@ func (t *hubTools) placeLocal(ctx context.Context, sess *ma.Session, req executo
 
 // assignLocal assigns a session that holds a slot to its environment's
 // in-process executor.
-func (t *hubTools) assignLocal(ctx context.Context, sess *ma.Session, req executorhub.AssignRequest) error {
+func (t *Host) assignLocal(ctx context.Context, sess *ma.Session, req executorhub.AssignRequest) error {
 	if t.keys != nil && (len(sess.VaultIDs) > 0 || hasRepositories(sess)) {
 		// Cloud environments get the session's environment_variable
 		// credentials (self-hosted machines do not, as in the
@@ -368,13 +288,13 @@ func (t *hubTools) assignLocal(ctx context.Context, sess *ma.Session, req execut
 }
 
 // keep records the session's lease.
-func (t *hubTools) keep(sessionID string, l *executorhub.Lease) {
+func (t *Host) keep(sessionID string, l *executorhub.Lease) {
 	t.mu.Lock()
 	t.leases[sessionID] = l
 	t.mu.Unlock()
 }
 
-func (t *hubTools) drop(sessionID string, l *executorhub.Lease) {
+func (t *Host) drop(sessionID string, l *executorhub.Lease) {
 	t.mu.Lock()
 	if t.leases[sessionID] == l {
 		delete(t.leases, sessionID)
@@ -383,7 +303,7 @@ func (t *hubTools) drop(sessionID string, l *executorhub.Lease) {
 }
 
 // ensureLocal starts the in-process executor of a cloud environment.
-func (t *hubTools) ensureLocal(envID string) error {
+func (t *Host) ensureLocal(envID string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c := t.locals[envID]; c != nil {
@@ -422,7 +342,7 @@ func (t *hubTools) ensureLocal(envID string) error {
 }
 
 // runTool runs a tool call on the session's executor (RunTool).
-func (t *hubTools) runTool(ctx context.Context, sess *ma.Session, call tool.Call) tool.Result {
+func (t *Host) runTool(ctx context.Context, sess *ma.Session, call tool.Call) tool.Result {
 	t.mu.Lock()
 	l := t.leases[sess.ID]
 	t.mu.Unlock()
@@ -454,7 +374,7 @@ func (t *hubTools) runTool(ctx context.Context, sess *ma.Session, call tool.Call
 
 // Idle implements tool.Placer: the session's executor slot may go to
 // another session until the next Place.
-func (t *hubTools) Idle(sessionID string) {
+func (t *Host) Idle(sessionID string) {
 	t.mu.Lock()
 	l := t.leases[sessionID]
 	t.mu.Unlock()
@@ -467,7 +387,7 @@ func (t *hubTools) Idle(sessionID string) {
 // yield ends the placement of an idle session whose slot went to another
 // session; a session that resumed meanwhile keeps its lease (it has taken
 // a slot again first).
-func (t *hubTools) yield(sessionID string) {
+func (t *Host) yield(sessionID string) {
 	t.mu.Lock()
 	l := t.leases[sessionID]
 	t.mu.Unlock()
@@ -477,7 +397,7 @@ func (t *hubTools) yield(sessionID string) {
 }
 
 // Release implements tool.Placer.
-func (t *hubTools) Release(sessionID string) {
+func (t *Host) Release(sessionID string) {
 	t.mu.Lock()
 	l := t.leases[sessionID]
 	delete(t.leases, sessionID)
@@ -507,7 +427,7 @@ func (t *hubTools) Release(sessionID string) {
 // SessionEnded implements httpapi.SessionLifecycle: an archived or
 // deleted session's sandbox is torn down at once, and a deleted
 // session's workspace is removed.
-func (t *hubTools) SessionEnded(ctx context.Context, sess *ma.Session, deleted bool) {
+func (t *Host) SessionEnded(ctx context.Context, sess *ma.Session, deleted bool) {
 	t.Release(sess.ID)
 	if t.sandboxes != nil {
 		t.sandboxes.end(sess.ID)
@@ -520,7 +440,7 @@ func (t *hubTools) SessionEnded(ctx context.Context, sess *ma.Session, deleted b
 // EnvironmentDeleted implements httpapi.Lifecycle: the environment's
 // in-process executor stops, and with it its sessions' sandboxes; its
 // outside executors are disconnected.
-func (t *hubTools) EnvironmentDeleted(ctx context.Context, id string) {
+func (t *Host) EnvironmentDeleted(ctx context.Context, id string) {
 	t.mu.Lock()
 	c := t.locals[id]
 	delete(t.locals, id)
@@ -533,23 +453,23 @@ func (t *hubTools) EnvironmentDeleted(ctx context.Context, id string) {
 
 // EnvironmentArchived implements httpapi.Lifecycle: the environment's
 // outside executors are disconnected (their keys no longer work).
-func (t *hubTools) EnvironmentArchived(ctx context.Context, id string) {
+func (t *Host) EnvironmentArchived(ctx context.Context, id string) {
 	t.hub.DisconnectEnvironment(id, fmt.Sprintf("environment %s is archived", id))
 }
 
 // EnvironmentKeyRevoked implements httpapi.Lifecycle: the executors
 // connected with the key are disconnected at once.
-func (t *hubTools) EnvironmentKeyRevoked(ctx context.Context, k store.EnvironmentKey) {
+func (t *Host) EnvironmentKeyRevoked(ctx context.Context, k store.EnvironmentKey) {
 	t.hub.RevokeCredential(k.Hash, fmt.Sprintf("environment key %s was revoked", k.ID))
 }
 
 // MachineRevoked implements httpapi.Lifecycle: the executors connected
 // with the machine's token are disconnected at once.
-func (t *hubTools) MachineRevoked(ctx context.Context, m store.Machine) {
+func (t *Host) MachineRevoked(ctx context.Context, m store.Machine) {
 	t.hub.RevokeCredential(m.Hash, fmt.Sprintf("machine %s was revoked", m.ID))
 }
 
-func (t *hubTools) removeWorkspace(envID, sessionID string) {
+func (t *Host) removeWorkspace(envID, sessionID string) {
 	if !safeName(envID) || !safeName(sessionID) {
 		return
 	}
@@ -568,7 +488,7 @@ func safeName(id string) bool {
 
 // sweepWorkspaces removes the workspaces of sessions deleted while the
 // server was down.
-func (t *hubTools) sweepWorkspaces(ctx context.Context) {
+func (t *Host) sweepWorkspaces(ctx context.Context) {
 	envs, _ := os.ReadDir(t.workspace)
 	for _, env := range envs {
 		sessions, _ := os.ReadDir(filepath.Join(t.workspace, env.Name()))
@@ -582,28 +502,13 @@ func (t *hubTools) sweepWorkspaces(ctx context.Context) {
 	}
 }
 
-// stop stops the local executors and tears down their sandboxes.
-func (t *hubTools) stop() {
+// Stop stops the local executors and the replica's announcements, and
+// tears down the sandboxes. Call it after the sessions' runners left.
+func (t *Host) Stop(ctx context.Context) error {
 	t.cancel()
 	t.wg.Wait()
 	if t.sandboxes != nil {
 		t.sandboxes.close()
 	}
-}
-
-// executorList shows the hub's executors to the API
-// (GET /v1/environments/{id}/executors).
-type executorList struct{ hub *executorhub.Hub }
-
-func (l executorList) Executors(environmentID string) []httpapi.ExecutorView {
-	var out []httpapi.ExecutorView
-	for _, e := range l.hub.Executors() {
-		if e.EnvironmentID != environmentID {
-			continue
-		}
-		out = append(out, httpapi.ExecutorView{Type: "executor", ID: e.ID, EnvironmentID: e.EnvironmentID, MachineID: e.MachineID,
-			Name: e.Executor.Name, Version: e.Executor.Version, OS: e.Executor.OS, Arch: e.Executor.Arch, Hostname: e.Executor.Hostname,
-			Capabilities: e.Capabilities, MaxSessions: e.MaxSessions, Sessions: e.SessionIDs})
-	}
-	return out
+	return nil
 }

@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"context"
@@ -11,11 +11,21 @@ import (
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
+// CheckStore is what CredentialCheck reads.
+type CheckStore interface {
+	environmentGetter
+	credentialLister
+}
+
+// NewCredentialCheck returns the harness's CredentialChecker of st.
+func NewCredentialCheck(st CheckStore) harness.CredentialChecker { return credentialCheck{st} }
+
 // credentialCheck is the harness's CredentialChecker: every
 // environment_variable credential of the session's vaults must only allow
 // hosts that the environment's network policy permits.
-type credentialCheck struct{ st store.Store }
+type credentialCheck struct{ st CheckStore }
 
+// Check implements harness.CredentialChecker.
 func (c credentialCheck) Check(ctx context.Context, sessionID, envID string, vaultIDs []string) error {
 	env, err := c.st.GetEnvironment(ctx, envID)
 	if errors.Is(err, store.ErrNotFound) {

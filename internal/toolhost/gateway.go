@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"context"
@@ -11,11 +11,22 @@ import (
 	"github.com/reinsdev/reins/internal/turntoken"
 )
 
+// Turns finds the agent-end turns running here (the harness).
+type Turns interface {
+	AgentTurn(sessionID, turnID string) (*harness.ActiveTurn, error)
+}
+
+// GatewayTurns returns the model gateway's gateway.Turns: the running
+// agent-end turn of a model token.
+func GatewayTurns(tokens *turntoken.Issuer, turns Turns) gateway.Turns {
+	return gatewayTurns{tokens: tokens, h: turns}
+}
+
 // gatewayTurns finds the running agent-end turn of a model token for the
 // model gateway. It implements gateway.Turns.
 type gatewayTurns struct {
 	tokens *turntoken.Issuer
-	h      *harness.Harness
+	h      Turns
 }
 
 // ModelTurn implements gateway.Turns.

@@ -1,9 +1,10 @@
-package app
+package toolhost
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,7 @@ const WorkspaceResetNotice = "[reins] This session moved to another server, whic
 // RunTool implements tool.Runner. With replicas, the first result
 // of a cloud session's placement says so when its workspace is not the one
 // the session last used (see workspaceNotice).
-func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call tool.Call) tool.Result {
+func (t *Host) RunTool(ctx context.Context, sess *ma.Session, call tool.Call) tool.Result {
 	notice := t.workspaceNotice(ctx, sess.ID)
 	if failed := t.syncResources(ctx, sess); failed != nil {
 		return *failed
@@ -46,7 +47,7 @@ func (t *hubTools) RunTool(ctx context.Context, sess *ma.Session, call tool.Call
 // collectOutputs keeps the files a cloud session wrote to its outputs
 // directory as Files (self-hosted sessions' workspaces are on their
 // executors' machines: their outputs are not kept).
-func (t *hubTools) collectOutputs(ctx context.Context, sessionID string) {
+func (t *Host) collectOutputs(ctx context.Context, sessionID string) {
 	if t.outputs == nil {
 		return
 	}
@@ -73,7 +74,7 @@ func (t *hubTools) collectOutputs(ctx context.Context, sessionID string) {
 // before it ran elsewhere): its workspace here is fresh or stale, so a new
 // marker is written and the model is told. A session that never had a
 // marker has lost nothing.
-func (t *hubTools) workspaceNotice(ctx context.Context, sessionID string) string {
+func (t *Host) workspaceNotice(ctx context.Context, sessionID string) string {
 	if t.hands == nil {
 		return "" // one process: the workspace never moves
 	}
@@ -114,7 +115,7 @@ func (t *hubTools) workspaceNotice(ctx context.Context, sessionID string) string
 // when it is to be placed here: its workspace is here (or in a workspace
 // root this replica shares), it never had one, or its replica is gone
 // (then the first tool result says the workspace was reset).
-func (t *hubTools) toWorkspace(ctx context.Context, sess *ma.Session) error {
+func (t *Host) toWorkspace(ctx context.Context, sess *ma.Session) error {
 	if t.hands == nil || !safeName(sess.EnvironmentID) || !safeName(sess.ID) {
 		return nil
 	}
@@ -156,7 +157,7 @@ func markerReplica(marker string) string {
 // newMarker writes a new marker beside the session's workspace, then
 // records it for the session. The marker names this replica, so that a
 // session woken elsewhere can be moved back to its workspace.
-func (t *hubTools) newMarker(ctx context.Context, sessionID, path string) error {
+func (t *Host) newMarker(ctx context.Context, sessionID, path string) error {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return err
@@ -195,4 +196,24 @@ func (r *replicaHands) forget(sessionID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.checked, sessionID)
+}
+
+// EndedElsewhere frees what this replica holds of a session that was
+// archived or deleted through another replica (whose SessionEnded freed
+// its own): its placement, its sandbox and, once deleted, its workspace.
+func (t *Host) EndedElsewhere(ctx context.Context, sessionID string) {
+	t.Release(sessionID)
+	if t.sandboxes != nil {
+		t.sandboxes.end(sessionID)
+	}
+	if !safeName(sessionID) {
+		return
+	}
+	if _, err := t.st.GetSession(ctx, sessionID); !errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	dirs, _ := filepath.Glob(filepath.Join(t.workspace, "*", sessionID))
+	for _, d := range dirs {
+		t.removeWorkspace(filepath.Base(filepath.Dir(d)), sessionID)
+	}
 }

@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ type capacity struct {
 	size  int
 	evict func(sessionID string) // ends an idle holder's placement
 
-	mu      sync.Mutex
+	mu      sync.Mutex        // guards the fields below
 	holders map[string]uint64 // session → when it went idle (0: busy)
 	idles   uint64            // counts idle marks, to evict the longest idle
 	queue   []*slotWaiter     // FIFO

@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"archive/zip"
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox"
@@ -25,7 +26,10 @@ const skillsDir = "skills"
 // skillPrompts describes the skills of a session's agent for the system
 // prompt (harness.SkillPrompter).
 type skillPrompts struct {
-	st store.Store
+	st interface {
+		environmentGetter
+		skillReader
+	}
 	// sandboxed: cloud sessions see their workspace at
 	// sandbox.WorkspaceDir, so their skills get absolute paths.
 	sandboxed bool
@@ -72,13 +76,19 @@ func (p skillPrompts) SkillsPrompt(ctx context.Context, sess *ma.Session) (strin
 	return b.String(), nil
 }
 
+// SkillPrompts returns the harness's SkillPrompter: it describes the
+// skills of a session's agent where the host places them.
+func (t *Host) SkillPrompts() harness.SkillPrompter {
+	return skillPrompts{st: t.st, sandboxed: t.sandboxes != nil}
+}
+
 // skillKey names a placed skill among a session's placed resources.
 func skillKey(ref ma.SkillRef) string { return "skill:" + ref.SkillID + "@" + ref.Version }
 
 // placeSkill writes a skill version's files under skills/<name>/ in the
 // session's workspace, read-only, with the session's bash: to a temporary
 // directory beside it, then renamed. It returns the directory.
-func (t *hubTools) placeSkill(ctx context.Context, sess *ma.Session, ref ma.SkillRef) (string, error) {
+func (t *Host) placeSkill(ctx context.Context, sess *ma.Session, ref ma.SkillRef) (string, error) {
 	v, err := t.st.GetSkillVersion(ctx, ref.SkillID, ref.Version)
 	if err != nil {
 		return "", err
@@ -109,7 +119,7 @@ func (t *hubTools) placeSkill(ctx context.Context, sess *ma.Session, ref ma.Skil
 // placer batches placing commands, so that a skill of many small files
 // takes few bash calls.
 type placer struct {
-	t       *hubTools
+	t       *Host
 	ctx     context.Context
 	sess    *ma.Session
 	cmds    []string
@@ -173,7 +183,7 @@ func (p *placer) file(rel string, f *zip.File) error {
 // io.ReaderAt for archive/zip), keeping the last piece read.
 type chunkReader struct {
 	ctx  context.Context
-	st   store.Store
+	st   skillReader
 	v    store.SkillVersion
 	n    int
 	last []byte

@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/packages"
-	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/vault"
 	"github.com/reinsdev/reins/internal/webfetch"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -106,7 +105,7 @@ const cleartextHint = "an operator can allow cleartext credentials for a host wi
 type sandboxes struct {
 	m     *sandbox.Manager
 	pkgs  *packages.Installer
-	st    store.Store
+	st    sandboxStore
 	guard *netguard.Guard
 	log   *slog.Logger
 	ctx   context.Context // lifetime of the proxies
@@ -115,13 +114,13 @@ type sandboxes struct {
 
 	cas *caStore // per-environment CAs of the proxies that substitute credentials
 
-	mu          sync.Mutex
+	mu          sync.Mutex                // guards the fields below
 	launchers   map[string]tools.Launcher // by session id
 	credentials map[string]*credentialSet // by session id
 }
 
 // newSandboxes returns nil when cfg.Mode is SandboxNone.
-func newSandboxes(ctx context.Context, cfg SandboxConfig, pkgs PackagesConfig, st store.Store, keys *vault.Keyring, dataDir string, log *slog.Logger) (*sandboxes, error) {
+func newSandboxes(ctx context.Context, cfg SandboxConfig, pkgs PackagesConfig, st sandboxStore, keys *vault.Keyring, dataDir string, log *slog.Logger) (*sandboxes, error) {
 	switch cfg.Mode {
 	case "", SandboxNamespaces:
 	case SandboxNone:
@@ -215,7 +214,7 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 type preparing struct {
 	prepare func() (*sandbox.Launcher, error)
 
-	mu     sync.Mutex
+	mu     sync.Mutex // guards the fields below
 	l      *sandbox.Launcher
 	closed bool
 }
@@ -306,7 +305,7 @@ func (s *sandboxes) rotateCredential(sessionID, old, value string) {
 // credentialSet is the credentials of one placement of a session, which
 // its proxy reads at each request.
 type credentialSet struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // guards creds
 	creds []egress.Credential
 }
 
@@ -381,9 +380,11 @@ func networkPolicy(env *ma.Environment, session func() (*ma.Session, error)) (eg
 	return egress.Policy{AllowedHosts: hosts}, nil
 }
 
-// webFetchPolicy is the network policy of web_fetch calls: that of the
+// WebFetchPolicy is the network policy of web_fetch calls: that of the
 // session's environment.
-func webFetchPolicy(st store.Store) webfetch.PolicyFunc {
+func WebFetchPolicy(st interface {
+	GetEnvironment(ctx context.Context, id string) (ma.Environment, error)
+}) webfetch.PolicyFunc {
 	return func(ctx context.Context, sess *ma.Session) (egress.Policy, error) {
 		env, err := st.GetEnvironment(ctx, sess.EnvironmentID)
 		if err != nil {

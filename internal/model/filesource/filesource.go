@@ -1,4 +1,7 @@
-package app
+// Package filesource resolves the file sources of the image and document
+// blocks a model call carries (files of the Files API) to their content,
+// as a model.Provider in front of the model router.
+package filesource
 
 import (
 	"context"
@@ -18,8 +21,8 @@ import (
 // own request limit is 32 MB.
 const maxInlineFile = 24 << 20
 
-// fileReader is what fileSources needs of the store.
-type fileReader interface {
+// Files is what a provider reads of the store.
+type Files interface {
 	GetFile(ctx context.Context, id string) (store.File, error)
 	ReadFileChunk(ctx context.Context, id string, n int) ([]byte, error)
 }
@@ -31,7 +34,13 @@ type fileReader interface {
 // keeps the file id.
 type fileSources struct {
 	next  model.Provider
-	files fileReader
+	files Files
+}
+
+// New returns a provider that resolves file sources, reading files, before
+// it calls next.
+func New(next model.Provider, files Files) model.Provider {
+	return fileSources{next: next, files: files}
 }
 
 // Stream implements model.Provider.

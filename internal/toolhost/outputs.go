@@ -1,4 +1,4 @@
-package app
+package toolhost
 
 import (
 	"context"
@@ -54,13 +54,13 @@ type outputs struct {
 	maxSize int64  // a larger file is left out
 	log     *slog.Logger
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards sessions
 	sessions map[string]*sessionOutputs
 }
 
 // sessionOutputs is what one session's scans know.
 type sessionOutputs struct {
-	mu     sync.Mutex // one scan at a time
+	mu     sync.Mutex // held by the one scan at a time; guards the fields below
 	loaded bool       // kept and bytes hold the session's stored outputs
 	kept   map[outputKey]bool
 	bytes  int64                 // the size of the kept files together

@@ -1,4 +1,6 @@
-package app
+// Package mcphost is the tool host's part that reaches the remote MCP
+// servers of sessions' agents: one connector pool per session.
+package mcphost
 
 import (
 	"context"
@@ -10,21 +12,20 @@ import (
 	"sync"
 
 	"github.com/reinsdev/reins/internal/connector"
-	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-// mcpHost is the harness's MCPHost: one connector pool per session,
+// Host is the harness's tool.MCPHost: one connector pool per session,
 // reused across turns while the session's MCP servers stay the same,
 // closed when the session's runner leaves.
-type mcpHost struct {
+type Host struct {
 	creds *connector.VaultCredentials
 	hc    *http.Client // carries the MCP traffic of every pool
 	log   *slog.Logger
 
-	mu    sync.Mutex
+	mu    sync.Mutex // guards pools
 	pools map[string]*sessionPool
 }
 
@@ -34,17 +35,17 @@ type sessionPool struct {
 	pool    *connector.Pool
 }
 
-// newMCPHost returns a host whose pools connect with streams and refresh
-// OAuth tokens with requests; both should come from netguard.Guard.Client.
-func newMCPHost(st store.Store, keys *vault.Keyring, streams, requests *http.Client, log *slog.Logger) *mcpHost {
+// New returns a host whose pools connect with streams and refresh OAuth
+// tokens with requests; both should come from netguard.Guard.Client.
+func New(st connector.VaultStore, keys *vault.Keyring, streams, requests *http.Client, log *slog.Logger) *Host {
 	creds := &connector.VaultCredentials{Store: st, Keyring: keys, HTTPClient: requests, Logger: log}
-	return &mcpHost{creds: creds, hc: streams, log: log, pools: map[string]*sessionPool{}}
+	return &Host{creds: creds, hc: streams, log: log, pools: map[string]*sessionPool{}}
 }
 
 // pool returns the session's pool for its current MCP servers. When they
 // changed (a session update between turns), the old pool is closed and a
 // new one made.
-func (m *mcpHost) pool(sess *ma.Session) (*connector.Pool, error) {
+func (m *Host) pool(sess *ma.Session) (*connector.Pool, error) {
 	servers := make([]connector.Server, len(sess.Agent.MCPServers))
 	for i, s := range sess.Agent.MCPServers {
 		servers[i] = connector.Server{Name: s.Name, URL: s.URL}
@@ -81,7 +82,7 @@ func mcpError(err error) error {
 }
 
 // Tools implements tool.MCPHost.
-func (m *mcpHost) Tools(ctx context.Context, sess *ma.Session) ([]tool.MCPTool, error) {
+func (m *Host) Tools(ctx context.Context, sess *ma.Session) ([]tool.MCPTool, error) {
 	p, err := m.pool(sess)
 	if err != nil {
 		return nil, err
@@ -98,7 +99,7 @@ func (m *mcpHost) Tools(ctx context.Context, sess *ma.Session) ([]tool.MCPTool, 
 }
 
 // Call implements tool.MCPHost.
-func (m *mcpHost) Call(ctx context.Context, sess *ma.Session, server, name string, input json.RawMessage) (tool.Result, error) {
+func (m *Host) Call(ctx context.Context, sess *ma.Session, server, name string, input json.RawMessage) (tool.Result, error) {
 	p, err := m.pool(sess)
 	if err != nil {
 		return tool.Result{}, err
@@ -115,7 +116,7 @@ func (m *mcpHost) Call(ctx context.Context, sess *ma.Session, server, name strin
 }
 
 // Release implements tool.MCPHost.
-func (m *mcpHost) Release(sessionID string) {
+func (m *Host) Release(sessionID string) {
 	m.mu.Lock()
 	p := m.pools[sessionID]
 	delete(m.pools, sessionID)
