@@ -230,7 +230,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	b := bus.New()
-	hcfg := harness.Config{Store: st, Bus: b, Model: fileSources{next: models, files: st}, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger}
+	writer := sessions.NewWriter(st) // the runners' and the API's one write path
+	hcfg := harness.Config{Store: st, Writer: writer, Bus: b, Model: fileSources{next: models, files: st}, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger}
 	var relay *pgnotify.Relay
 	if cfg.DatabaseURL != "" {
 		// Replicas may share the database: sessions run under leases and
@@ -319,7 +320,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	hc := cfg.HTTP
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
-	hc.Sessions = sessions.New(sessions.Config{Store: st, Bus: b, Runner: wk.h, Work: wk.q, Hosting: wk.hosting})
+	hc.Sessions = sessions.New(sessions.Config{Store: st, Bus: b, Runner: wk.h, Work: wk.q, Hosting: wk.hosting, Writer: writer})
 	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Machines: st, Bootstrap: cfg.BootstrapKey}
 	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
 	hc.Lifecycle = replicaLifecycle{ht, b}
