@@ -113,7 +113,7 @@ type Harness struct {
 
 	renewer *renewer // of the leases (nil without)
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the fields below
 	runners map[string]*runner
 	turns   map[string]*ActiveTurn // agent-end turns running here, by session id
 	closed  bool

@@ -46,7 +46,7 @@ type runner struct {
 	turn *turnObs // the observation of the turn in progress, if any
 	obs  txObs    // what the current transaction leaves to report
 
-	mu         sync.Mutex
+	mu         sync.Mutex         // guards the fields below
 	gen        uint64             // incremented by each interrupt
 	cancelTurn context.CancelFunc // cancels the current model/tool call or wait
 }
