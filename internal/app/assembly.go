@@ -46,6 +46,7 @@ type assembly struct {
 	workers  *toolhost.Workers
 	hosting  *sessions.Hosting
 	runner   replicaRunner
+	writer   *sessions.Writer // the runners' and the API's one write path
 }
 
 // undoAll closes what the steps opened.
@@ -193,7 +194,8 @@ func (as *assembly) toolHost(context.Context) error {
 // and web_fetch behind one guard of the server's own requests.
 func (as *assembly) harness(context.Context) error {
 	cfg, a := as.cfg, as.a
-	hcfg := harness.Config{Store: a.Store, Bus: a.Bus, Model: filesource.New(as.models, a.Store), Retry: cfg.Retry, IdleLinger: cfg.IdleLinger,
+	as.writer = sessions.NewWriter(a.Store)
+	hcfg := harness.Config{Store: a.Store, Writer: as.writer, Bus: a.Bus, Model: filesource.New(as.models, a.Store), Retry: cfg.Retry, IdleLinger: cfg.IdleLinger,
 		ContextWindow: cfg.ContextWindow, Logger: cfg.Logger, Observer: as.observer}
 	if cfg.DatabaseURL != "" {
 		// Replicas may share the database: sessions run under leases.
@@ -244,7 +246,7 @@ func (as *assembly) workQueue(context.Context) error {
 func (as *assembly) api(context.Context) error {
 	cfg, a, hc := as.cfg, as.a, &as.http
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = a.Store, a.Bus, a.Harness, cfg.Logger, a.Hub, a.Work
-	hc.Sessions = sessions.New(sessions.Config{Store: a.Store, Bus: a.Bus, Runner: as.runner, Work: a.Work, Hosting: as.hosting})
+	hc.Sessions = sessions.New(sessions.Config{Store: a.Store, Bus: a.Bus, Runner: as.runner, Work: a.Work, Hosting: as.hosting, Writer: as.writer})
 	hc.Vaults = httpapi.VaultConfig{Keyring: as.keys, ProbeClient: as.requests}
 	hc.Auth = &httpapi.Authenticator{Keys: a.Store, EnvironmentKeys: a.Store, Machines: a.Store, Bootstrap: cfg.BootstrapKey}
 	hc.Lifecycle = replicaLifecycle{a.tools, a.Bus}

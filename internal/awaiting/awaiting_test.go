@@ -1,4 +1,4 @@
-package harness
+package awaiting
 
 import (
 	"maps"
@@ -7,7 +7,7 @@ import (
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-func TestActionFold(t *testing.T) {
+func TestFold(t *testing.T) {
 	now := "2026-01-01T00:00:00Z"
 	msg := ma.Event{ID: "m1", Type: ma.EventUserMessage}
 	processed := msg
@@ -21,7 +21,7 @@ func TestActionFold(t *testing.T) {
 		{ID: "a2", Type: ma.EventAgentToolUse, EvaluatedPermission: "ask"},
 		{ID: "i1", Type: ma.EventStatusIdle, StopReason: &ma.StopReason{Type: ma.StopRequiresAction, EventIDs: []string{"c1", "a1", "a2"}}},
 	}
-	f := NewActionFold(false)
+	f := NewFold(false)
 	for _, ev := range log {
 		f.Feed(ev)
 	}
@@ -41,17 +41,17 @@ func TestActionFold(t *testing.T) {
 		t.Fatalf("the original changed with its clone: %+v", got)
 	}
 	// Settled tool uses are forgotten.
-	if n := len(c.p.v.uses); n != 1 {
+	if n := len(c.uses); n != 1 {
 		t.Fatalf("clone keeps %d tool uses, want 1", n)
 	}
 
 	// A new user message abandons what is left, as the projection does.
 	c.Feed(ma.Event{ID: "m2", Type: ma.EventUserMessage, ProcessedAt: &now})
-	if got := c.Actions(); len(got.Confirm) != 0 || len(c.p.v.uses) != 0 {
+	if got := c.Actions(); len(got.Confirm) != 0 || len(c.uses) != 0 {
 		t.Fatalf("after a new message: %+v", got)
 	}
 	all := append(log, ma.Event{ID: "m2", Type: ma.EventUserMessage, ProcessedAt: &now})
-	if want := PendingActions(all[1:], false); len(want.Confirm) != 0 || len(want.CustomResults) != 0 {
-		t.Fatalf("projection disagrees: %+v", want)
+	if want := Of(all[1:], false); len(want.Confirm) != 0 || len(want.CustomResults) != 0 {
+		t.Fatalf("the fold of the whole log disagrees: %+v", want)
 	}
 }
