@@ -76,6 +76,12 @@ type resealer interface {
 // same rotation.
 func RotateMasterKey(ctx context.Context, r Rotation) (Rotated, error) {
 	var out Rotated
+	if r.DatabaseURL == "" {
+		// Checked first: a mistyped --data-dir is left as it was.
+		if path := filepath.Join(r.DataDir, app.DBFile); !exists(path) {
+			return out, fmt.Errorf("no reins database at %s: pass the --data-dir `reins serve` uses (REINS_DATA_DIR), or --database-url", path)
+		}
+	}
 	if err := os.MkdirAll(r.DataDir, 0o700); err != nil {
 		return out, err
 	}
@@ -196,11 +202,12 @@ func openStore(ctx context.Context, r Rotation) (resealer, error) {
 	if r.DatabaseURL != "" {
 		return postgres.Open(ctx, r.DatabaseURL)
 	}
-	path := filepath.Join(r.DataDir, app.DBFile)
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("no reins database at %s: pass the --data-dir `reins serve` uses, or --database-url: %w", path, err)
-	}
-	return sqlite.Open(ctx, path)
+	return sqlite.Open(ctx, filepath.Join(r.DataDir, app.DBFile))
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // caFile is an egress CA file of the data dir's ca directory, as the
