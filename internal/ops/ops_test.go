@@ -19,7 +19,9 @@ import (
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/ops"
+	"github.com/reinsdev/reins/internal/pgtest"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/postgres"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -254,9 +256,17 @@ func TestRotateMasterKeyFromEnvironment(t *testing.T) {
 	}
 }
 
+// secretStore is what seedSecrets and checkSealedUnder need of a store.
+type secretStore interface {
+	store.Vaults
+	store.RepositoryTokens
+	store.Replicas
+	Close() error
+}
+
 // seedSecrets stores a credential and a repository token sealed under
 // keys, and an egress CA file in dir; it returns the credential's id.
-func seedSecrets(t *testing.T, st *sqlite.Store, keys *vault.Keyring, dir string) string {
+func seedSecrets(t *testing.T, st secretStore, keys *vault.Keyring, dir string) string {
 	t.Helper()
 	ctx := context.Background()
 	ts := ma.Time(time.Now())
@@ -298,9 +308,16 @@ func seedSecrets(t *testing.T, st *sqlite.Store, keys *vault.Keyring, dir string
 // newKey, keep their values, and do not open under oldKey.
 func checkSealedUnder(t *testing.T, dir, credID string, newKey, oldKey []byte) {
 	t.Helper()
-	ctx := context.Background()
 	st := openAt(t, dir)
 	defer st.Close()
+	checkStoreSealedUnder(t, st, credID, newKey, oldKey)
+	checkCAFileSealedUnder(t, dir, newKey, oldKey)
+}
+
+// checkStoreSealedUnder checks the store's part of checkSealedUnder.
+func checkStoreSealedUnder(t *testing.T, st secretStore, credID string, newKey, oldKey []byte) {
+	t.Helper()
+	ctx := context.Background()
 	nk, _ := vault.NewKeyring(newKey)
 	ok, _ := vault.NewKeyring(oldKey)
 	if id, err := st.ClaimSetting(ctx, "vault_key_id", "x"); err != nil || id != nk.KeyID() {
@@ -327,6 +344,13 @@ func checkSealedUnder(t *testing.T, dir, credID string, newKey, oldKey []byte) {
 	if pt, err := nk.Open(toks["res_1"], httpapi.RepositoryTokenAD("sesn_1", "res_1")); err != nil || string(pt) != "repo-token" {
 		t.Fatalf("repository token under the new key: %q, %v", pt, err)
 	}
+}
+
+// checkCAFileSealedUnder checks the data dir's part of checkSealedUnder.
+func checkCAFileSealedUnder(t *testing.T, dir string, newKey, oldKey []byte) {
+	t.Helper()
+	nk, _ := vault.NewKeyring(newKey)
+	ok, _ := vault.NewKeyring(oldKey)
 	b, err := os.ReadFile(filepath.Join(dir, "ca", "env_1.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -392,4 +416,45 @@ func count(t *testing.T, path, q string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestRotateMasterKeyPostgres: the rotation of a PostgreSQL store, run
+// from two replicas' data dirs with the same keys: the first reseals the
+// database, the second only its own CA file.
+func TestRotateMasterKeyPostgres(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.FreshDB(t)
+	st, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	oldKey, _ := vault.GenerateKey()
+	old, _ := vault.NewKeyring(oldKey)
+	if _, err := st.ClaimSetting(ctx, "vault_key_id", old.KeyID()); err != nil {
+		t.Fatal(err)
+	}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	credID := seedSecrets(t, st, old, dirA)
+	caKey, _ := old.Seal([]byte("ca private key"), "ca:env_1")
+	b, _ := json.Marshal(map[string]any{"cert_pem": "CERT", "sealed_key": caKey})
+	os.MkdirAll(filepath.Join(dirB, "ca"), 0o700)
+	if err := os.WriteFile(filepath.Join(dirB, "ca", "env_1.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	newKey, _ := vault.GenerateKey()
+	rot := ops.Rotation{DatabaseURL: dsn, DataDir: dirA, CurrentEnv: encode(oldKey), NewEnv: encode(newKey)}
+	r, err := ops.RotateMasterKey(ctx, rot)
+	if err != nil || r.Resealed != 2 || r.CAFiles != 1 || r.AlreadyDone {
+		t.Fatalf("rotation from replica a = %+v, %v", r, err)
+	}
+	rot.DataDir = dirB
+	r, err = ops.RotateMasterKey(ctx, rot)
+	if err != nil || r.Resealed != 0 || r.CAFiles != 1 || !r.AlreadyDone {
+		t.Fatalf("rotation from replica b = %+v, %v", r, err)
+	}
+	checkStoreSealedUnder(t, st, credID, newKey, oldKey)
+	checkCAFileSealedUnder(t, dirA, newKey, oldKey)
+	checkCAFileSealedUnder(t, dirB, newKey, oldKey)
 }
