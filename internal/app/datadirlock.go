@@ -103,3 +103,15 @@ func (l *dirLock) release() error {
 	}
 	return nil
 }
+
+// LockDataDir takes the data dir's lock as New does, for the offline
+// commands (restore, master-key rotation) that must not run beside a
+// server on the same data dir: it fails with ErrDataDirInUse, naming the
+// holder, while one runs. The returned func releases the lock.
+func LockDataDir(dir string) (release func() error, err error) {
+	l, err := lockDataDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.release, nil
+}

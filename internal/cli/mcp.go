@@ -21,7 +21,8 @@ type mcpTool struct {
 // server or a machine's hands, and never return), keys create and revoke
 // (they mint and cut credentials), environments keys, every vault command
 // that writes (vaults credentials create handles secrets), sessions tail
-// (it never returns) and the mcp subtree.
+// (it never returns), the mcp subtree, and an operator's commands on the
+// data dir (backup, restore, master-key).
 func mcpTools() map[string]mcpTool {
 	read, write, destroy := mcpTool{readOnly: true}, mcpTool{}, mcpTool{destructive: true}
 	return map[string]mcpTool{

@@ -38,6 +38,7 @@ func newRootCommand() *cobra.Command {
 	root.SetVersionTemplate("reins {{.Version}}\n")
 	root.AddCommand(newServeCommand(), newKeysCommand(), newAgentsCommand(), newEnvironmentsCommand(), newSessionsCommand(), newVaultsCommand(), newExecutorCommand(), newVersionCommand())
 	root.AddCommand(newChatCommand())
+	root.AddCommand(newBackupCommand(), newRestoreCommand(), newMasterKeyCommand())
 	root.AddCommand(newMCPCommand(root))
 	requireSubcommands(root)
 	return root

@@ -143,47 +143,80 @@ func ad(prefix []byte, credentialID string) []byte {
 // REINS_MASTER_KEY) when it is not empty, else the key in dataDir/master-key,
 // which is generated (mode 0600) when it does not exist.
 func LoadKey(envValue, dataDir string) ([]byte, error) {
-	if envValue != "" {
-		raw, err := decodeKey(envValue)
-		if err != nil {
-			return nil, fmt.Errorf("vault: %s: %w", EnvKey, err)
-		}
-		return raw, nil
+	raw, _, err := ReadKey(envValue, dataDir)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return raw, err
 	}
-	path := filepath.Join(dataDir, KeyFile)
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		raw, err := decodeKey(string(b))
-		if err != nil {
-			return nil, fmt.Errorf("vault: %s: %w", path, err)
-		}
-		return raw, nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("vault: %w", err)
-	}
-	raw := make([]byte, KeySize)
-	if _, err := rand.Read(raw); err != nil {
-		return nil, fmt.Errorf("vault: generate key: %w", err)
+	raw, err = GenerateKey()
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("vault: %w", err)
 	}
-	// O_EXCL: two processes starting at once cannot both write a key.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	path := filepath.Join(dataDir, KeyFile)
+	err = WriteKeyFile(path, raw)
 	if errors.Is(err, fs.ErrExist) {
+		// Another process starting at once wrote its key first.
 		return LoadKey("", dataDir)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("vault: %w", err)
+		return nil, err
+	}
+	return raw, nil
+}
+
+// ReadKey returns the master key as LoadKey does, and where it came from
+// (EnvKey or the key file's path), but never generates one: without
+// envValue and the key file, the error matches fs.ErrNotExist.
+func ReadKey(envValue, dataDir string) (raw []byte, source string, err error) {
+	if envValue != "" {
+		raw, err := ParseKey(envValue)
+		if err != nil {
+			return nil, EnvKey, fmt.Errorf("vault: %s: %w", EnvKey, err)
+		}
+		return raw, EnvKey, nil
+	}
+	path := filepath.Join(dataDir, KeyFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, path, fmt.Errorf("vault: %w", err)
+	}
+	raw, err = ParseKey(string(b))
+	if err != nil {
+		return nil, path, fmt.Errorf("vault: %s: %w", path, err)
+	}
+	return raw, path, nil
+}
+
+// GenerateKey returns a new random master key.
+func GenerateKey() ([]byte, error) {
+	raw := make([]byte, KeySize)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("vault: generate key: %w", err)
+	}
+	return raw, nil
+}
+
+// WriteKeyFile writes raw, base64, to the new file path (mode 0600) and
+// syncs it. It fails, matching fs.ErrExist, when path exists: two
+// processes cannot both write a key there.
+func WriteKeyFile(path string, raw []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("vault: %w", err)
 	}
 	_, werr := f.WriteString(base64.StdEncoding.EncodeToString(raw) + "\n")
 	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
 		os.Remove(path)
-		return nil, fmt.Errorf("vault: write %s: %w", path, err)
+		return fmt.Errorf("vault: write %s: %w", path, err)
 	}
-	return raw, nil
+	return nil
 }
+
+// ParseKey decodes a master key from its base64 form (the value of
+// REINS_MASTER_KEY or the content of a key file).
+func ParseKey(s string) ([]byte, error) { return decodeKey(s) }
 
 func decodeKey(s string) ([]byte, error) {
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
