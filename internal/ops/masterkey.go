@@ -2,19 +2,18 @@ package ops
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/postgres"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	"github.com/reinsdev/reins/internal/toolhost"
 	"github.com/reinsdev/reins/internal/vault"
 )
 
@@ -116,7 +115,7 @@ func RotateMasterKey(ctx context.Context, r Rotation) (Rotated, error) {
 	if err := resealStore(ctx, r, keys, &out); err != nil {
 		return out, err
 	}
-	if out.CAFiles, err = resealCAFiles(filepath.Join(r.DataDir, "ca"), keys); err != nil {
+	if out.CAFiles, err = toolhost.ResealCAs(filepath.Join(r.DataDir, "ca"), keys); err != nil {
 		return out, fmt.Errorf("the database is sealed under the new key, but the egress CA files are not (run the rotation again to finish): %w", err)
 	}
 	if r.NewEnv == "" {
@@ -210,64 +209,6 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// caFile is an egress CA file of the data dir's ca directory, as the
-// server writes it (see app's caStore): the CA key is sealed with the
-// additional data "ca:" and the environment id, the file's name.
-type caFile struct {
-	CertPEM   string `json:"cert_pem"`
-	SealedKey []byte `json:"sealed_key"`
-}
-
-// resealCAFiles seals the CA keys of dir again under keys' primary key.
-func resealCAFiles(dir string, keys *vault.Keyring) (int, error) {
-	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, path := range names {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return n, err
-		}
-		var f caFile
-		if err := json.Unmarshal(b, &f); err != nil {
-			return n, fmt.Errorf("%s: %w", path, err)
-		}
-		if !keys.NeedsReseal(f.SealedKey) {
-			continue
-		}
-		ad := "ca:" + strings.TrimSuffix(filepath.Base(path), ".json")
-		key, err := keys.Open(f.SealedKey, ad)
-		if err != nil {
-			return n, fmt.Errorf("%s: %w", path, err)
-		}
-		if f.SealedKey, err = keys.Seal(key, ad); err != nil {
-			return n, err
-		}
-		if err := replaceFile(path, f); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
-
-func replaceFile(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	if err := syncFile(tmp); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
 // installKey keeps the old key as master-key.<id>.old and moves
 // master-key.next over master-key: the data dir has a master-key file at
 // every moment.
@@ -285,14 +226,6 @@ func installKey(dataDir string, old []byte, out *Rotated) error {
 		return err
 	}
 	return syncDir(dataDir)
-}
-
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	return errors.Join(f.Sync(), f.Close())
 }
 
 func syncDir(dir string) error {

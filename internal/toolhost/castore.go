@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/reinsdev/reins/internal/vault"
@@ -93,4 +94,65 @@ func (c *caStore) create(path, envID string) (*egress.CA, error) {
 		return nil, err
 	}
 	return ca, os.Rename(tmp, path)
+}
+
+// ResealCAs seals the CA keys of the CA files in dir (the data dir's "ca"
+// directory) again under keys' primary key, for a master-key rotation, and
+// returns how many it resealed. A file is replaced atomically.
+func ResealCAs(dir string, keys *vault.Keyring) (int, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, path := range names {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return n, err
+		}
+		var f caFile
+		if err := json.Unmarshal(b, &f); err != nil {
+			return n, fmt.Errorf("%s: %w", path, err)
+		}
+		if !keys.NeedsReseal(f.SealedKey) {
+			continue
+		}
+		ad := "ca:" + strings.TrimSuffix(filepath.Base(path), ".json")
+		key, err := keys.Open(f.SealedKey, ad)
+		if err != nil {
+			return n, fmt.Errorf("%s: %w", path, err)
+		}
+		if f.SealedKey, err = keys.Seal(key, ad); err != nil {
+			return n, err
+		}
+		if err := writeCAFile(path, f); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// writeCAFile replaces the CA file at path with f, synced, by rename.
+func writeCAFile(path string, f caFile) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	w, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	if err == nil {
+		err = w.Sync()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
