@@ -176,8 +176,9 @@ func (as *assembly) toolHost(context.Context) error {
 		os.RemoveAll(as.http.FileSpoolDir)
 	}
 	tc := toolhost.Config{Hub: as.a.Hub, Store: as.a.Store, Keys: as.keys, DataDir: cfg.DataDir, Sandbox: cfg.Sandbox, Packages: cfg.Packages,
-		Outputs: &toolhost.OutputsConfig{SpoolDir: as.http.FileSpoolDir, MaxSize: cmp.Or(as.http.MaxFileSize, httpapi.DefaultMaxFileSize)},
-		Logger:  cfg.Logger}
+		Outputs: &toolhost.OutputsConfig{SpoolDir: as.http.FileSpoolDir, MaxSize: cmp.Or(as.http.MaxFileSize, httpapi.DefaultMaxFileSize),
+			Save: httpapi.StoreOutput},
+		Logger: cfg.Logger}
 	if cfg.DatabaseURL != "" {
 		ttl := cfg.LeaseTTL
 		if ttl <= 0 {

@@ -23,8 +23,6 @@ import (
 // the tools see as /workspace (a self-hosted executor's workspace
 // directory), and every mount path lies inside it.
 const (
-	// WorkspaceMount is the absolute path of the workspace in mount paths.
-	WorkspaceMount = "/workspace"
 	// resourcePrefix starts resource ids.
 	resourcePrefix = "sesrsc_"
 )
@@ -41,28 +39,6 @@ type resourceParam struct {
 	MemoryStoreID string          `json:"memory_store_id"`
 	Access        string          `json:"access"`
 	Instructions  string          `json:"instructions"`
-}
-
-// MountPath turns a resource's mount path into the path relative to the
-// workspace root, refusing one that leaves the workspace. A relative path
-// is taken from the workspace root.
-func MountPath(p string) (string, error) {
-	if strings.ContainsRune(p, 0) {
-		return "", errors.New("contains a NUL byte")
-	}
-	abs := p
-	if !strings.HasPrefix(p, "/") {
-		abs = WorkspaceMount + "/" + p
-	}
-	clean := path.Clean(abs)
-	rel, ok := strings.CutPrefix(clean, WorkspaceMount+"/")
-	if !ok || rel == "" || strings.HasPrefix(rel, "../") || rel == ".." {
-		return "", fmt.Errorf("%q is outside the session's workspace (%s)", p, WorkspaceMount)
-	}
-	if rel == ".reins" || strings.HasPrefix(rel, ".reins/") {
-		return "", fmt.Errorf("%q is reserved", p)
-	}
-	return rel, nil
 }
 
 // decodeResource validates one resource of a create or add request and
@@ -121,7 +97,7 @@ func (s *Server) resourceOf(ctx context.Context, field string, p *resourceParam,
 			return res, err
 		}
 		res = ma.SessionResource{Type: "file", FileID: p.FileID}
-		mount = WorkspaceMount + "/uploads/" + p.FileID
+		mount = sessions.WorkspaceMount + "/uploads/" + p.FileID
 	case "github_repository":
 		if p.FileID != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != "" {
 			return res, badRequest("%s: only type, url, checkout, authorization_token and mount_path are fields of a github_repository resource", field)
@@ -130,7 +106,7 @@ func (s *Server) resourceOf(ctx context.Context, field string, p *resourceParam,
 		if err != nil {
 			return res, err
 		}
-		res, mount = repo, WorkspaceMount+"/"+repoName(repo.URL)
+		res, mount = repo, sessions.WorkspaceMount+"/"+repoName(repo.URL)
 	case "memory_store":
 		return res, badRequest("%s.type: memory_store resources are not supported by this server yet (memory stores do not exist here)", field)
 	case "":
@@ -141,7 +117,7 @@ func (s *Server) resourceOf(ctx context.Context, field string, p *resourceParam,
 	if p.MountPath != nil {
 		mount = *p.MountPath
 	}
-	rel, err := MountPath(mount)
+	rel, err := sessions.MountPath(mount)
 	if err != nil {
 		return res, badRequest("%s.mount_path: %v", field, err)
 	}
@@ -150,7 +126,7 @@ func (s *Server) resourceOf(ctx context.Context, field string, p *resourceParam,
 	}
 	taken[rel] = true
 	now := ma.Time(time.Now())
-	res.ID, res.MountPath, res.CreatedAt, res.UpdatedAt = ids.New(resourcePrefix), WorkspaceMount+"/"+rel, now, now
+	res.ID, res.MountPath, res.CreatedAt, res.UpdatedAt = ids.New(resourcePrefix), sessions.WorkspaceMount+"/"+rel, now, now
 	return res, nil
 }
 
@@ -236,10 +212,6 @@ func (s *Server) decodeResources(ctx context.Context, raws []json.RawMessage) (o
 	return out, tokens, nil
 }
 
-// RepositoryTokenAD is the associated data a repository token is sealed
-// with: it binds the sealed token to its session and resource.
-func RepositoryTokenAD(sessionID, resourceID string) string { return sessionID + "/" + resourceID }
-
 // storeToken seals a repository's token and stores it apart from the
 // session.
 func (s *Server) storeToken(ctx context.Context, sessionID, resourceID, tok string) error {
@@ -247,16 +219,11 @@ func (s *Server) storeToken(ctx context.Context, sessionID, resourceID, tok stri
 	if keys == nil {
 		return badRequest("authorization_token: this server has no master key to seal tokens with")
 	}
-	sealed, err := keys.Seal([]byte(tok), RepositoryTokenAD(sessionID, resourceID))
+	sealed, err := keys.Seal([]byte(tok), sessions.RepositoryTokenAD(sessionID, resourceID))
 	if err != nil {
 		return err
 	}
 	return s.cfg.Store.SetRepositoryToken(ctx, sessionID, resourceID, sealed)
-}
-
-// SessionResources decodes a session's resources.
-func SessionResources(sess *ma.Session) ([]ma.SessionResource, error) {
-	return sessions.Resources(sess)
 }
 
 func (s *Server) resourceRoutes() {
@@ -285,7 +252,7 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	all, err := SessionResources(&sess)
+	all, err := sessions.Resources(&sess)
 	if err != nil {
 		return err
 	}
@@ -305,7 +272,7 @@ func (s *Server) findResource(r *http.Request) (ma.SessionResource, error) {
 	if err != nil {
 		return ma.SessionResource{}, err
 	}
-	all, err := SessionResources(&sess)
+	all, err := sessions.Resources(&sess)
 	if err != nil {
 		return ma.SessionResource{}, err
 	}

@@ -18,8 +18,9 @@ import (
 	"strings"
 	"time"
 
-	ma "github.com/reinsdev/reins/managedagents"
 	"go.yaml.in/yaml/v4"
+
+	ma "github.com/reinsdev/reins/managedagents"
 )
 
 // Skill upload limits.

@@ -23,9 +23,6 @@ import (
 // with an API key.
 const toolCallsPattern = "POST /v1/sessions/{id}/tool_calls"
 
-// ToolCallsPath is the path of a session's platform tools endpoint.
-func ToolCallsPath(sessionID string) string { return "/v1/sessions/" + sessionID + "/tool_calls" }
-
 // toolCallBody bounds a platform tool call's body.
 const toolCallBody = smallBody
 

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/reinsdev/reins/internal/app"
-	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/postgres"
 	"github.com/reinsdev/reins/internal/store/sqlite"
@@ -183,7 +183,7 @@ func resealStore(ctx context.Context, r Rotation, keys *vault.Keyring, out *Rota
 	out.Resealed, err = st.ResealSecrets(ctx, out.OldKeyID, out.NewKeyID, func(ref store.SealedRef, sealed []byte) ([]byte, error) {
 		ad := ref.CredentialID
 		if ad == "" {
-			ad = httpapi.RepositoryTokenAD(ref.SessionID, ref.ResourceID)
+			ad = sessions.RepositoryTokenAD(ref.SessionID, ref.ResourceID)
 		}
 		pt, err := keys.Open(sealed, ad)
 		if err != nil {

@@ -16,10 +16,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/reinsdev/reins/internal/app"
-	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/ops"
 	"github.com/reinsdev/reins/internal/pgtest"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/postgres"
 	"github.com/reinsdev/reins/internal/store/sqlite"
@@ -283,7 +283,7 @@ func seedSecrets(t *testing.T, st secretStore, keys *vault.Keyring, dir string) 
 	if err := st.CreateCredential(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := keys.Seal([]byte("repo-token"), httpapi.RepositoryTokenAD("sesn_1", "res_1"))
+	sealed, err := keys.Seal([]byte("repo-token"), sessions.RepositoryTokenAD("sesn_1", "res_1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func checkStoreSealedUnder(t *testing.T, st secretStore, credID string, newKey, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pt, err := nk.Open(toks["res_1"], httpapi.RepositoryTokenAD("sesn_1", "res_1")); err != nil || string(pt) != "repo-token" {
+	if pt, err := nk.Open(toks["res_1"], sessions.RepositoryTokenAD("sesn_1", "res_1")); err != nil || string(pt) != "repo-token" {
 		t.Fatalf("repository token under the new key: %q, %v", pt, err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
-	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
@@ -179,7 +178,7 @@ func (s rpcSink) toolsGrant() (executor.TokenGrant, error) {
 	if err != nil {
 		return executor.TokenGrant{}, detailed(executor.WithReason(executor.CodeResourceUnavailable, executor.ReasonToolsTokenUnavailable, ""), err.Error())
 	}
-	return executor.TokenGrant{URL: httpapi.ToolCallsPath(s.sessionID), Token: tok, ExpiresAt: exp}, nil
+	return executor.TokenGrant{URL: turntoken.ToolsPath(s.sessionID), Token: tok, ExpiresAt: exp}, nil
 }
 
 // machinesOf lists the live machines whose scope holds the environment.

@@ -91,6 +91,8 @@ type OutputsConfig struct {
 	// bounds one file.
 	SpoolDir string
 	MaxSize  int64
+	// Save stores one file.
+	Save SaveFunc
 }
 
 // New assembles a tool host; it starts nothing (see Start).
@@ -111,7 +113,7 @@ func New(cfg Config) (*Host, error) {
 	t.slots = newCapacity(slots, t.yield)
 	cfg.Logger.Info("cloud sessions' tools run in at most this many sessions at once", "slots", slots, "from", how)
 	if o := cfg.Outputs; o != nil {
-		t.outputs = newOutputs(cfg.Store, o.SpoolDir, o.MaxSize, cfg.Logger)
+		t.outputs = newOutputs(cfg.Store, o.Save, o.SpoolDir, o.MaxSize, cfg.Logger)
 	}
 	return t, nil
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/executorhub"
-	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
 )
 
 // CredentialStore is what the executor hub's credential checks read.
@@ -112,13 +112,13 @@ func chainRegistration(first, next func(context.Context, executorhub.Registratio
 
 // Executors implements httpapi.ExecutorList: the hub's executors of the
 // environment (GET /v1/environments/{id}/executors).
-func (t *Host) Executors(environmentID string) []httpapi.ExecutorView {
-	var out []httpapi.ExecutorView
+func (t *Host) Executors(environmentID string) []ma.Executor {
+	var out []ma.Executor
 	for _, e := range t.hub.Executors() {
 		if e.EnvironmentID != environmentID {
 			continue
 		}
-		out = append(out, httpapi.ExecutorView{Type: "executor", ID: e.ID, EnvironmentID: e.EnvironmentID, MachineID: e.MachineID,
+		out = append(out, ma.Executor{Type: "executor", ID: e.ID, EnvironmentID: e.EnvironmentID, MachineID: e.MachineID,
 			Name: e.Executor.Name, Version: e.Executor.Version, OS: e.Executor.OS, Arch: e.Executor.Arch, Hostname: e.Executor.Hostname,
 			Capabilities: e.Capabilities, MaxSessions: e.MaxSessions, Sessions: e.SessionIDs})
 	}

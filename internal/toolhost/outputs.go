@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/sandbox"
 	"github.com/reinsdev/reins/sandbox/nofollow"
@@ -50,6 +49,7 @@ const (
 // change").
 type outputs struct {
 	st      store.Files
+	save    SaveFunc
 	spool   string // where a file's content waits for the store
 	maxSize int64  // a larger file is left out
 	log     *slog.Logger
@@ -74,8 +74,13 @@ type outputStat struct {
 	modTime time.Time
 }
 
-func newOutputs(st store.Files, spool string, maxSize int64, log *slog.Logger) *outputs {
-	return &outputs{st: st, spool: spool, maxSize: maxSize, log: log, sessions: map[string]*sessionOutputs{}}
+// SaveFunc stores the content of r, a file an agent wrote, as a file of
+// the session's scope named name, spooled in spoolDir, refusing content
+// over max bytes (the Files API's httpapi.StoreOutput).
+type SaveFunc func(ctx context.Context, st store.Files, spoolDir string, r io.Reader, max int64, sessionID, name string) (store.File, error)
+
+func newOutputs(st store.Files, save SaveFunc, spool string, maxSize int64, log *slog.Logger) *outputs {
+	return &outputs{st: st, save: save, spool: spool, maxSize: maxSize, log: log, sessions: map[string]*sessionOutputs{}}
 }
 
 // budget is how many bytes one session's outputs may hold, and one walk
@@ -249,7 +254,7 @@ func (sc *outputScan) store(dir *os.Root, name, p string, info fs.FileInfo) erro
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	stored, err := httpapi.StoreOutput(sc.ctx, o.st, o.spool, f, o.maxSize, sc.sessionID, p)
+	stored, err := o.save(sc.ctx, o.st, o.spool, f, o.maxSize, sc.sessionID, p)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 )
@@ -56,7 +57,7 @@ func (f *outputsFixture) write(name, content string) {
 // scanner is a new outputs scanner (a restarted server) of files up to
 // maxSize bytes.
 func (f *outputsFixture) scanner(maxSize int64) *outputs {
-	return newOutputs(f.st, filepath.Join(f.tmp, "spool"), maxSize, slog.New(slog.DiscardHandler))
+	return newOutputs(f.st, httpapi.StoreOutput, filepath.Join(f.tmp, "spool"), maxSize, slog.New(slog.DiscardHandler))
 }
 
 // kept returns the names and total size of the session's outputs.

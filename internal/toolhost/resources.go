@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -31,7 +31,7 @@ type placedResources map[string]map[string]string
 // (so that it works the same in a sandbox and on a self-hosted executor,
 // as the sandbox's user). A failure is the tool result the model gets.
 func (t *Host) syncResources(ctx context.Context, sess *ma.Session) *tool.Result {
-	res, err := httpapi.SessionResources(sess)
+	res, err := sessions.Resources(sess)
 	if err != nil {
 		return errorResult(err)
 	}
@@ -52,7 +52,7 @@ func (t *Host) syncResources(ctx context.Context, sess *ma.Session) *tool.Result
 		if _, ok := placed[r.ID]; ok {
 			continue
 		}
-		rel, err := httpapi.MountPath(r.MountPath)
+		rel, err := sessions.MountPath(r.MountPath)
 		if err != nil {
 			return errorResult(fmt.Errorf("resource %s: %w", r.ID, err))
 		}
@@ -217,7 +217,7 @@ func cloneCommand(r ma.SessionResource, rel, tokenVar string) string {
 // hasRepositories reports whether a session has github_repository
 // resources (which may have tokens).
 func hasRepositories(sess *ma.Session) bool {
-	res, _ := httpapi.SessionResources(sess)
+	res, _ := sessions.Resources(sess)
 	for _, r := range res {
 		if r.Type == "github_repository" {
 			return true
@@ -233,7 +233,7 @@ func (t *Host) repositoryTokens(ctx context.Context, sess *ma.Session) ([]secret
 	if err != nil || len(sealed) == 0 {
 		return nil, err
 	}
-	res, err := httpapi.SessionResources(sess)
+	res, err := sessions.Resources(sess)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (t *Host) repositoryTokens(ctx context.Context, sess *ma.Session) ([]secret
 		if !ok || r.Type != "github_repository" {
 			continue
 		}
-		tok, err := t.keys.Open(s, httpapi.RepositoryTokenAD(sess.ID, r.ID))
+		tok, err := t.keys.Open(s, sessions.RepositoryTokenAD(sess.ID, r.ID))
 		if err != nil {
 			return nil, fmt.Errorf("the token of resource %s: %w", r.ID, err)
 		}

@@ -159,3 +159,7 @@ func sign(key []byte, body string) []byte {
 	m.Write([]byte(body))
 	return m.Sum(nil)
 }
+
+// ToolsPath is the path of a session's platform tools endpoint, the one
+// endpoint a tools token is good for.
+func ToolsPath(sessionID string) string { return "/v1/sessions/" + sessionID + "/tool_calls" }

@@ -1,4 +1,4 @@
-package httpapi
+package sessions
 
 import (
 	"path"
@@ -42,17 +42,4 @@ func FuzzMountPath(f *testing.F) {
 			t.Fatalf("MountPath(%q) = %q escapes or is not clean", in, rel)
 		}
 	})
-}
-
-func TestFileName(t *testing.T) {
-	for _, c := range []struct{ name, mime, want string }{
-		{"dir/sub/a.txt", "text/plain", "a.txt"},
-		{`C:\Users\x\b.pdf`, "application/pdf", "b.pdf"},
-		{"", "application/pdf", "unnamed.pdf"},
-		{"/", "", "unnamed"},
-	} {
-		if got := fileName(c.name, c.mime); got != c.want {
-			t.Errorf("fileName(%q, %q) = %q, want %q", c.name, c.mime, got, c.want)
-		}
-	}
 }
