@@ -35,7 +35,7 @@ func Example() {
 	})
 	srv := httptest.NewServer(hub)
 	defer srv.Close()
-	defer hub.Shutdown(ctx)
+	defer hub.Stop(ctx)
 
 	workspace, _ := os.MkdirTemp("", "reins-example")
 	defer os.RemoveAll(workspace)
@@ -65,7 +65,7 @@ func Example() {
 func ExampleNewLocal() {
 	ctx := context.Background()
 	hub := executor.NewHub(executor.HubOptions{})
-	defer hub.Shutdown(ctx)
+	defer hub.Stop(ctx)
 	workspace, _ := os.MkdirTemp("", "reins-local")
 	defer os.RemoveAll(workspace)
 

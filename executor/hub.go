@@ -255,11 +255,16 @@ func (h *Hub) Executors() []ExecutorStatus {
 	return out
 }
 
-// Shutdown drains the hub: every executor connection is closed with 4005
+// Start does nothing: the hub's goroutines start with the connections it
+// serves, and Stop ends them. It makes the Hub a service.
+func (h *Hub) Start(context.Context) error { return nil }
+
+// Stop drains the hub: every executor connection is closed with 4005
 // (executors reconnect to another node), every lease ends (pending tool
-// calls end with [ErrToolOutcomeUnknown]) and Shutdown waits for the
-// connection handlers to return or ctx to end.
-func (h *Hub) Shutdown(ctx context.Context) error {
+// calls end with [ErrToolOutcomeUnknown]) and Stop waits for the
+// connection handlers to return or ctx to end. It may be called more
+// than once.
+func (h *Hub) Stop(ctx context.Context) error {
 	h.mu.Lock()
 	h.draining = true
 	conns := make([]*hubConn, 0, len(h.conns))

@@ -209,7 +209,7 @@ func (f *memFixture) shutdown(clients ...*Client) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f.hub.Shutdown(ctx)
+	f.hub.Stop(ctx)
 	f.net.close()
 }
 

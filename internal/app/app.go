@@ -13,7 +13,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/reinsdev/reins/executor"
@@ -26,6 +25,7 @@ import (
 	"github.com/reinsdev/reins/internal/model/gateway"
 	"github.com/reinsdev/reins/internal/model/scripted"
 	"github.com/reinsdev/reins/internal/packages"
+	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/postgres"
@@ -145,20 +145,15 @@ type App struct {
 	// agent-end turns (under the master key: every replica verifies).
 	TurnTokens *turntoken.Issuer
 	tools      *hubTools
-	idle       func() // closes the idle connections of the outbound clients
 	log        *slog.Logger
-	srv        *http.Server
+	http       *httpServer
 	lock       *dirLock // the data dir's, held until Shutdown
 	// relay carries wake-ups and previews to the other replicas
-	// (PostgreSQL only); relayCtx ends at Shutdown, and relayWG waits for
-	// what the relay's notes started.
-	relay       *pgnotify.Relay
-	previews    *previewRelay
-	relayCtx    context.Context
-	relayCancel context.CancelFunc
-	relayWG     sync.WaitGroup
-	metrics     *telemetry.Metrics
-	tracing     *telemetry.Tracing
+	// (PostgreSQL only).
+	relay    *replicaRelay
+	metrics  *telemetry.Metrics
+	tracing  *telemetry.Tracing
+	services service.Group // what Start starts and Shutdown stops, in order
 	// files is how the open-file limit is divided (the listener's bound).
 	files fdBudget
 	// forward sends the calls of agent-end turns running on other
@@ -261,7 +256,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	defer func() {
 		if err != nil && tracing != nil {
-			tracing.Shutdown(context.Background())
+			tracing.Stop(context.Background())
 		}
 	}()
 	hcfg.Observer = observer
@@ -273,7 +268,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	hub := executor.NewHub(hubOpts)
 	ht := newHubTools(hub, st, keys, filepath.Join(cfg.DataDir, "workspaces"), cfg.Logger)
-	ht.sandboxes, err = newSandboxes(ht.ctx, cfg.Sandbox, cfg.Packages, st, keys, cfg.DataDir, cfg.Logger)
+	ht.sandboxes, err = newSandboxes(cfg.Sandbox, cfg.Packages, st, keys, cfg.DataDir, cfg.Logger)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -307,10 +302,6 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	hcfg.Skills = skillPrompts{st: st, sandboxed: ht.sandboxes != nil}
 	hcfg.WebFetch = &webfetch.Fetcher{Transport: guard.Transport(), Policy: webFetchPolicy(st)}
 	h := harness.New(hcfg)
-	var previews *previewRelay
-	if relay != nil {
-		previews = newPreviewRelay(relay, h.Previews(), cfg.Logger)
-	}
 	wk.h = replicaRunner{h, b}
 	wk.q = workqueue.New(st, b, wk, cfg.Logger)
 	ht.work = wk.q
@@ -338,91 +329,81 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	files := budgetOf(cmp.Or(cfg.OpenFiles, openFileLimit(), defaultOpenFiles))
 	files.fit(&hc, cfg.Logger)
 	api := httpapi.New(hc)
-	idle := func() {
-		streams.CloseIdleConnections()
-		requests.CloseIdleConnections()
+	a := &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, TurnTokens: turnTokens, tools: ht, log: cfg.Logger, lock: lock,
+		metrics: cfg.Metrics, tracing: tracing, files: files, advertise: cfg.AdvertiseURL}
+	if relay != nil {
+		a.relay = &replicaRelay{relay: relay, previews: newPreviewRelay(relay, h.Previews(), cfg.Logger), bus: b, h: h, tools: ht, lag: a.notifyLag(), log: cfg.Logger}
 	}
-	rctx, rcancel := context.WithCancel(context.Background())
-	a := &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, TurnTokens: turnTokens, tools: ht, idle: idle, log: cfg.Logger, lock: lock,
-		relay: relay, previews: previews, relayCtx: rctx, relayCancel: rcancel, metrics: cfg.Metrics, tracing: tracing, files: files, advertise: cfg.AdvertiseURL}
+	handler := console.Mount(api)
 	if cfg.DatabaseURL != "" {
 		a.forward = &turnForwarder{tokens: turnTokens, h: h, st: st, replica: cfg.ReplicaID, log: cfg.Logger,
 			client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
+		handler = a.forward.wrap(handler)
 	}
+	a.http = newHTTPServer(handler, cfg.Logger)
+	a.sequence(wk.q, func(context.Context) error {
+		streams.CloseIdleConnections()
+		requests.CloseIdleConnections()
+		return nil
+	})
 	a.watch(cfg.Metrics)
 	return a, nil
 }
 
-// Start resumes interrupted sessions and serves the API on ln until
-// Shutdown. It returns at once; serving errors are logged.
+// sequence adds the server's services to a.services in the order Start
+// starts them; Shutdown stops them in the reverse order. Each stops after
+// the ones that use it: the relay last, after the last request, so that
+// the wake-ups of the sessions handed over, and of input accepted
+// meanwhile, go out; the HTTP server after the executors drain and the
+// runners stop (the requests of the turns that drain are answered); the
+// streams first. idle closes the idle connections of the outbound
+// clients.
+func (a *App) sequence(q *workqueue.Service, idle func(context.Context) error) {
+	if a.tracing != nil {
+		a.services.Add("tracing", a.tracing)
+	}
+	a.services.Add("outbound clients", service.Hooks{OnStop: idle})
+	if a.relay != nil {
+		a.services.Add("wake-ups from other replicas", a.relay)
+	}
+	a.services.Add("http", a.http)
+	a.services.Add("executor hub", a.Hub)
+	a.services.Add("tools", a.tools)
+	a.services.Add("harness", a.Harness)
+	// With replicas, this one tells the others it leaves before its
+	// runners hand their sessions over.
+	a.services.Add("leave", service.Hooks{OnStop: func(ctx context.Context) error { a.tools.leave(ctx); return nil }})
+	a.services.Add("work lease expiry", &workqueue.Expiry{Queue: q})
+	a.services.Add("api", a.API)
+}
+
+// Start starts the server's services (see sequence): it checks the
+// sandboxes, resumes interrupted sessions and serves the API on ln until
+// Shutdown. It returns once they are started; serving errors are logged.
+// After an error, call Shutdown.
 func (a *App) Start(ctx context.Context, ln net.Listener) error {
-	if a.tools.sandboxes != nil {
-		a.tools.sandboxes.check(ctx)
-	} else {
-		a.log.Warn("--sandbox=none: cloud sessions' tools run on this host as the server's user, confined by Landlock only; they can read the server's files and reach its network. Use this only on a trusted single-user machine.")
-	}
-	a.tools.sweepWorkspaces(ctx)
-	// Listening starts before the harness looks for work, so that no
-	// wake-up falls between the two.
-	if err := a.startRelay(ctx); err != nil {
-		return fmt.Errorf("wake-ups from other replicas: %w", err)
-	}
-	handler := console.Mount(a.API)
 	if a.forward != nil {
 		a.tools.hands.url = advertiseURL(a.advertise, ln)
-		handler = a.forward.wrap(handler)
 	}
-	a.tools.startHands()
-	if err := a.Harness.Start(ctx); err != nil {
-		return fmt.Errorf("resume sessions: %w", err)
+	a.http.listen(newBoundedListener(ln, a.files.connections))
+	if err := a.services.Start(ctx); err != nil {
+		return err
 	}
-	a.Work.Start(time.Second)
-	// No ReadTimeout: the API bounds the time a request body takes
-	// itself (httpapi.Config.BodyTimeout), answering a 408 in its error
-	// envelope, and leaves requests without a body alone.
-	a.srv = &http.Server{Handler: logRequests(handler, a.log), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
-		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
-	ln = newBoundedListener(ln, a.files.connections)
-	go func() {
-		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.log.Error("http server stopped", "err", err)
-		}
-	}()
+	a.http.open()
 	return nil
 }
 
-// Shutdown ends streams cleanly, stops session runners at a safe point
-// (with replicas, each first finishes its step and hands its session over:
-// the wake-ups it sends are flushed when the relay closes, last), drains
-// executors (close code 4005: they reconnect to the next
-// server), stops accepting requests, closes the store and releases the
-// data dir.
+// Shutdown stops the server's services in the reverse order of Start
+// (started or not), each within ctx: it ends streams cleanly, stops lease
+// expiry, stops session runners at a safe point (with replicas, each
+// first finishes its step and hands its session over), stops the local
+// executors and the package installs in flight, drains executors (close
+// code 4005: they reconnect to the next server), stops accepting
+// requests, closes the relay (flushing the wake-ups sent) and sends the
+// traces left; then it closes the store and releases the data dir. Every
+// goroutine the services started has ended when it returns nil.
 func (a *App) Shutdown(ctx context.Context) error {
-	a.API.Shutdown()
-	a.Work.Shutdown()
-	a.tools.leave(ctx)
-	var errs []error
-	if err := a.Harness.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("harness: %w", err))
-	}
-	a.tools.stop()
-	if err := a.Hub.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("executor hub: %w", err))
-	}
-	if a.srv != nil {
-		if err := a.srv.Shutdown(ctx); err != nil {
-			a.srv.Close() // cut what is left rather than hang
-			errs = append(errs, fmt.Errorf("http: %w", err))
-		}
-	}
-	// The relay closes after the last request: the wake-ups of the
-	// sessions handed over, and of input accepted meanwhile, go out.
-	a.stopRelay()
-	a.idle()
-	errs = append(errs, a.stopTracing(ctx))
-	errs = append(errs, a.Store.Close())
-	errs = append(errs, a.lock.release())
-	return errors.Join(errs...)
+	return errors.Join(a.services.Stop(ctx), a.Store.Close(), a.lock.release())
 }
 
 // limitModels bounds the concurrent calls of each provider of models to

@@ -16,6 +16,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
 	"github.com/reinsdev/reins/internal/vault"
@@ -118,11 +119,11 @@ type hubTools struct {
 	outputs   *outputs       // nil: outputs are not kept
 	log       *slog.Logger
 
-	ctx    context.Context // lifetime of the local executors
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// life's context is the lifetime of the local executors; it owns
+	// them, the hands' announcer and the waits of either.
+	life service.Base
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the fields below
 	leases  map[string]*executor.Lease
 	locals  map[string]*executor.Client
 	secrets map[string][]secret // per session: injected values to redact from results
@@ -140,8 +141,7 @@ type secret struct {
 }
 
 func newHubTools(hub *executor.Hub, st store.Store, keys *vault.Keyring, workspace string, log *slog.Logger) *hubTools {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &hubTools{hub: hub, st: st, keys: keys, workspace: workspace, log: log, ctx: ctx, cancel: cancel,
+	return &hubTools{hub: hub, st: st, keys: keys, workspace: workspace, log: log,
 		leases: map[string]*executor.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}, resources: placedResources{}}
 }
 
@@ -391,9 +391,6 @@ func (t *hubTools) ensureLocal(envID string) error {
 			return nil
 		}
 	}
-	if t.ctx.Err() != nil {
-		return errors.New("the server is shutting down")
-	}
 	dir := filepath.Join(t.workspace, envID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
@@ -410,12 +407,15 @@ func (t *hubTools) ensureLocal(envID string) error {
 	// has room for twice as many, for the releases still in flight.
 	c := executor.NewLocal(t.hub, executor.LocalOptions{EnvironmentID: envID, Sessions: sessions, Capabilities: executor.BuiltinCapabilities(),
 		MaxSessions: 2 * t.slots.size, Logger: t.log})
-	t.locals[envID] = c
-	t.wg.Go(func() {
-		if err := c.Run(t.ctx); err != nil && t.ctx.Err() == nil {
+	started := t.life.Go(func(ctx context.Context) {
+		if err := c.Run(ctx); err != nil && ctx.Err() == nil {
 			t.log.Error("local executor stopped", "environment", envID, "err", err)
 		}
 	})
+	if !started {
+		return errors.New("the server is shutting down")
+	}
+	t.locals[envID] = c
 	return nil
 }
 
@@ -582,13 +582,41 @@ func (t *hubTools) sweepWorkspaces(ctx context.Context) {
 	}
 }
 
-// stop stops the local executors and tears down their sandboxes.
-func (t *hubTools) stop() {
-	t.cancel()
-	t.wg.Wait()
-	if t.sandboxes != nil {
-		t.sandboxes.close()
+// Start checks the sandboxes and starts the package installer (or warns
+// that there are no sandboxes), removes the workspaces of deleted
+// sessions and, with replicas, starts announcing this replica's
+// executors (hands.url must be set).
+func (t *hubTools) Start(ctx context.Context) error {
+	if _, err := t.life.Begin(ctx); err != nil {
+		return err
 	}
+	if t.sandboxes != nil {
+		if err := t.sandboxes.Start(ctx); err != nil {
+			return err
+		}
+	} else {
+		t.log.Warn("--sandbox=none: cloud sessions' tools run on this host as the server's user, confined by Landlock only; they can read the server's files and reach its network. Use this only on a trusted single-user machine.")
+	}
+	t.sweepWorkspaces(ctx)
+	if t.hands != nil {
+		t.life.Go(t.hands.announce)
+	}
+	return nil
+}
+
+// Stop stops the sandboxes' proxies and the package installs in flight
+// (the tool calls waiting for them fail), then the local executors and
+// the announcer, waits for them, and tears down the sandboxes.
+func (t *hubTools) Stop(ctx context.Context) error {
+	var err error
+	if t.sandboxes != nil {
+		err = t.sandboxes.Stop(ctx)
+	}
+	err = errors.Join(err, t.life.Halt(ctx))
+	if t.sandboxes != nil {
+		t.sandboxes.closeAll()
+	}
+	return err
 }
 
 // executorList shows the hub's executors to the API

@@ -50,8 +50,8 @@ type replicaHands struct {
 	ttl     time.Duration // of an announcement, and of a handed-over lease
 	log     *slog.Logger
 
-	writing sync.Mutex // held while the announcement is written
-	mu      sync.Mutex
+	writing sync.Mutex                 // held while the announcement is written
+	mu      sync.Mutex                 // guards checked and leaving
 	checked map[string]*executor.Lease // per cloud session: the placement whose workspace was checked
 	leaving bool                       // the replica stops: it no longer announces liveKey
 }
@@ -259,15 +259,18 @@ func (t *hubTools) noExecutor(ctx context.Context, sessionID, envID string, chan
 // the tools stop; it closes sub then.
 func (t *hubTools) either(local <-chan struct{}, sub *bus.Sub) <-chan struct{} {
 	out := make(chan struct{})
-	t.wg.Go(func() {
+	wait := func(ctx context.Context) {
 		defer close(out)
 		defer sub.Close()
 		select {
 		case <-local:
 		case <-sub.C:
-		case <-t.ctx.Done():
+		case <-ctx.Done():
 		}
-	})
+	}
+	if !t.life.Go(wait) {
+		wait(t.life.Context()) // stopped: returns at once
+	}
 	return out
 }
 
@@ -276,12 +279,4 @@ func (t *hubTools) leave(ctx context.Context) {
 	if t.hands != nil {
 		t.hands.leave(ctx)
 	}
-}
-
-// startHands starts announcing this replica's executors (replicas only).
-func (t *hubTools) startHands() {
-	if t.hands == nil {
-		return
-	}
-	t.wg.Go(func() { t.hands.announce(t.ctx) })
 }

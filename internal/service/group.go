@@ -7,12 +7,12 @@ import (
 	"sync"
 )
 
-// A Group starts services one after the other and stops the started ones
-// in the reverse order: a service may use those started before it until
-// it stops. The zero value is ready to use.
+// A Group starts services one after the other, in the order they were
+// added, and stops them in the reverse order: a service may use those
+// added before it until it stops. The zero value is ready to use.
 type Group struct {
-	mu      sync.Mutex // guards started
-	started []member
+	mu      sync.Mutex // guards members
+	members []member
 }
 
 type member struct {
@@ -20,30 +20,39 @@ type member struct {
 	s    Service
 }
 
-// Start starts s, named name in errors. A service whose Start fails is
-// stopped at once (what it started is ended) and not kept.
-func (g *Group) Start(ctx context.Context, name string, s Service) error {
-	if err := s.Start(ctx); err != nil {
-		return errors.Join(fmt.Errorf("%s: %w", name, err), s.Stop(ctx))
-	}
+// Add appends s to the group, named name in errors.
+func (g *Group) Add(name string, s Service) {
 	g.mu.Lock()
-	g.started = append(g.started, member{name, s})
+	defer g.mu.Unlock()
+	g.members = append(g.members, member{name, s})
+}
+
+// Start starts the services in order, each with ctx, and stops at the
+// first that fails, returning its error. Stop stops them all then.
+func (g *Group) Start(ctx context.Context) error {
+	g.mu.Lock()
+	members := g.members
 	g.mu.Unlock()
+	for _, m := range members {
+		if err := m.s.Start(ctx); err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+	}
 	return nil
 }
 
-// Stop stops the started services, the last started first, each with
-// ctx, and joins their errors. Every service is asked to stop even once
-// ctx has ended: each then ends its work at once rather than gracefully.
+// Stop stops every service of the group, started or not, the last added
+// first, each with ctx, and joins their errors. Every service is asked to
+// stop even once ctx has ended: each then ends its work at once rather
+// than gracefully.
 func (g *Group) Stop(ctx context.Context) error {
 	g.mu.Lock()
-	started := g.started
-	g.started = nil
+	members := g.members
 	g.mu.Unlock()
 	var errs []error
-	for i := len(started) - 1; i >= 0; i-- {
-		if err := started[i].s.Stop(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", started[i].name, err))
+	for i := len(members) - 1; i >= 0; i-- {
+		if err := members[i].s.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", members[i].name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,6 +1,6 @@
 // Package service gives the server's long-lived parts one lifecycle:
 // Start, then Stop, which returns once every goroutine the part started
-// has ended. A part embeds a [Base] for the bookkeeping, and the server
+// has ended. A part keeps a [Base] for the bookkeeping, and the server
 // starts its parts in order in a [Group], which stops them in reverse.
 //
 // The shape follows River's startstop package (Start, Stop, started and
@@ -33,9 +33,10 @@ type Service interface {
 // ErrStopped is returned by Start after Stop.
 var ErrStopped = errors.New("service: stopped")
 
-// Base is the bookkeeping of a service, to embed: it owns the service's
+// Base is the bookkeeping of a service: it owns the service's
 // goroutines, the context they run under, and the started and stopped
-// signals. Its zero value is ready to use.
+// signals. Its zero value is ready to use. A part keeps it in an
+// unexported field, so that Go and Halt stay its own.
 type Base struct {
 	mu      sync.Mutex // guards the fields below
 	state   state
@@ -138,6 +139,11 @@ func (b *Base) Halt(ctx context.Context) error {
 	case <-b.stopped:
 		return nil
 	case <-ctx.Done():
+	}
+	select {
+	case <-b.stopped: // ended as ctx did
+		return nil
+	default:
 		return fmt.Errorf("service: goroutines still running: %w", ctx.Err())
 	}
 }
