@@ -36,7 +36,7 @@ const EventTurnEnd = "turn.end"
 type Turn struct {
 	Start TurnStart
 
-	conn *rpcConn
+	conn *Conn
 	http *http.Client // for the platform tools endpoint and the gateway
 	mu   sync.Mutex   // guards next and Start's grants
 	next int64
@@ -60,8 +60,8 @@ func (t *Turn) Send(ctx context.Context, events ...any) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var res sessionEventResult
-	err := t.conn.call(ctx, MethodSessionEvent, sessionEventParams{SessionID: t.Start.SessionID, TurnID: t.Start.TurnID, Sequence: t.next, Events: raw}, &res)
+	var res SessionEventResult
+	err := t.conn.Call(ctx, MethodSessionEvent, SessionEventParams{SessionID: t.Start.SessionID, TurnID: t.Start.TurnID, Sequence: t.next, Events: raw}, &res)
 	var re *RPCError
 	if errors.As(err, &re) {
 		if n, ok := re.ExpectedSequence(); ok {
@@ -85,7 +85,7 @@ func (t *Turn) EndTurn(ctx context.Context) error {
 // [ReasonForbidden] or [ReasonModelTokenUnavailable].
 func (t *Turn) RefreshModelToken(ctx context.Context) (TokenGrant, error) {
 	var g TokenGrant
-	err := t.conn.call(ctx, MethodModelTokenRefresh, tokenRefreshParams{SessionID: t.Start.SessionID, TurnID: t.Start.TurnID}, &g)
+	err := t.conn.Call(ctx, MethodModelTokenRefresh, TokenRefreshParams{SessionID: t.Start.SessionID, TurnID: t.Start.TurnID}, &g)
 	return g, err
 }
 
@@ -94,7 +94,7 @@ func (t *Turn) RefreshModelToken(ctx context.Context) (TokenGrant, error) {
 // [ReasonForbidden] or [ReasonToolsTokenUnavailable].
 func (t *Turn) RefreshToolsToken(ctx context.Context) (TokenGrant, error) {
 	var g TokenGrant
-	err := t.conn.call(ctx, MethodToolsTokenRefresh, tokenRefreshParams{SessionID: t.Start.SessionID, TurnID: t.Start.TurnID}, &g)
+	err := t.conn.Call(ctx, MethodToolsTokenRefresh, TokenRefreshParams{SessionID: t.Start.SessionID, TurnID: t.Start.TurnID}, &g)
 	return g, err
 }
 
@@ -108,31 +108,31 @@ func (e *RPCError) ExpectedSequence() (int64, bool) {
 
 // agentTurns are the turns running on a client, by turn id.
 type agentTurns struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // guards cancels
 	cancels map[string]context.CancelFunc
 }
 
 // turnStart accepts a turn and runs it in a goroutine of the client.
-func (c *Client) turnStart(ctx context.Context, conn *rpcConn, params json.RawMessage) (any, error) {
+func (c *Client) turnStart(ctx context.Context, conn *Conn, params json.RawMessage) (any, error) {
 	if c.opts.Agent == nil {
-		e := NewRPCError(CodeCapabilityUnavailable, "").withDetail("this executor runs no agent loop")
+		e := NewRPCError(CodeCapabilityUnavailable, "").WithDetail("this executor runs no agent loop")
 		e.Data.Capability = CapabilityAgent
 		return nil, e
 	}
 	var p TurnStart
-	if err := decodeParams(params, &p); err != nil {
+	if err := DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	if p.SessionID == "" || p.TurnID == "" {
-		return nil, NewRPCError(CodeInvalidParams, "").withDetail("session_id and turn_id are required")
+		return nil, NewRPCError(CodeInvalidParams, "").WithDetail("session_id and turn_id are required")
 	}
 	delta := p.TranscriptSince != ""
 	switch ok, err := c.held.rebuild(&p); {
 	case err != nil:
-		return nil, NewRPCError(CodeInvalidParams, "").withDetail(err.Error())
+		return nil, NewRPCError(CodeInvalidParams, "").WithDetail(err.Error())
 	case !ok:
 		c.emit(Event{Type: EventTranscriptUnavailable, SessionID: p.SessionID})
-		return turnStartResult{Reason: ReasonTranscriptUnavailable}, nil
+		return TurnStartResult{Reason: ReasonTranscriptUnavailable}, nil
 	}
 	if c.opts.AcceptTurn != nil {
 		if err := c.opts.AcceptTurn(ctx, &p); err != nil {
@@ -160,13 +160,13 @@ func (c *Client) turnStart(ctx context.Context, conn *rpcConn, params json.RawMe
 			c.logger.Warn("agent turn failed", "session", p.SessionID, "turn", p.TurnID, "err", err)
 		}
 	})
-	return turnStartResult{Accepted: true}, nil
+	return TurnStartResult{Accepted: true}, nil
 }
 
 // turnCancel cancels a running turn's context.
 func (c *Client) turnCancel(params json.RawMessage) (any, error) {
-	var p turnCancelParams
-	if err := decodeParams(params, &p); err != nil {
+	var p TurnCancelParams
+	if err := DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	c.turns.mu.Lock()

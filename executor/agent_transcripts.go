@@ -25,7 +25,7 @@ func (c *Client) features() []string {
 // turn.start the agent end accepted, for at most max sessions (the least
 // recently used leaves first).
 type transcripts struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // guards the fields below
 	max   int
 	order *list.List               // of *heldTranscript, most recent first
 	bySes map[string]*list.Element // by session id

@@ -3,7 +3,7 @@ package executor
 import (
 	"time"
 
-	"github.com/reinsdev/reins/internal/backoff"
+	"github.com/reinsdev/reins/backoff"
 )
 
 // Default reconnect backoff bounds.

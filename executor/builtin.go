@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -240,7 +242,7 @@ func (b *builtinSession) SignalProcess(ctx context.Context, p ProcessSignal) (Pr
 
 func (b *builtinSession) OpenTerminal(ctx context.Context, p TerminalOpen, output func(TerminalOutput), exit func(TerminalExit)) (TerminalRef, error) {
 	if p.TerminalID == "" {
-		p.TerminalID = newID("term_")
+		p.TerminalID = newTerminalID()
 	}
 	id := p.TerminalID
 	_, err := b.s.OpenTerminal(id, p.Argv, p.Cols, p.Rows,
@@ -269,3 +271,11 @@ var _ interface {
 	ProcessHost
 	TerminalHost
 } = (*builtinSession)(nil)
+
+// newTerminalID returns a random terminal id, for a terminal.open that
+// names none.
+func newTerminalID() string {
+	var b [10]byte
+	rand.Read(b[:])
+	return "term_" + hex.EncodeToString(b[:])
+}

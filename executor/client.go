@@ -156,8 +156,8 @@ type Client struct {
 	logger   *slog.Logger
 	own      *BuiltinSessions // the default sessions, closed when Run ends
 
-	mu       sync.Mutex
-	conn     *rpcConn // the registered connection, or nil
+	mu       sync.Mutex // guards the fields below, up to turns
+	conn     *Conn      // the registered connection, or nil
 	sessions map[string]*clientSession
 	outbox   map[string]*outboxEntry // results not yet acknowledged, by tool_call_id
 	inAck    bool                    // the harness of conn accepts results in tool.call acks
@@ -287,7 +287,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if conn == nil {
 		return ErrNotConnected
 	}
-	return conn.call(ctx, method, params, result)
+	return conn.Call(ctx, method, params, result)
 }
 
 func (c *Client) emit(e Event) {
@@ -427,7 +427,7 @@ func (c *Client) getToken(ctx context.Context) (Token, error) {
 		return Token{}, err
 	}
 	if t.URL == "" {
-		t.URL = connectURL(c.opts.URL)
+		t.URL = ConnectURL(c.opts.URL)
 	}
 	c.mu.Lock()
 	c.token = &t
@@ -455,12 +455,12 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 		}
 		return false, fmt.Errorf("executor: connect: %w", err)
 	}
-	conn := newRPCConn(ws, connConfig{
-		inline:         func(m string) bool { return m == MethodToolCall },
-		syncReply:      true,
-		maxFrame:       c.opts.MaxFrameBytes,
-		requestTimeout: c.opts.RequestTimeout,
-		logger:         c.logger,
+	conn := NewConn(ws, ConnConfig{
+		Inline:         func(m string) bool { return m == MethodToolCall },
+		SyncReply:      true,
+		MaxFrame:       c.opts.MaxFrameBytes,
+		RequestTimeout: c.opts.RequestTimeout,
+		Logger:         c.logger,
 	})
 	conn.handler = func(hctx context.Context, method string, params json.RawMessage) (any, error) {
 		return c.handle(hctx, conn, method, params)
@@ -472,7 +472,7 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServe()
 	served := make(chan error, 1)
-	go func() { served <- conn.serve(sctx) }() // owned: awaited below
+	go func() { served <- conn.Serve(sctx) }() // owned: awaited below
 
 	res, err := c.register(cctx, conn)
 	if err != nil {
@@ -489,7 +489,7 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 				err = fmt.Errorf("%w (%w)", re, ce)
 			}
 		}
-		conn.closeWith(int(websocket.StatusNormalClosure), "registration failed")
+		conn.CloseWith(int(websocket.StatusNormalClosure), "registration failed")
 		stopServe()
 		<-served
 		return false, err
@@ -503,12 +503,12 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.heartbeats(cctx, conn, interval) })
 	wg.Go(func() { c.sendResults(cctx, conn) })
-	wg.Go(func() { conn.keepAlive(c.opts.PingInterval, c.opts.PingTimeout) })
+	wg.Go(func() { conn.KeepAlive(c.opts.PingInterval, c.opts.PingTimeout) })
 	var serveErr error
 	select {
 	case serveErr = <-served:
 	case <-ctx.Done():
-		conn.closeWith(int(websocket.StatusNormalClosure), "executor stopped")
+		conn.CloseWith(int(websocket.StatusNormalClosure), "executor stopped")
 		serveErr = <-served
 	}
 	c.mu.Lock()
@@ -543,15 +543,15 @@ func (c *Client) dropLostLocked(lost []LostSession, held []SessionLease) {
 	}
 }
 
-func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, error) {
+func (c *Client) register(ctx context.Context, conn *Conn) (RegisterResult, error) {
 	c.mu.Lock()
 	held := make([]SessionLease, 0, len(c.sessions))
 	for _, s := range c.sessions {
 		held = append(held, SessionLease{SessionID: s.a.SessionID, LeaseID: s.a.LeaseID})
 	}
 	c.mu.Unlock()
-	var res registerResult
-	err := conn.call(ctx, MethodRegister, registerParams{
+	var res RegisterResult
+	err := conn.Call(ctx, MethodRegister, RegisterParams{
 		Protocol:     c.protocol,
 		Executor:     c.opts.Executor,
 		Capabilities: c.opts.Capabilities,
@@ -565,7 +565,7 @@ func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, e
 	c.mu.Lock()
 	c.dropLostLocked(res.Lost, held)
 	c.conn = conn
-	c.inAck = slices.Contains(res.Features, featureResultInAck)
+	c.inAck = slices.Contains(res.Features, FeatureResultInAck)
 	c.unproven = 0
 	c.mu.Unlock()
 	c.wake()
@@ -574,20 +574,36 @@ func (c *Client) register(ctx context.Context, conn *rpcConn) (registerResult, e
 
 // outboxEntry is a tool result the harness has not acknowledged yet.
 type outboxEntry struct {
-	r toolResultParams
+	r ToolResultParams
 	// ackConn is the connection whose tool.call acknowledgement carries
-	// the result ([featureResultInAck]), nil if it goes as tool.result;
+	// the result ([FeatureResultInAck]), nil if it goes as tool.result;
 	// such a result is not sent again on that connection.
-	ackConn *rpcConn
+	ackConn *Conn
 	// acked: that acknowledgement was written. The harness reads frames
 	// in order, so the answer to a heartbeat sent after it proves it was
 	// received.
 	acked bool
 }
 
-// maxUnproven is how many results sent in acknowledgements may wait for
-// their proof of receipt before an early heartbeat is sent.
-const maxUnproven = 256
+// MaxUnprovenResults is how many results sent in acknowledgements
+// (result_in_ack) may wait for their proof of receipt before a Client
+// sends an early heartbeat.
+const MaxUnprovenResults = 256
+
+// Unacknowledged reports the tool results the client keeps because the
+// harness has not yet proven it received them: kept in all, and inAck of
+// them sent inside a tool.call acknowledgement (result_in_ack), which the
+// answer to a later heartbeat proves.
+func (c *Client) Unacknowledged() (kept, inAck int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.outbox {
+		if e.acked {
+			inAck++
+		}
+	}
+	return len(c.outbox), inAck
+}
 
 func (c *Client) dropResultsLocked(sessionID string) {
 	for id, e := range c.outbox {
@@ -616,7 +632,7 @@ func (c *Client) ackedLocked(e *outboxEntry) {
 		return // that connection is gone: the result is sent again
 	}
 	c.unproven++
-	if c.unproven >= maxUnproven {
+	if c.unproven >= MaxUnprovenResults {
 		select {
 		case c.prove <- struct{}{}:
 		default:
@@ -626,7 +642,7 @@ func (c *Client) ackedLocked(e *outboxEntry) {
 
 // heartbeats renews the leases every interval and, when results sent in
 // acknowledgements pile up, early: the answer proves the harness read them.
-func (c *Client) heartbeats(ctx context.Context, conn *rpcConn, interval time.Duration) {
+func (c *Client) heartbeats(ctx context.Context, conn *Conn, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -650,8 +666,8 @@ func (c *Client) heartbeats(ctx context.Context, conn *rpcConn, interval time.Du
 			}
 		}
 		c.mu.Unlock()
-		var res heartbeatResult
-		if err := conn.call(ctx, MethodHeartbeat, heartbeatParams{Sessions: held}, &res); err != nil {
+		var res HeartbeatResult
+		if err := conn.Call(ctx, MethodHeartbeat, HeartbeatParams{Sessions: held}, &res); err != nil {
 			c.logger.Debug("heartbeat failed", "err", err)
 			continue
 		}
@@ -676,9 +692,9 @@ func (c *Client) wake() {
 // deliver sends one tool result and drops it from the outbox once the
 // harness answered. It reports false when the connection failed (the
 // result stays for a resend).
-func (c *Client) deliver(ctx context.Context, conn *rpcConn, r toolResultParams) bool {
-	var ack toolResultAck
-	err := conn.call(ctx, MethodToolResult, r, &ack)
+func (c *Client) deliver(ctx context.Context, conn *Conn, r ToolResultParams) bool {
+	var ack ToolResultAck
+	err := conn.Call(ctx, MethodToolResult, r, &ack)
 	var re *RPCError
 	if err != nil && !errors.As(err, &re) {
 		return false
@@ -695,8 +711,8 @@ func (c *Client) deliver(ctx context.Context, conn *rpcConn, r toolResultParams)
 // deliverAsync sends one tool result without waiting; the answer drops it
 // from the outbox. If the connection ends first the result stays there and
 // is sent again after re-registering.
-func (c *Client) deliverAsync(conn *rpcConn, r toolResultParams) {
-	conn.callAsync(context.Background(), MethodToolResult, r, func(_ json.RawMessage, err error) {
+func (c *Client) deliverAsync(conn *Conn, r ToolResultParams) {
+	conn.CallAsync(context.Background(), MethodToolResult, r, func(_ json.RawMessage, err error) {
 		var re *RPCError
 		if err != nil && !errors.As(err, &re) {
 			return
@@ -713,10 +729,10 @@ func (c *Client) deliverAsync(conn *rpcConn, r toolResultParams) {
 // sendResults sends every unacknowledged tool result over conn after
 // registration (results of calls that finished while disconnected), and
 // again whenever woken, until the connection ends.
-func (c *Client) sendResults(ctx context.Context, conn *rpcConn) {
+func (c *Client) sendResults(ctx context.Context, conn *Conn) {
 	for {
 		c.mu.Lock()
-		batch := make([]toolResultParams, 0, len(c.outbox))
+		batch := make([]ToolResultParams, 0, len(c.outbox))
 		for _, e := range c.outbox {
 			if e.ackConn != conn {
 				// Not sent, or sent in an acknowledgement on an earlier

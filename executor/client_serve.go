@@ -15,7 +15,7 @@ type clientSession struct {
 	a    Assignment
 	sess Session
 
-	mu     sync.Mutex
+	mu     sync.Mutex                    // guards the fields below
 	calls  map[string]context.CancelFunc // running tool calls
 	seen   map[string]bool               // the tool_call_ids accepted lately
 	order  recentIDs                     // seen ids
@@ -24,8 +24,8 @@ type clientSession struct {
 
 // maxSeenCalls bounds the tool_call_ids a session remembers to refuse a
 // second run. The hub resends only calls it has no result for, and keeps
-// as many results for its own deduplication.
-const maxSeenCalls = maxKeptResults
+// as many results (4096) for its own deduplication.
+const maxSeenCalls = 4096
 
 // rememberLocked records an accepted tool_call_id, forgetting the oldest
 // beyond maxSeenCalls.
@@ -51,13 +51,13 @@ func (s *clientSession) close() {
 	s.sess.Close()
 }
 
-func (c *Client) handle(ctx context.Context, conn *rpcConn, method string, params json.RawMessage) (any, error) {
+func (c *Client) handle(ctx context.Context, conn *Conn, method string, params json.RawMessage) (any, error) {
 	switch method {
 	case MethodSessionAssign:
 		return c.assign(ctx, params)
 	case MethodSessionRelease:
-		var p releaseParams
-		if err := decodeParams(params, &p); err != nil {
+		var p ReleaseParams
+		if err := DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
 		c.mu.Lock()
@@ -77,8 +77,8 @@ func (c *Client) handle(ctx context.Context, conn *rpcConn, method string, param
 	case MethodTurnCancel:
 		return c.turnCancel(params)
 	case MethodToolCancel:
-		var p toolCancelParams
-		if err := decodeParams(params, &p); err != nil {
+		var p ToolCancelParams
+		if err := DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
 		if s := c.session(p.SessionID); s != nil {
@@ -90,7 +90,7 @@ func (c *Client) handle(ctx context.Context, conn *rpcConn, method string, param
 		}
 		return nil, nil
 	case MethodClose:
-		var p closeParams
+		var p CloseParams
 		json.Unmarshal(params, &p)
 		c.logger.Info("harness is closing the connection", "code", p.Code, "reason", p.Reason)
 		return nil, nil
@@ -110,15 +110,15 @@ func (c *Client) session(id string) *clientSession {
 
 func (c *Client) assign(ctx context.Context, params json.RawMessage) (any, error) {
 	var a Assignment
-	if err := decodeParams(params, &a); err != nil {
+	if err := DecodeParams(params, &a); err != nil {
 		return nil, err
 	}
 	if a.SessionID == "" || a.LeaseID == "" {
-		return nil, NewRPCError(CodeInvalidParams, "").withDetail("session_id and lease_id are required")
+		return nil, NewRPCError(CodeInvalidParams, "").WithDetail("session_id and lease_id are required")
 	}
 	for _, t := range a.Tools {
 		if !slices.Contains(c.opts.Capabilities, ToolCapability(t)) {
-			return assignResult{Accepted: false, Reason: ReasonSessionRejected}, nil
+			return AssignResult{Accepted: false, Reason: ReasonSessionRejected}, nil
 		}
 	}
 	c.mu.Lock()
@@ -127,11 +127,11 @@ func (c *Client) assign(ctx context.Context, params json.RawMessage) (any, error
 		s.a = a // a new lease for a session already here
 		s.mu.Unlock()
 		c.mu.Unlock()
-		return assignResult{Accepted: true}, nil
+		return AssignResult{Accepted: true}, nil
 	}
 	if len(c.sessions) >= c.opts.MaxSessions {
 		c.mu.Unlock()
-		return assignResult{Accepted: false, Reason: "executor_busy"}, nil
+		return AssignResult{Accepted: false, Reason: "executor_busy"}, nil
 	}
 	c.mu.Unlock()
 	sess, err := c.opts.Sessions.OpenSession(ctx, a)
@@ -145,24 +145,24 @@ func (c *Client) assign(ctx context.Context, params json.RawMessage) (any, error
 			msg = re.Message
 		}
 		c.logger.Warn("session refused", "session", a.SessionID, "err", err)
-		return assignResult{Accepted: false, Reason: reason, Message: msg}, nil
+		return AssignResult{Accepted: false, Reason: reason, Message: msg}, nil
 	}
 	s := &clientSession{a: a, sess: sess, calls: make(map[string]context.CancelFunc), seen: make(map[string]bool)}
 	c.mu.Lock()
 	if c.stopped || len(c.sessions) >= c.opts.MaxSessions || c.sessions[a.SessionID] != nil {
 		c.mu.Unlock()
 		sess.Close()
-		return assignResult{Accepted: false, Reason: "executor_busy"}, nil
+		return AssignResult{Accepted: false, Reason: "executor_busy"}, nil
 	}
 	c.sessions[a.SessionID] = s
 	c.mu.Unlock()
 	c.emit(Event{Type: EventSessionAssigned, SessionID: a.SessionID})
-	return assignResult{Accepted: true}, nil
+	return AssignResult{Accepted: true}, nil
 }
 
 // resultInAckWindow is how long a tool call may run before its tool.call is
 // acknowledged without the result, when the harness accepts results in
-// acknowledgements ([featureResultInAck]).
+// acknowledgements ([FeatureResultInAck]).
 const resultInAckWindow = 20 * time.Millisecond
 
 // toolCall starts a tool call. It runs in the read loop, so the tool runs
@@ -170,22 +170,22 @@ const resultInAckWindow = 20 * time.Millisecond
 // acknowledgements, the acknowledgement waits up to resultInAckWindow and
 // carries the result of a call that finished by then: two frames per call
 // instead of four.
-func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
-	var p toolCallParams
-	if err := decodeParams(params, &p); err != nil {
+func (c *Client) toolCall(conn *Conn, params json.RawMessage) (any, error) {
+	var p ToolCallParams
+	if err := DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	if p.ToolCallID == "" || p.Name == "" {
-		return nil, NewRPCError(CodeInvalidParams, "").withDetail("tool_call_id and name are required")
+		return nil, NewRPCError(CodeInvalidParams, "").WithDetail("tool_call_id and name are required")
 	}
 	s := c.session(p.SessionID)
 	if s == nil {
-		return nil, NewRPCError(CodeSessionNotActive, "").withDetail("the session is not assigned to this executor")
+		return nil, NewRPCError(CodeSessionNotActive, "").WithDetail("the session is not assigned to this executor")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.a.LeaseID != p.LeaseID {
-		return nil, NewRPCError(CodeLeaseExpired, "").withDetail("the lease is not current")
+		return nil, NewRPCError(CodeLeaseExpired, "").WithDetail("the lease is not current")
 	}
 	if !declaresTool(c.opts.Capabilities, p.Name) {
 		e := NewRPCError(CodeCapabilityUnavailable, "")
@@ -193,16 +193,16 @@ func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
 		return nil, e
 	}
 	if s.seen[p.ToolCallID] || s.calls[p.ToolCallID] != nil || s.closed {
-		return acceptedResult{Accepted: true}, nil // already running or done: never run twice
+		return ToolCallAck{Accepted: true}, nil // already running or done: never run twice
 	}
 	c.mu.Lock()
 	if c.outbox[p.ToolCallID] != nil {
 		c.mu.Unlock()
-		return acceptedResult{Accepted: true}, nil // done, its result not yet acknowledged
+		return ToolCallAck{Accepted: true}, nil // done, its result not yet acknowledged
 	}
 	if c.running >= c.opts.MaxConcurrentCalls {
 		c.mu.Unlock()
-		return nil, NewRPCError(CodeExecutorBusy, "").withDetail("too many tool calls in flight")
+		return nil, NewRPCError(CodeExecutorBusy, "").WithDetail("too many tool calls in flight")
 	}
 	c.running++
 	inAck := c.inAck && c.conn == conn
@@ -215,13 +215,13 @@ func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
 	s.calls[p.ToolCallID] = cancel
 	if !inAck {
 		c.wg.Go(func() { c.finishCall(ctx, cancel, s, p, nil, nil) })
-		return acceptedResult{Accepted: true}, nil
+		return ToolCallAck{Accepted: true}, nil
 	}
 	return replyLater(func(answer func(any, error) error) {
 		claim := new(atomic.Bool) // whoever answers tool.call first
 		ack := time.AfterFunc(resultInAckWindow, func() {
 			if claim.CompareAndSwap(false, true) {
-				answer(acceptedResult{Accepted: true}, nil)
+				answer(ToolCallAck{Accepted: true}, nil)
 			}
 		})
 		c.wg.Go(func() {
@@ -230,7 +230,7 @@ func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
 					return false
 				}
 				ack.Stop()
-				return answer(acceptedResult{Accepted: true, Result: r}, nil) == nil
+				return answer(ToolCallAck{Accepted: true, Result: r}, nil) == nil
 			})
 		})
 	}), nil
@@ -238,7 +238,7 @@ func (c *Client) toolCall(conn *rpcConn, params json.RawMessage) (any, error) {
 
 // finishCall runs a tool call and sends its result: in the tool.call
 // acknowledgement on conn if inAck (not nil) manages it, else as tool.result.
-func (c *Client) finishCall(ctx context.Context, cancel context.CancelFunc, s *clientSession, p toolCallParams, conn *rpcConn, inAck func(*ToolResult) bool) {
+func (c *Client) finishCall(ctx context.Context, cancel context.CancelFunc, s *clientSession, p ToolCallParams, conn *Conn, inAck func(*ToolResult) bool) {
 	defer cancel()
 	c.emit(Event{Type: EventToolStarted, SessionID: p.SessionID, ToolCallID: p.ToolCallID, Tool: p.Name})
 	res := c.runTool(ctx, s, p)
@@ -249,7 +249,7 @@ func (c *Client) finishCall(ctx context.Context, cancel context.CancelFunc, s *c
 	s.mu.Lock()
 	delete(s.calls, p.ToolCallID)
 	s.mu.Unlock()
-	r := toolResultParams{SessionID: p.SessionID, ToolCallID: p.ToolCallID, ToolResult: res}
+	r := ToolResultParams{SessionID: p.SessionID, ToolCallID: p.ToolCallID, ToolResult: res}
 	c.mu.Lock()
 	c.running--
 	if c.sessions[p.SessionID] != s {
@@ -295,7 +295,7 @@ func declaresTool(caps []string, name string) bool {
 	return false
 }
 
-func (c *Client) runTool(ctx context.Context, s *clientSession, p toolCallParams) ToolResult {
+func (c *Client) runTool(ctx context.Context, s *clientSession, p ToolCallParams) ToolResult {
 	if c.opts.Confirm != nil && c.opts.Mutating(p.Name) {
 		cctx, cancel := context.WithTimeout(ctx, c.opts.ConfirmTimeout)
 		ok, err := c.opts.Confirm(cctx, ConfirmRequest{SessionID: p.SessionID, ToolCallID: p.ToolCallID, Tool: p.Name, Input: p.Input})
@@ -330,7 +330,7 @@ func (c *Client) process(ctx context.Context, method string, params json.RawMess
 	var ref struct {
 		SessionID string `json:"session_id"`
 	}
-	if err := decodeParams(params, &ref); err != nil {
+	if err := DecodeParams(params, &ref); err != nil {
 		return nil, err
 	}
 	s := c.session(ref.SessionID)
@@ -345,13 +345,13 @@ func (c *Client) process(ctx context.Context, method string, params json.RawMess
 	}
 	if method == MethodProcessSignal {
 		var p ProcessSignal
-		if err := decodeParams(params, &p); err != nil {
+		if err := DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
 		return ph.SignalProcess(ctx, p)
 	}
 	var p ProcessStart
-	if err := decodeParams(params, &p); err != nil {
+	if err := DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	if p.Spec.PTY != nil && !slices.Contains(c.opts.Capabilities, CapabilityProcessPTY) {
@@ -364,7 +364,7 @@ func (c *Client) process(ctx context.Context, method string, params json.RawMess
 
 func (c *Client) terminal(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	var ref TerminalRef
-	if err := decodeParams(params, &ref); err != nil {
+	if err := DecodeParams(params, &ref); err != nil {
 		return nil, err
 	}
 	s := c.session(ref.SessionID)
@@ -380,7 +380,7 @@ func (c *Client) terminal(ctx context.Context, method string, params json.RawMes
 	switch method {
 	case MethodTerminalOpen:
 		var p TerminalOpen
-		if err := decodeParams(params, &p); err != nil {
+		if err := DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
 		return th.OpenTerminal(ctx, p,
@@ -388,13 +388,13 @@ func (c *Client) terminal(ctx context.Context, method string, params json.RawMes
 			func(e TerminalExit) { c.notifyCurrent(MethodTerminalExit, e) })
 	case MethodTerminalInput:
 		var p TerminalInput
-		if err := decodeParams(params, &p); err != nil {
+		if err := DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
 		return struct{}{}, th.WriteTerminal(ctx, p)
 	case MethodTerminalResize:
 		var p TerminalResize
-		if err := decodeParams(params, &p); err != nil {
+		if err := DecodeParams(params, &p); err != nil {
 			return nil, err
 		}
 		return struct{}{}, th.ResizeTerminal(ctx, p)
@@ -411,7 +411,7 @@ func (c *Client) notifyCurrent(method string, params any) {
 	if conn == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
 	defer cancel()
-	conn.notify(ctx, method, params)
+	conn.Notify(ctx, method, params)
 }

@@ -2,200 +2,71 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
-func TestRegistrationRefused4002(t *testing.T) {
-	var asked atomic.Int32
-	f := newFixture(t, HubOptions{AllowRegistration: func(ctx context.Context, r Registration) error {
-		asked.Add(1)
-		return errors.New("environment archived")
-	}})
-	c := f.client(Options{Sessions: &testSessions{}, Capabilities: testCaps})
-	err := waitErr(t, c)
-	if !errors.Is(err, ErrRegistrationRefused) || CloseCode(err) != CloseRegistrationRefused {
-		t.Fatalf("Err = %v (close code %d), want ErrRegistrationRefused after 4002", err, CloseCode(err))
-	}
-	if n := asked.Load(); n != DefaultMaxRefusedRegistrations {
-		t.Fatalf("%d registrations, want %d", n, DefaultMaxRefusedRegistrations)
-	}
-}
-
-func TestRegistrationRefusedCapabilityMissing(t *testing.T) {
-	f := newFixture(t, HubOptions{})
-	// A machine-scoped executor without process or agent.
-	c := f.client(Options{MachineToken: f.mtok, Sessions: &testSessions{}, Capabilities: testCaps, MaxRefusedRegistrations: 2})
-	err := waitErr(t, c)
-	var re *RPCError
-	if !errors.Is(err, ErrRegistrationRefused) || !errors.As(err, &re) {
-		t.Fatalf("Err = %v, want ErrRegistrationRefused wrapping the -32012 error", err)
-	}
-	if re.Code != CodeCapabilityUnavailable || re.Reason() != ReasonCapabilityMissing || re.Data.Capability != CapabilityProcess {
-		t.Fatalf("refusal = %+v %+v", re, re.Data)
-	}
-	// With the process capability the same machine registers.
-	ok := f.client(Options{MachineToken: f.mtok, Sessions: &testSessions{}, Capabilities: append([]string{CapabilityProcess}, testCaps...), Executor: ExecutorInfo{Name: "m2"}})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := f.hub.WaitAssign(ctx, AssignRequest{EnvironmentID: "env_1", MachineID: "machine_1", SessionID: "s1", Tools: []string{"noop"}})
+// refusingHarness is a harness end that refuses every registration of
+// another protocol version, as the hub does: -32010, then close 4003.
+func refusingHarness(w http.ResponseWriter, r *http.Request) {
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
 	if err != nil {
-		t.Fatalf("placement on the machine: %v (client: %v)", err, ok.Err())
+		return
 	}
-	if res, err := l.CallTool(ctx, ToolCall{ID: "c1", Name: "noop"}); err != nil || res.IsError {
-		t.Fatalf("CallTool on the machine: %v %+v", err, res)
-	}
-	if ex := f.hub.Executors(); len(ex) != 1 || ex[0].MachineID != "machine_1" {
-		t.Fatalf("executors = %+v", ex)
-	}
+	conn := NewConn(ws, ConnConfig{Handler: func(_ context.Context, method string, params json.RawMessage) (any, error) {
+		var p RegisterParams
+		if method != MethodRegister {
+			return nil, errMethodNotFound
+		}
+		if err := DecodeParams(params, &p); err != nil || p.Protocol == Subprotocol {
+			return nil, NewRPCError(CodeInvalidParams, "").WithDetail("this harness only refuses")
+		}
+		return nil, &CloseAfterReply{Err: NewRPCError(CodeUnsupportedProtocol, ""), Code: CloseUnsupportedProtocol, Reason: "unsupported protocol"}
+	}})
+	conn.Serve(r.Context())
 }
 
+// staticToken hands out one executor token for a connect URL.
+type staticToken string
+
+func (u staticToken) Token(context.Context) (Token, error) {
+	return Token{Token: "t", ExpiresAt: time.Now().Add(time.Hour), URL: string(u)}, nil
+}
+
+// noSessions opens no session.
+type noSessions struct{}
+
+func (noSessions) OpenSession(context.Context, Assignment) (Session, error) {
+	return nil, errors.New("no sessions here")
+}
+
+// TestUnsupportedProtocol4003: a client whose protocol the harness does
+// not speak stops for good, with the -32010 answer and the close 4003.
 func TestUnsupportedProtocol4003(t *testing.T) {
-	f := newFixture(t, HubOptions{})
-	c := NewClient(Options{URL: f.srv.URL, EnvironmentKey: f.envKey, Sessions: &testSessions{}, Capabilities: testCaps,
-		Executor: ExecutorInfo{Name: "old"}, BackoffMin: time.Millisecond, Logger: testLogger(t)})
+	srv := httptest.NewServer(http.HandlerFunc(refusingHarness))
+	defer srv.Close()
+	c := NewClient(Options{URL: srv.URL, TokenSource: staticToken(ConnectURL(srv.URL)), Sessions: noSessions{}, Capabilities: []string{"tool:noop"},
+		Executor: ExecutorInfo{Name: "old"}, BackoffMin: time.Millisecond})
 	c.protocol = "reins.executor.v0"
 	go c.Run(context.Background())
-	err := waitErr(t, c)
+	var err error
+	select {
+	case <-c.Done():
+		err = c.Err()
+	case <-time.After(15 * time.Second):
+		t.Fatal("client did not end")
+	}
 	var re *RPCError
 	if !errors.Is(err, ErrClientStopped) || CloseCode(err) != CloseUnsupportedProtocol || !errors.As(err, &re) || re.Code != CodeUnsupportedProtocol {
 		t.Fatalf("Err = %v (close %d), want ErrClientStopped with -32010 and 4003", err, CloseCode(err))
 	}
 	if !IsTerminalCloseCode(CloseCode(err)) {
 		t.Fatal("4003 is terminal")
-	}
-}
-
-func TestReplaced4004(t *testing.T) {
-	f := newFixture(t, HubOptions{})
-	first := f.client(Options{Sessions: &testSessions{}, Capabilities: testCaps})
-	f.waitExecutors(1)
-	second := f.client(Options{Sessions: &testSessions{}, Capabilities: testCaps})
-	err := waitErr(t, first)
-	if !errors.Is(err, ErrReplaced) || CloseCode(err) != CloseReplaced {
-		t.Fatalf("first Err = %v (close %d), want ErrReplaced/4004", err, CloseCode(err))
-	}
-	time.Sleep(50 * time.Millisecond)
-	if second.Err() != nil {
-		t.Fatalf("second ended: %v", second.Err())
-	}
-	if ex := f.hub.Executors(); len(ex) != 1 {
-		t.Fatalf("%d executors registered, want 1", len(ex))
-	}
-	if err := first.Call(context.Background(), MethodHeartbeat, heartbeatParams{}, nil); !errors.Is(err, ErrClientStopped) {
-		t.Fatalf("Call on a replaced client = %v", err)
-	}
-}
-
-func TestDrain4005Reconnects(t *testing.T) {
-	key, keyHash := NewEnvironmentKey()
-	creds := &memCredentials{envKeys: map[string]string{keyHash: "env_1"}}
-	secret := []byte("shared secret of the two nodes")
-	hub1 := NewHub(HubOptions{Credentials: creds, TokenSecret: secret, Logger: testLogger(t)})
-	hub2 := NewHub(HubOptions{Credentials: creds, TokenSecret: secret, Logger: testLogger(t)})
-	var cur atomic.Pointer[Hub]
-	cur.Store(hub1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cur.Load().ServeHTTP(w, r) }))
-	defer srv.Close()
-	defer hub2.Stop(context.Background())
-	closes := make(chan int, 10)
-	c := NewClient(Options{URL: srv.URL, EnvironmentKey: key, Sessions: &testSessions{}, Capabilities: testCaps,
-		Executor: ExecutorInfo{Name: "x"}, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond, Logger: testLogger(t),
-		OnEvent: func(e Event) {
-			if e.Type == EventDisconnected {
-				closes <- CloseCode(e.Err)
-			}
-		}})
-	go c.Run(context.Background())
-	defer func() { c.Stop(); <-c.Done() }()
-	waitFor(t, func() bool { return len(hub1.Executors()) == 1 })
-	cur.Store(hub2)
-	if err := hub1.Stop(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if code := <-closes; code != CloseDrained {
-		t.Fatalf("disconnected with %d, want 4005", code)
-	}
-	waitFor(t, func() bool { return len(hub2.Executors()) == 1 })
-	if c.Err() != nil {
-		t.Fatalf("client ended: %v", c.Err())
-	}
-}
-
-func TestCredentialRejected(t *testing.T) {
-	f := newFixture(t, HubOptions{})
-	f.creds.revoke(f.envKey)
-	var attempts atomic.Int32
-	c := f.client(Options{Sessions: &testSessions{}, Capabilities: testCaps, OnEvent: func(e Event) {
-		if e.Type == EventConnecting {
-			attempts.Add(1)
-		}
-	}})
-	err := waitErr(t, c)
-	if !errors.Is(err, ErrCredentialRejected) || attempts.Load() != 1 {
-		t.Fatalf("Err = %v after %d attempts, want ErrCredentialRejected without retry", err, attempts.Load())
-	}
-}
-
-func TestAssignRejectedAndPlacement(t *testing.T) {
-	f := newFixture(t, HubOptions{})
-	ts := &testSessions{}
-	ts.setRefuse(ReasonWorkspaceUnavailable)
-	f.client(Options{Sessions: ts, Capabilities: testCaps, MaxSessions: 1})
-	f.waitExecutors(1)
-	ctx := context.Background()
-	_, err := f.hub.Assign(ctx, AssignRequest{EnvironmentID: "env_1", SessionID: "s1", Tools: []string{"noop"}})
-	if !errors.Is(err, ErrAssignRejected) {
-		t.Fatalf("Assign = %v, want ErrAssignRejected", err)
-	}
-	if want := "workspace_unavailable: refused by the test"; !strings.Contains(err.Error(), want) {
-		t.Errorf("Assign = %v, want the executor's reason and message (%q)", err, want)
-	}
-	// Tools the executor does not declare: no executor.
-	_, err = f.hub.Assign(ctx, AssignRequest{EnvironmentID: "env_1", SessionID: "s2", Tools: []string{"bash"}})
-	if !errors.Is(err, ErrNoExecutor) {
-		t.Fatalf("Assign(bash) = %v, want ErrNoExecutor", err)
-	}
-	ts.setRefuse("")
-	l := f.assign("s3", "noop")
-	// max_sessions 1: the executor is full.
-	_, err = f.hub.Assign(ctx, AssignRequest{EnvironmentID: "env_1", SessionID: "s4", Tools: []string{"noop"}})
-	if !errors.Is(err, ErrNoExecutor) {
-		t.Fatalf("Assign over max_sessions = %v, want ErrNoExecutor", err)
-	}
-	// An undeclared tool on a lease is a -32012 protocol error.
-	_, err = l.CallTool(ctx, ToolCall{ID: "c1", Name: "bash"})
-	var re *RPCError
-	if !errors.As(err, &re) || re.Code != CodeCapabilityUnavailable || re.Data.Capability != "tool:bash" {
-		t.Fatalf("CallTool(bash) = %v", err)
-	}
-	l.Release(ctx)
-	// Room again once the executor has processed the release.
-	waitFor(t, func() bool {
-		l, err := f.hub.Assign(ctx, AssignRequest{EnvironmentID: "env_1", SessionID: "s4", Tools: []string{"noop"}})
-		return err == nil && l != nil
-	})
-}
-
-func TestNotConnected(t *testing.T) {
-	c := NewClient(Options{URL: "http://127.0.0.1:1", EnvironmentKey: "reins_ek_x", Sessions: &testSessions{}})
-	if err := c.Call(context.Background(), MethodHeartbeat, nil, nil); !errors.Is(err, ErrNotConnected) {
-		t.Fatalf("Call before Run = %v, want ErrNotConnected", err)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met")
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -21,13 +21,16 @@ const Subprotocol = "reins.executor.v1"
 // DefaultMaxFrameBytes is the default limit on one JSON-RPC frame.
 const DefaultMaxFrameBytes = 16 << 20
 
+// WriteTimeout bounds the write of one frame: a peer that reads nothing
+// for that long went silent and loses the connection ([ErrSilent]).
+const WriteTimeout = 10 * time.Second
+
 const (
 	defaultRequestTimeout = 30 * time.Second
-	writeTimeout          = 10 * time.Second
 	defaultMaxInflight    = 256
 )
 
-// Defaults of the WebSocket pings each end sends (HubOptions and Options
+// Defaults of the WebSocket pings each end sends (the hub's options and Options
 // PingInterval and PingTimeout).
 const (
 	DefaultPingInterval = 10 * time.Second
@@ -36,7 +39,7 @@ const (
 
 // ErrSilent is why a connection ended whose peer did not answer a
 // WebSocket ping within its deadline, or read nothing of a frame for
-// writeTimeout: the network between them was cut without either end
+// WriteTimeout: the network between them was cut without either end
 // closing the connection (a silent network cut, a frozen peer).
 var ErrSilent = errors.New("executor: the peer went silent")
 
@@ -52,19 +55,22 @@ func pingSettings(interval, timeout time.Duration) (time.Duration, time.Duration
 	return interval, timeout
 }
 
-// handlerFunc answers one request or notification. For a notification the
-// result is discarded.
-type handlerFunc func(ctx context.Context, method string, params json.RawMessage) (any, error)
+// RequestHandler answers one request or notification of the peer. For a
+// notification the result is discarded. An error that is (or wraps) an
+// [*RPCError] keeps its code on the wire; a [*CloseAfterReply] also closes
+// the connection once the error is sent.
+type RequestHandler func(ctx context.Context, method string, params json.RawMessage) (any, error)
 
 // errMethodNotFound is returned by handlers for methods they do not serve.
 var errMethodNotFound = NewRPCError(CodeMethodNotFound, "")
 
-// rpcConn is a JSON-RPC 2.0 peer over one WebSocket: it sends requests and
-// notifications and serves the peer's with handler. serve owns the read
-// loop and every handler goroutine.
-type rpcConn struct {
+// Conn is a JSON-RPC 2.0 peer over one WebSocket, the connection of either
+// end of reins.executor.v1: it sends requests and notifications and
+// serves the peer's with its handler. [Conn.Serve] owns the read loop and
+// every handler goroutine. Its methods are safe for concurrent use.
+type Conn struct {
 	ws             *websocket.Conn
-	handler        handlerFunc
+	handler        RequestHandler
 	inline         func(method string) bool
 	syncReply      bool
 	maxFrame       int64
@@ -72,8 +78,8 @@ type rpcConn struct {
 	logger         *slog.Logger
 	sem            chan struct{} // bounds concurrent request handlers
 
-	mu      sync.Mutex
-	nextID  int64
+	mu      sync.Mutex               // guards the fields below
+	nextID  int64                    // id of the last request sent
 	pending map[int64]func(*message) // response handlers by request id
 	err     error                    // why the connection ended; set once
 
@@ -82,69 +88,79 @@ type rpcConn struct {
 
 	lr io.LimitedReader // the read loop's frame reader, reused
 
-	wmu  sync.Mutex  // serializes writes
+	wmu  sync.Mutex  // serializes writes (guards the socket's writer and wdog)
 	wdog *time.Timer // closes the connection when a write takes too long
 }
 
-type connConfig struct {
-	handler handlerFunc
-	// inline reports the methods whose handlers never block: they run in
+// ConnConfig configures a [Conn].
+type ConnConfig struct {
+	// Handler answers the peer's requests and notifications (default:
+	// every method is -32601 method_not_found).
+	Handler RequestHandler
+	// Inline reports the methods whose handlers never block: they run in
 	// the read loop (saving a goroutine hand-off on the hot path) and only
 	// their response is written from another goroutine.
-	inline func(method string) bool
-	// syncReply writes the responses of inline methods from the read loop
+	Inline func(method string) bool
+	// SyncReply writes the responses of inline methods from the read loop
 	// itself. Only one end of a connection may set it (the executor end):
 	// the other end must always be reading, or both could block writing.
-	syncReply      bool
-	maxFrame       int64
-	requestTimeout time.Duration
-	maxInflight    int
-	logger         *slog.Logger
+	SyncReply bool
+	// MaxFrame limits one frame (default [DefaultMaxFrameBytes]).
+	MaxFrame int64
+	// RequestTimeout bounds a request whose context has no deadline
+	// (default 30 s).
+	RequestTimeout time.Duration
+	// MaxInflight bounds the peer's requests handled at once (default
+	// 256); beyond it a request is refused with -32011.
+	MaxInflight int
+	// Logger receives diagnostics (default: discarded).
+	Logger *slog.Logger
 }
 
-func newRPCConn(ws *websocket.Conn, cfg connConfig) *rpcConn {
-	if cfg.maxFrame <= 0 {
-		cfg.maxFrame = DefaultMaxFrameBytes
+// NewConn returns a connection over ws. Run [Conn.Serve] to read from it.
+func NewConn(ws *websocket.Conn, cfg ConnConfig) *Conn {
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = DefaultMaxFrameBytes
 	}
-	if cfg.requestTimeout <= 0 {
-		cfg.requestTimeout = defaultRequestTimeout
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = defaultRequestTimeout
 	}
-	if cfg.maxInflight <= 0 {
-		cfg.maxInflight = defaultMaxInflight
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = defaultMaxInflight
 	}
-	if cfg.logger == nil {
-		cfg.logger = slog.New(slog.DiscardHandler)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.handler == nil {
-		cfg.handler = func(context.Context, string, json.RawMessage) (any, error) { return nil, errMethodNotFound }
+	if cfg.Handler == nil {
+		cfg.Handler = func(context.Context, string, json.RawMessage) (any, error) { return nil, errMethodNotFound }
 	}
 	// Frames up to four times the limit are read and answered -32006;
 	// beyond that the WebSocket library closes with 1009.
-	ws.SetReadLimit(4*cfg.maxFrame + 1024)
-	c := &rpcConn{
+	ws.SetReadLimit(4*cfg.MaxFrame + 1024)
+	c := &Conn{
 		ws:             ws,
-		handler:        cfg.handler,
-		inline:         cfg.inline,
-		syncReply:      cfg.syncReply,
-		maxFrame:       cfg.maxFrame,
-		requestTimeout: cfg.requestTimeout,
-		logger:         cfg.logger,
-		sem:            make(chan struct{}, cfg.maxInflight),
+		handler:        cfg.Handler,
+		inline:         cfg.Inline,
+		syncReply:      cfg.SyncReply,
+		maxFrame:       cfg.MaxFrame,
+		requestTimeout: cfg.RequestTimeout,
+		logger:         cfg.Logger,
+		sem:            make(chan struct{}, cfg.MaxInflight),
 		pending:        make(map[int64]func(*message)),
 		done:           make(chan struct{}),
 	}
 	c.wdog = time.AfterFunc(time.Hour, func() {
 		// A peer that reads nothing for that long went silent too.
-		c.fail(fmt.Errorf("%w: a write blocked for %s", ErrSilent, writeTimeout))
+		c.fail(fmt.Errorf("%w: a write blocked for %s", ErrSilent, WriteTimeout))
 		ws.CloseNow()
 	})
 	c.wdog.Stop()
 	return c
 }
 
-// serve reads and dispatches frames until the connection ends or ctx is
+// Serve reads and dispatches frames until the connection ends or ctx is
 // done, waits for its handlers and returns why the connection ended.
-func (c *rpcConn) serve(ctx context.Context) error {
+func (c *Conn) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
@@ -165,11 +181,13 @@ func (c *rpcConn) serve(ctx context.Context) error {
 	}
 }
 
-// keepAlive pings the peer every interval until the connection ends; a
-// ping not answered within timeout ends the connection with ErrSilent
-// (its read loop, serve, must run meanwhile: it reads the pongs). A
-// non-positive interval sends none.
-func (c *rpcConn) keepAlive(interval, timeout time.Duration) {
+// KeepAlive pings the peer every interval until the connection ends; a
+// ping not answered within timeout ends the connection with [ErrSilent]
+// (its read loop, Serve, must run meanwhile: it reads the pongs). A
+// negative interval sends none; zero values take the defaults
+// [DefaultPingInterval] and [DefaultPingTimeout].
+func (c *Conn) KeepAlive(interval, timeout time.Duration) {
+	interval, timeout = pingSettings(interval, timeout)
 	if interval <= 0 {
 		return
 	}
@@ -198,7 +216,7 @@ func (c *rpcConn) keepAlive(interval, timeout time.Duration) {
 }
 
 // readOne reads and dispatches one frame.
-func (c *rpcConn) readOne(ctx context.Context) error {
+func (c *Conn) readOne(ctx context.Context) error {
 	// The read itself has no deadline (ending ctx closes the socket), which
 	// spares a timer per frame.
 	typ, r, err := c.ws.Reader(context.Background())
@@ -219,15 +237,15 @@ func (c *rpcConn) readOne(ctx context.Context) error {
 			return err
 		}
 		if string(id) == "null" {
-			c.closeWith(int(websocket.StatusMessageTooBig), "frame too large")
+			c.CloseWith(int(websocket.StatusMessageTooBig), "frame too large")
 			return &closeError{code: int(websocket.StatusMessageTooBig), reason: "frame too large"}
 		}
-		c.reply(ctx, id, nil, NewRPCError(CodePayloadTooLarge, "").withDetail(
+		c.reply(ctx, id, nil, NewRPCError(CodePayloadTooLarge, "").WithDetail(
 			fmt.Sprintf("frame exceeds %d bytes", c.maxFrame)))
 		return nil
 	}
 	if typ != websocket.MessageText {
-		c.reply(ctx, nullID, nil, NewRPCError(CodeInvalidRequest, "").withDetail("binary frames are not used"))
+		c.reply(ctx, nullID, nil, NewRPCError(CodeInvalidRequest, "").WithDetail("binary frames are not used"))
 		return nil
 	}
 	m, replyID, rerr := decodeFrame(data)
@@ -258,7 +276,7 @@ func (c *rpcConn) readOne(ctx context.Context) error {
 		select {
 		case c.sem <- struct{}{}:
 		default:
-			c.reply(ctx, m.ID, nil, NewRPCError(CodeResourceUnavailable, "").withDetail("too many requests in flight"))
+			c.reply(ctx, m.ID, nil, NewRPCError(CodeResourceUnavailable, "").WithDetail("too many requests in flight"))
 			return nil
 		}
 		c.wg.Add(1)
@@ -294,14 +312,14 @@ func (c *rpcConn) readOne(ctx context.Context) error {
 type replyLater func(answer func(result any, err error) error)
 
 // reply sends the response to a request and returns the write error.
-func (c *rpcConn) reply(ctx context.Context, id json.RawMessage, result any, err error) error {
+func (c *Conn) reply(ctx context.Context, id json.RawMessage, result any, err error) error {
 	m := &message{JSONRPC: "2.0", ID: id}
 	if err != nil {
 		m.Error = ptr(toRPCError(err).ToWire())
 	} else {
 		b, merr := marshal(result)
 		if merr != nil {
-			m.Error = ptr(NewRPCError(CodeInternalError, "").withDetail(merr.Error()).ToWire())
+			m.Error = ptr(NewRPCError(CodeInternalError, "").WithDetail(merr.Error()).ToWire())
 		} else {
 			m.Result = b
 		}
@@ -310,23 +328,26 @@ func (c *rpcConn) reply(ctx context.Context, id json.RawMessage, result any, err
 	if werr != nil {
 		c.logger.Debug("write response", "err", werr)
 	}
-	var ca *closeAfterReply
+	var ca *CloseAfterReply
 	if errors.As(err, &ca) {
-		c.closeWith(ca.code, ca.reason)
+		c.CloseWith(ca.Code, ca.Reason)
 	}
 	return werr
 }
 
-// closeAfterReply is a handler error that closes the connection with a
-// close code once the error response is written.
-type closeAfterReply struct {
-	err    *RPCError
-	code   int
-	reason string
+// CloseAfterReply is a handler error that closes the connection with a
+// close code once the error response (Err) is written.
+type CloseAfterReply struct {
+	Err    *RPCError
+	Code   int
+	Reason string
 }
 
-func (e *closeAfterReply) Error() string { return e.err.Error() }
-func (e *closeAfterReply) Unwrap() error { return e.err }
+// Error returns Err's message.
+func (e *CloseAfterReply) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *CloseAfterReply) Unwrap() error { return e.Err }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -337,13 +358,13 @@ func toRPCError(err error) *RPCError {
 	case errors.As(err, &re):
 		return re
 	case errors.Is(err, context.DeadlineExceeded):
-		return NewRPCError(CodeTimeout, "").withDetail(err.Error())
+		return NewRPCError(CodeTimeout, "").WithDetail(err.Error())
 	case errors.Is(err, context.Canceled):
-		return NewRPCError(CodeCanceled, "").withDetail(err.Error())
+		return NewRPCError(CodeCanceled, "").WithDetail(err.Error())
 	case errors.Is(err, ErrSessionEnded):
-		return NewRPCError(CodeSessionNotActive, "").withDetail(err.Error())
+		return NewRPCError(CodeSessionNotActive, "").WithDetail(err.Error())
 	}
-	return NewRPCError(CodeInternalError, "").withDetail(err.Error())
+	return NewRPCError(CodeInternalError, "").WithDetail(err.Error())
 }
 
 // framePool holds frame buffers: a frame is read into one, decoded (the
@@ -396,7 +417,7 @@ func encodeFrame(buf *bytes.Buffer, m *message) error {
 	return nil
 }
 
-func (c *rpcConn) write(ctx context.Context, m *message) error {
+func (c *Conn) write(ctx context.Context, m *message) error {
 	buf := framePool.Get().(*bytes.Buffer)
 	defer putFrame(buf)
 	buf.Reset()
@@ -405,23 +426,23 @@ func (c *rpcConn) write(ctx context.Context, m *message) error {
 	}
 	b := buf.Bytes()
 	if int64(len(b)) > c.maxFrame {
-		return NewRPCError(CodePayloadTooLarge, "").withDetail(fmt.Sprintf("message of %d bytes exceeds %d", len(b), c.maxFrame))
+		return NewRPCError(CodePayloadTooLarge, "").WithDetail(fmt.Sprintf("message of %d bytes exceeds %d", len(b), c.maxFrame))
 	}
 	// One write at a time, watched by one reusable timer: a peer that stops
-	// reading for writeTimeout loses the connection. (A context deadline
+	// reading for WriteTimeout loses the connection. (A context deadline
 	// per write would cost a timer and several allocations per frame.)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.wdog.Reset(writeTimeout)
+	c.wdog.Reset(WriteTimeout)
 	err := c.ws.Write(context.Background(), websocket.MessageText, b)
 	c.wdog.Stop()
 	return err
 }
 
-// call sends a request and decodes its result into result (unless nil).
+// Call sends a request and decodes its result into result (unless nil).
 // Without a deadline in ctx the request times out after requestTimeout
 // with a *RequestTimeoutError.
-func (c *rpcConn) call(ctx context.Context, method string, params, result any) error {
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
 	p, err := marshal(params)
 	if err != nil {
 		return fmt.Errorf("executor: encode %s params: %w", method, err)
@@ -491,11 +512,11 @@ func (c *rpcConn) call(ctx context.Context, method string, params, result any) e
 	}
 }
 
-// callAsync sends a request without waiting: done is called with the
+// CallAsync sends a request without waiting: done is called with the
 // response from the read loop (it must not block), or with an error if the
 // request could not be sent. If the connection ends first, done is never
 // called: the caller watches the connection's end itself.
-func (c *rpcConn) callAsync(ctx context.Context, method string, params any, done func(result json.RawMessage, err error)) {
+func (c *Conn) CallAsync(ctx context.Context, method string, params any, done func(result json.RawMessage, err error)) {
 	p, err := marshal(params)
 	if err != nil {
 		done(nil, fmt.Errorf("executor: encode %s params: %w", method, err))
@@ -529,8 +550,8 @@ func (c *rpcConn) callAsync(ctx context.Context, method string, params any, done
 	}
 }
 
-// notify sends a notification.
-func (c *rpcConn) notify(ctx context.Context, method string, params any) error {
+// Notify sends a notification.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	p, err := marshal(params)
 	if err != nil {
 		return fmt.Errorf("executor: encode %s params: %w", method, err)
@@ -546,12 +567,12 @@ func (c *rpcConn) notify(ctx context.Context, method string, params any) error {
 	return nil
 }
 
-func (c *rpcConn) lostErr() error {
+func (c *Conn) lostErr() error {
 	return fmt.Errorf("%w: %w", ErrNotConnected, c.Err())
 }
 
 // Err returns why the connection ended, or nil while it is open.
-func (c *rpcConn) Err() error {
+func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
@@ -559,7 +580,7 @@ func (c *rpcConn) Err() error {
 
 // fail records why the connection ended (the first reason wins) and
 // releases every waiting call.
-func (c *rpcConn) fail(err error) {
+func (c *Conn) fail(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
@@ -572,9 +593,9 @@ func (c *rpcConn) fail(err error) {
 	close(c.done)
 }
 
-// closeWith closes the connection with a close code. The close code is
+// CloseWith closes the connection with a close code. The close code is
 // what Err reports.
-func (c *rpcConn) closeWith(code int, reason string) {
+func (c *Conn) CloseWith(code int, reason string) {
 	c.fail(&closeError{code: code, reason: reason})
 	c.ws.Close(websocket.StatusCode(code), reason)
 }

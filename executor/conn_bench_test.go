@@ -10,23 +10,23 @@ import (
 	"github.com/coder/websocket"
 )
 
-func benchConnPair(b *testing.B, inline bool) (*rpcConn, func()) {
+func benchConnPair(b *testing.B, inline bool) (*Conn, func()) {
 	srvDone := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, _ := websocket.Accept(w, r, nil)
-		c := newRPCConn(ws, connConfig{handler: func(context.Context, string, json.RawMessage) (any, error) { return struct{}{}, nil },
-			inline: func(string) bool { return inline }})
-		c.serve(context.Background())
+		c := NewConn(ws, ConnConfig{Handler: func(context.Context, string, json.RawMessage) (any, error) { return struct{}{}, nil },
+			Inline: func(string) bool { return inline }})
+		c.Serve(context.Background())
 		close(srvDone)
 	}))
 	ws, _, err := websocket.Dial(context.Background(), "ws"+srv.URL[4:], nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := newRPCConn(ws, connConfig{})
+	c := NewConn(ws, ConnConfig{})
 	done := make(chan struct{})
-	go func() { c.serve(context.Background()); close(done) }()
-	return c, func() { c.closeWith(1000, ""); <-done; <-srvDone; srv.Close() }
+	go func() { c.Serve(context.Background()); close(done) }()
+	return c, func() { c.CloseWith(1000, ""); <-done; <-srvDone; srv.Close() }
 }
 
 func BenchmarkConnCall(b *testing.B) {
@@ -41,7 +41,7 @@ func BenchmarkConnCall(b *testing.B) {
 			p := map[string]string{"a": "b"}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := c.call(context.Background(), "x", p, nil); err != nil {
+				if err := c.Call(context.Background(), "x", p, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

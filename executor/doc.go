@@ -10,17 +10,15 @@
 // session.assign, tool.call, tool.cancel, session.release, process.* and
 // terminal.* requests from the harness.
 //
-// The package holds both ends so that the harness and every executor share
-// one implementation:
+// The package is the executor end, and what both ends share:
 //
 //   - [Client] is the executor end. [Client.Run] connects, registers,
 //     serves and reconnects with exponential backoff until a terminal error.
-//   - [Hub] is the harness end: an [net/http.Handler] that serves the token
-//     endpoint and the connect endpoint, places sessions on executors under
-//     leases ([Hub.Assign]) and dispatches tool calls ([Lease.CallTool]).
-//   - [NewLocal] runs a [Client] inside the harness process, connected to a
-//     [Hub] over an in-memory connection, so that cloud environments run
-//     their tools the same way self-hosted executors do.
+//     With the "agent" capability it is an agent end too: it runs the
+//     turns the harness sends ([AgentHandler]).
+//   - The wire: the methods, the params and results of each ([Assignment],
+//     [ToolCallParams], [ToolResult], [TurnStart], …), the errors and close
+//     codes, and [Conn], the JSON-RPC connection either end speaks over.
 //   - [BuiltinSessions] is the built-in toolset a [Client] serves by
 //     default: each session's bash, processes and terminals run in a
 //     sandbox of their own ([Sandboxes]) unless the caller opts out with
@@ -31,5 +29,9 @@
 // [*RPCError] (a handler that returns one keeps its code on the wire),
 // connections end with the close codes 4001–4005 ([CloseCode],
 // [IsTerminalCloseCode]), and the sentinel errors ([ErrReplaced],
-// [ErrToolOutcomeUnknown], …) are matched with [errors.Is].
+// [ErrCredentialRejected], …) are matched with [errors.Is].
+//
+// The harness end (the hub that issues executor tokens, places sessions
+// under leases and dispatches tool calls) is part of the reins server,
+// not of this package: it imports this package for the wire.
 package executor

@@ -234,7 +234,8 @@ func (e *RPCError) ToWire() JSONRPCError {
 	return JSONRPCError{Code: e.Code, Message: e.Message, Data: e.Data}
 }
 
-func (e *RPCError) withDetail(detail string) *RPCError {
+// WithDetail sets data.detail, a human-readable explanation, and returns e.
+func (e *RPCError) WithDetail(detail string) *RPCError {
 	if e.Data == nil {
 		e.Data = &JSONRPCErrorData{}
 	}
@@ -270,23 +271,9 @@ var (
 	ErrRegistrationRefused = errors.New("executor: executor registration refused")
 )
 
-// Harness errors.
-var (
-	// ErrSessionEnded is returned for requests on a session that has ended.
-	ErrSessionEnded = errors.New("executor: session ended")
-	// ErrToolOutcomeUnknown means the executor was lost (lease expiry,
-	// executor.close, session ended, or a restarted executor that no longer
-	// reports the session) before a tool.result arrived. The tool may or may
-	// not have run; the caller decides whether a retry is safe.
-	ErrToolOutcomeUnknown = errors.New("executor: tool outcome unknown: executor lost before tool.result")
-	// ErrAssignRejected is returned when session.assign answers
-	// accepted=false.
-	ErrAssignRejected = errors.New("executor: executor rejected session.assign")
-	// ErrNoExecutor is returned by [Hub.Assign] when no registered executor
-	// of the environment can take the session now; wait on
-	// [Hub.Changed] and try again.
-	ErrNoExecutor = errors.New("executor: no executor available for the session")
-)
+// ErrSessionEnded is returned for requests on a session that has ended; a
+// handler that returns it answers -32007 session_not_active.
+var ErrSessionEnded = errors.New("executor: session ended")
 
 // RequestTimeoutError is returned when a request got no response before its
 // deadline. It matches [context.DeadlineExceeded] with errors.Is.

@@ -1,13 +1,10 @@
 package executor
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/coder/websocket"
 )
@@ -63,37 +60,3 @@ func TestErrorTable(t *testing.T) {
 }
 
 // blockingProcesses is a session whose process.start never answers.
-type blockingProcesses struct{ *testSession }
-
-func (b blockingProcesses) StartProcess(ctx context.Context, p ProcessStart, onExit func(ProcessExit)) (ProcessInfo, error) {
-	<-ctx.Done()
-	return ProcessInfo{}, ctx.Err()
-}
-
-func (b blockingProcesses) SignalProcess(ctx context.Context, p ProcessSignal) (ProcessState, error) {
-	return ProcessState{}, nil
-}
-
-type blockingOpener struct{}
-
-func (blockingOpener) OpenSession(context.Context, Assignment) (Session, error) {
-	return blockingProcesses{&testSession{s: &testSessions{}}}, nil
-}
-
-func TestRequestTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := newMemFixture(t, HubOptions{RequestTimeout: 5 * time.Second})
-		c := f.client(Options{Sessions: blockingOpener{}, Capabilities: append([]string{CapabilityProcess}, testCaps...)})
-		l := f.assign("s1", "noop")
-		start := time.Now()
-		err := l.Call(context.Background(), MethodProcessStart, ProcessStart{SessionID: "s1", ProcessID: "p", Spec: ProcessSpec{Argv: []string{"x"}}}, nil)
-		var te *RequestTimeoutError
-		if !errors.As(err, &te) || te.Method != MethodProcessStart || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Call = %v, want RequestTimeoutError", err)
-		}
-		if d := time.Since(start); d != 5*time.Second {
-			t.Fatalf("timed out after %s", d)
-		}
-		f.shutdown(c)
-	})
-}

@@ -34,7 +34,7 @@ func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 		if len(data) > 0 && data[0] == '[' {
 			detail = "batches are not supported"
 		}
-		return nil, nullID, NewRPCError(CodeInvalidRequest, "").withDetail(detail)
+		return nil, nullID, NewRPCError(CodeInvalidRequest, "").WithDetail(detail)
 	}
 	var raw rawFrame
 	if !raw.decodeFast(data) {
@@ -43,7 +43,7 @@ func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 			if errors.As(err, &se) {
 				return nil, nullID, NewRPCError(CodeParseError, "")
 			}
-			return nil, idOf(data), NewRPCError(CodeInvalidRequest, "").withDetail(err.Error())
+			return nil, idOf(data), NewRPCError(CodeInvalidRequest, "").WithDetail(err.Error())
 		}
 	}
 	if bytes.Equal(raw.Error, nullID) {
@@ -51,26 +51,26 @@ func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 	}
 	id := raw.ID
 	if id != nil && !validID(id) {
-		return nil, nullID, NewRPCError(CodeInvalidRequest, "").withDetail("id must be a string, a number or null")
+		return nil, nullID, NewRPCError(CodeInvalidRequest, "").WithDetail("id must be a string, a number or null")
 	}
 	replyID := id
 	if replyID == nil {
 		replyID = nullID
 	}
 	if raw.JSONRPC != "2.0" {
-		return nil, replyID, NewRPCError(CodeInvalidRequest, "").withDetail(`jsonrpc must be "2.0"`)
+		return nil, replyID, NewRPCError(CodeInvalidRequest, "").WithDetail(`jsonrpc must be "2.0"`)
 	}
 	m := &message{JSONRPC: "2.0", ID: id}
 	switch {
 	case raw.Method != "":
 		if raw.Result != nil || raw.Error != nil {
-			return nil, replyID, NewRPCError(CodeInvalidRequest, "").withDetail("a request has no result or error")
+			return nil, replyID, NewRPCError(CodeInvalidRequest, "").WithDetail("a request has no result or error")
 		}
 		if len(raw.Params) > 0 && raw.Params[0] != '{' && raw.Params[0] != '[' && !bytes.Equal(raw.Params, nullID) {
-			return nil, replyID, NewRPCError(CodeInvalidRequest, "").withDetail("params must be an object or an array")
+			return nil, replyID, NewRPCError(CodeInvalidRequest, "").WithDetail("params must be an object or an array")
 		}
 		if bytes.Equal(id, nullID) {
-			return nil, nullID, NewRPCError(CodeInvalidRequest, "").withDetail("a request id must not be null")
+			return nil, nullID, NewRPCError(CodeInvalidRequest, "").WithDetail("a request id must not be null")
 		}
 		m.Method = raw.Method
 		m.Params = raw.Params
@@ -79,12 +79,12 @@ func decodeFrame(data []byte) (*message, json.RawMessage, *RPCError) {
 		if raw.Error != nil {
 			var e JSONRPCError
 			if err := json.Unmarshal(raw.Error, &e); err != nil {
-				return nil, nil, NewRPCError(CodeInvalidRequest, "").withDetail("malformed error object")
+				return nil, nil, NewRPCError(CodeInvalidRequest, "").WithDetail("malformed error object")
 			}
 			m.Error = &e
 		}
 	default:
-		return nil, replyID, NewRPCError(CodeInvalidRequest, "").withDetail("neither a request nor a response")
+		return nil, replyID, NewRPCError(CodeInvalidRequest, "").WithDetail("neither a request nor a response")
 	}
 	return m, nil, nil
 }

@@ -26,11 +26,11 @@ func TestFastPathTaken(t *testing.T) {
 			t.Fatalf("frame took the slow path: %s", f)
 		}
 	}
-	var p toolCallParams
+	var p ToolCallParams
 	if !p.decodeFast([]byte(`{"session_id":"s","lease_id":"l","tool_call_id":"c","name":"read","input":{"path":"a/b.go","ranges":[[1,2]]},"timeout_ms":5}`)) {
 		t.Fatal("tool.call params took the slow path")
 	}
-	var a acceptedResult
+	var a ToolCallAck
 	if !a.decodeFast([]byte(`{"accepted":true,"result":{"content":[{"type":"text","text":"line\n\u0026 \"q\""}],"is_error":false}}`)) {
 		t.Fatal("acknowledgement took the slow path")
 	}
@@ -57,19 +57,19 @@ func TestFastPathFallsBack(t *testing.T) {
 }
 
 func TestFastEncodersMatchEncodingJSON(t *testing.T) {
-	p := toolCallParams{SessionID: "s\"1", LeaseID: "l\n", ToolCallID: "c<>&", Name: "bash", Input: json.RawMessage(`{"a": [1, 2]}`), TimeoutMS: 9}
+	p := ToolCallParams{SessionID: "s\"1", LeaseID: "l\n", ToolCallID: "c<>&", Name: "bash", Input: json.RawMessage(`{"a": [1, 2]}`), TimeoutMS: 9}
 	b, ok := p.appendJSON(nil)
 	if !ok {
 		t.Fatal("not encoded")
 	}
-	var back toolCallParams
+	var back ToolCallParams
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(canonToolCall(back), canonToolCall(p)) {
 		t.Fatalf("round trip: %+v != %+v", back, p)
 	}
-	a := acceptedResult{Accepted: true, Result: &ToolResult{Content: []ContentBlock{TextBlock("x\x01y"), {Type: "image"}}, IsError: true, ErrorCode: "e"}}
+	a := ToolCallAck{Accepted: true, Result: &ToolResult{Content: []ContentBlock{TextBlock("x\x01y"), {Type: "image"}}, IsError: true, ErrorCode: "e"}}
 	b, ok = a.appendJSON(nil)
 	if !ok {
 		t.Fatal("not encoded")
@@ -81,15 +81,15 @@ func TestFastEncodersMatchEncodingJSON(t *testing.T) {
 	if !reflect.DeepEqual(got, exp) {
 		t.Fatalf("got %s, encoding/json gives %s", b, want)
 	}
-	if _, ok := (toolCallParams{SessionID: "\xff"}).appendJSON(nil); ok {
+	if _, ok := (ToolCallParams{SessionID: "\xff"}).appendJSON(nil); ok {
 		t.Fatal("invalid UTF-8 must fall back")
 	}
-	if _, ok := (toolCallParams{Input: json.RawMessage(`{`)}).appendJSON(nil); ok {
+	if _, ok := (ToolCallParams{Input: json.RawMessage(`{`)}).appendJSON(nil); ok {
 		t.Fatal("invalid input must fall back")
 	}
 }
 
-func canonToolCall(p toolCallParams) toolCallParams {
+func canonToolCall(p ToolCallParams) ToolCallParams {
 	var buf bytes.Buffer
 	if len(p.Input) == 0 {
 		p.Input = json.RawMessage("null") // what encoding/json sends for none
@@ -122,11 +122,11 @@ func FuzzFastToolCall(f *testing.F) {
 	f.Add([]byte(`{"session_id":"s","lease_id":"l","tool_call_id":"c","name":"bash","input":{"command":"echo \"hi\""},"timeout_ms":1000}`))
 	f.Add([]byte(`{"session_id":"s\u00e9","name":"x","input":null,"other":[{"a":1}],"timeout_ms":-3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var fast toolCallParams
+		var fast ToolCallParams
 		if !fast.decodeFast(data) {
 			return
 		}
-		var slow toolCallParams
+		var slow ToolCallParams
 		if err := json.Unmarshal(data, &slow); err != nil {
 			t.Fatalf("fast path accepted what encoding/json refuses (%v): %q", err, data)
 		}
@@ -137,7 +137,7 @@ func FuzzFastToolCall(f *testing.F) {
 		if !ok {
 			return
 		}
-		var back toolCallParams
+		var back ToolCallParams
 		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(canonToolCall(back), canonToolCall(fast)) {
 			t.Fatalf("re-encoded %q: %v", b, err)
 		}
@@ -149,11 +149,11 @@ func FuzzFastAck(f *testing.F) {
 	f.Add([]byte(`{"accepted":false}`))
 	f.Add([]byte(`{"accepted":true,"result":{"content":[],"is_error":true,"error_code":"canceled","x":{}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var fast acceptedResult
+		var fast ToolCallAck
 		if !fast.decodeFast(data) {
 			return
 		}
-		var slow acceptedResult
+		var slow ToolCallAck
 		if err := json.Unmarshal(data, &slow); err != nil {
 			t.Fatalf("fast path accepted what encoding/json refuses (%v): %q", err, data)
 		}
@@ -164,7 +164,7 @@ func FuzzFastAck(f *testing.F) {
 		if !ok {
 			return
 		}
-		var back acceptedResult
+		var back ToolCallAck
 		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, fast) {
 			t.Fatalf("re-encoded %q: %v", b, err)
 		}

@@ -80,12 +80,36 @@ func (t *TokenEndpoint) Token(ctx context.Context) (Token, error) {
 	case resp.StatusCode != http.StatusOK:
 		return Token{}, fmt.Errorf("executor: token endpoint answered %s", resp.Status)
 	}
-	var tr tokenResponse
+	var tr TokenResponse
 	if err := json.Unmarshal(b, &tr); err != nil || tr.Token == "" {
 		return Token{}, fmt.Errorf("executor: malformed token response: %v", err)
 	}
 	if tr.URL == "" {
-		tr.URL = connectURL(t.URL)
+		tr.URL = ConnectURL(t.URL)
 	}
 	return Token{Token: tr.Token, ExpiresAt: tr.ExpiresAt, URL: tr.URL}, nil
+}
+
+// TokenResponse is the body of a successful answer of the token endpoint
+// (POST /v1/executor/tokens).
+type TokenResponse struct {
+	Type      string    `json:"type"` // "executor_token"
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// URL is the connect endpoint to dial with the token.
+	URL string `json:"url"`
+}
+
+// ConnectURL turns a server's base http(s) URL into the WebSocket URL of
+// its connect endpoint (…/v1/executor/connect).
+func ConnectURL(base string) string {
+	base = strings.TrimRight(base, "/")
+	base = strings.TrimSuffix(base, "/v1/executor/connect")
+	switch {
+	case strings.HasPrefix(base, "https://"):
+		base = "wss://" + strings.TrimPrefix(base, "https://")
+	case strings.HasPrefix(base, "http://"):
+		base = "ws://" + strings.TrimPrefix(base, "http://")
+	}
+	return base + "/v1/executor/connect"
 }

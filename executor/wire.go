@@ -66,7 +66,7 @@ type LostSession struct {
 	Reason    string `json:"reason"`
 }
 
-type registerParams struct {
+type RegisterParams struct {
 	Protocol     string         `json:"protocol"`
 	Executor     ExecutorInfo   `json:"executor"`
 	Capabilities []string       `json:"capabilities"`
@@ -77,41 +77,41 @@ type registerParams struct {
 	Features []string `json:"features,omitempty"`
 }
 
-type registerResult struct {
+type RegisterResult struct {
 	ExecutorID          string        `json:"executor_id"`
 	HeartbeatIntervalMS int64         `json:"heartbeat_interval_ms"`
 	LeaseTTLMS          int64         `json:"lease_ttl_ms"`
 	Resumed             []string      `json:"resumed"`
 	Lost                []LostSession `json:"lost"`
 	// Features lists the optional protocol features the harness speaks
-	// (see [featureResultInAck]).
+	// (see [FeatureResultInAck]).
 	Features []string `json:"features,omitempty"`
 }
 
-// featureResultInAck is the protocol feature "result_in_ack": the harness
+// FeatureResultInAck is the protocol feature "result_in_ack": the harness
 // accepts a tool call's result inside the tool.call response
 // ({accepted:true, result:{…}}), so that a tool that finishes quickly costs
 // two frames instead of four. Only an executor whose registration result
 // lists it may answer that way; it still keeps the result until a later
 // heartbeat proves the harness read it, and resends it as tool.result after
 // a reconnect.
-const featureResultInAck = "result_in_ack"
+const FeatureResultInAck = "result_in_ack"
 
-type heartbeatParams struct {
+type HeartbeatParams struct {
 	Sessions []SessionLease `json:"sessions"`
 }
 
-type renewedLease struct {
+type RenewedLease struct {
 	SessionID      string    `json:"session_id"`
 	LeaseExpiresAt time.Time `json:"lease_expires_at"`
 }
 
-type heartbeatResult struct {
-	Renewed []renewedLease `json:"renewed"`
+type HeartbeatResult struct {
+	Renewed []RenewedLease `json:"renewed"`
 	Lost    []LostSession  `json:"lost"`
 }
 
-type closeParams struct {
+type CloseParams struct {
 	Code   int    `json:"code"`
 	Reason string `json:"reason"`
 }
@@ -135,7 +135,7 @@ type Assignment struct {
 	Env map[string]string `json:"env,omitempty"`
 }
 
-type assignResult struct {
+type AssignResult struct {
 	Accepted bool   `json:"accepted"`
 	Reason   string `json:"reason,omitempty"`
 	// Message says why the session was refused, for the model and the
@@ -143,13 +143,13 @@ type assignResult struct {
 	Message string `json:"message,omitempty"`
 }
 
-type releaseParams struct {
+type ReleaseParams struct {
 	SessionID string `json:"session_id"`
 	LeaseID   string `json:"lease_id"`
 	Reason    string `json:"reason"`
 }
 
-type toolCallParams struct {
+type ToolCallParams struct {
 	SessionID  string          `json:"session_id"`
 	LeaseID    string          `json:"lease_id"`
 	ToolCallID string          `json:"tool_call_id"`
@@ -158,14 +158,14 @@ type toolCallParams struct {
 	TimeoutMS  int64           `json:"timeout_ms,omitempty"`
 }
 
-type acceptedResult struct {
+type ToolCallAck struct {
 	Accepted bool `json:"accepted"`
 	// Result is the call's outcome when it finished before the
-	// acknowledgement was sent ([featureResultInAck]).
+	// acknowledgement was sent ([FeatureResultInAck]).
 	Result *ToolResult `json:"result,omitempty"`
 }
 
-type toolCancelParams struct {
+type ToolCancelParams struct {
 	SessionID  string `json:"session_id"`
 	ToolCallID string `json:"tool_call_id"`
 	Reason     string `json:"reason"`
@@ -189,13 +189,13 @@ type ToolResult struct {
 	ErrorCode string         `json:"error_code,omitempty"`
 }
 
-type toolResultParams struct {
+type ToolResultParams struct {
 	SessionID  string `json:"session_id"`
 	ToolCallID string `json:"tool_call_id"`
 	ToolResult
 }
 
-type toolResultAck struct {
+type ToolResultAck struct {
 	Duplicate bool `json:"duplicate"`
 }
 

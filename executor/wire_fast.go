@@ -39,6 +39,20 @@ func unmarshal(data []byte, v any) error {
 	return json.Unmarshal(data, v)
 }
 
+// DecodeParams decodes the params of a request or notification into v (on
+// its fast path for the protocol's hot messages). Missing or malformed
+// params are a -32602 invalid_params error, which a [RequestHandler]
+// returns as it is.
+func DecodeParams(params json.RawMessage, v any) error {
+	if len(params) == 0 {
+		return NewRPCError(CodeInvalidParams, "").WithDetail("params are required")
+	}
+	if err := unmarshal(params, v); err != nil {
+		return NewRPCError(CodeInvalidParams, "").WithDetail(err.Error())
+	}
+	return nil
+}
+
 // rawFrame is a frame split into its members, before the JSON-RPC rules
 // are checked.
 type rawFrame struct {
@@ -95,9 +109,9 @@ func (f *rawFrame) decodeFast(data []byte) bool {
 
 var toolCallKeys = []string{"session_id", "lease_id", "tool_call_id", "name", "input", "timeout_ms"}
 
-func (p *toolCallParams) decodeFast(data []byte) bool {
+func (p *ToolCallParams) decodeFast(data []byte) bool {
 	s := jsonScan{b: data}
-	var r toolCallParams
+	var r ToolCallParams
 	ok := s.readObject(toolCallKeys, func(k int) bool {
 		var ok bool
 		switch k {
@@ -123,7 +137,7 @@ func (p *toolCallParams) decodeFast(data []byte) bool {
 	return true
 }
 
-func (p toolCallParams) appendJSON(b []byte) ([]byte, bool) {
+func (p ToolCallParams) appendJSON(b []byte) ([]byte, bool) {
 	var ok [5]bool
 	b = append(b, `{"session_id":`...)
 	b, ok[0] = appendString(b, p.SessionID)
@@ -144,9 +158,9 @@ func (p toolCallParams) appendJSON(b []byte) ([]byte, bool) {
 
 var ackKeys = []string{"accepted", "result"}
 
-func (a *acceptedResult) decodeFast(data []byte) bool {
+func (a *ToolCallAck) decodeFast(data []byte) bool {
 	s := jsonScan{b: data}
-	var r acceptedResult
+	var r ToolCallAck
 	ok := s.readObject(ackKeys, func(k int) bool {
 		if k == 0 {
 			var ok bool
@@ -163,7 +177,7 @@ func (a *acceptedResult) decodeFast(data []byte) bool {
 	return true
 }
 
-func (a acceptedResult) appendJSON(b []byte) ([]byte, bool) {
+func (a ToolCallAck) appendJSON(b []byte) ([]byte, bool) {
 	b = strconv.AppendBool(append(b, `{"accepted":`...), a.Accepted)
 	ok := true
 	if a.Result != nil {

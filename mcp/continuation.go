@@ -35,9 +35,10 @@ type tokens struct {
 	instance string
 	key      []byte
 
-	mu       sync.Mutex
-	capacity int
-	chains   map[string]*ledgerChain
+	capacity int // the open chains kept at most
+
+	mu     sync.Mutex // guards chains and the chains in it
+	chains map[string]*ledgerChain
 }
 
 type ledgerChain struct {

@@ -215,8 +215,8 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // headerTransport adds a caller header to every request.
 type headerTransport struct {
+	mu     sync.Mutex // guards caller
 	caller string
-	mu     sync.Mutex
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {

@@ -12,7 +12,7 @@ import (
 // lockedWriter serialises writes, so that the frame guard's error replies
 // never interleave with the SDK's messages (each written in one call).
 type lockedWriter struct {
-	mu sync.Mutex
+	mu sync.Mutex // held for each write to w
 	w  io.WriteCloser
 }
 

@@ -58,7 +58,7 @@ func TestShutdown(t *testing.T) {
 
 // syncBuffer is a goroutine-safe log sink.
 type syncBuffer struct {
-	mu sync.Mutex
+	mu sync.Mutex // guards b
 	b  bytes.Buffer
 }
 

@@ -23,7 +23,7 @@ type entry struct {
 
 // registry is the server's operation catalogue.
 type registry struct {
-	mu      sync.RWMutex
+	mu      sync.RWMutex // guards entries
 	entries map[string]*entry
 }
 

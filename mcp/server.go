@@ -98,6 +98,8 @@ type Server struct {
 	views  map[string]View
 	tokens *tokens
 
+	// mu guards the fields below; wg is added to under it, after closing
+	// is checked, so that Shutdown waits for every call in flight.
 	mu       sync.Mutex
 	closing  bool
 	inflight map[*flight]struct{}

@@ -254,7 +254,7 @@ type initProc struct {
 	ctl *conn
 	cfg *initConfig
 
-	mu    sync.Mutex // held across fork so that reap sees every pid it started
+	mu    sync.Mutex // guards procs; held across fork so that reap sees every pid it started
 	procs map[int]bool
 }
 

@@ -15,7 +15,7 @@ type Launcher struct {
 	m    *Manager
 	opts Options
 
-	mu     sync.Mutex
+	mu     sync.Mutex // guards the fields below
 	sb     *Sandbox
 	closed bool
 }

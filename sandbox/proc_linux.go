@@ -21,14 +21,15 @@ type Sandbox struct {
 	cgroups []string
 	pidFile string
 
-	mu      sync.Mutex
+	done chan struct{} // closed when init has exited and everything is torn down
+	once sync.Once     // runs teardown
+
+	mu      sync.Mutex // guards the fields below
 	nextID  uint64
 	pending map[uint64]chan msg // spawns waiting for "started"
 	procs   map[int]*Process    // running processes by pid
 	early   map[int]int         // exits that arrived before their "started"
 	closed  bool
-	done    chan struct{} // closed when init has exited and everything is torn down
-	once    sync.Once
 }
 
 // Process is a process running in a sandbox.

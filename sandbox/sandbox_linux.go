@@ -27,7 +27,7 @@ type Manager struct {
 	log    *slog.Logger
 	cgroup *cgroups // nil when resource limits fall back to rlimits
 
-	mu   sync.Mutex
+	mu   sync.Mutex // guards live
 	live map[*Sandbox]bool
 }
 

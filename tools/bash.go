@@ -178,8 +178,9 @@ func capped(head, tail []byte, dropped, limit int) string {
 // bashRunner is the bash tool of one session: one persistent shell, one
 // command at a time.
 type bashRunner struct {
-	mu    sync.Mutex
-	w     *Workspace
+	w *Workspace
+
+	mu    sync.Mutex // guards shell; held for a whole command, so that commands run one at a time
 	shell *shell
 }
 

@@ -59,7 +59,10 @@ type process struct {
 }
 
 type processes struct {
-	w     *Workspace
+	w *Workspace
+
+	// mu guards the fields below and each process's state; wg is added to
+	// under it, so that closing waits for every process's goroutines.
 	mu    sync.Mutex
 	procs map[string]*process
 	wg    sync.WaitGroup

@@ -25,8 +25,8 @@ var deviceDirs = []string{"/dev"}
 // workspace's private temporary directory, system directories are readable
 // and executable, nothing else is reachable.
 type sandbox struct {
-	mu     sync.Mutex
-	fd     int // the Landlock ruleset; -1 when Landlock is unavailable
+	mu     sync.Mutex // guards the fields below; held while the ruleset is applied, so that it is not closed meanwhile
+	fd     int        // the Landlock ruleset; -1 when Landlock is unavailable
 	closed bool
 }
 

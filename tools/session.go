@@ -16,7 +16,7 @@ type Session struct {
 	procs processes
 	terms terminals
 
-	mu     sync.Mutex
+	mu     sync.Mutex // guards closed
 	closed bool
 }
 

@@ -20,7 +20,10 @@ type terminal struct {
 }
 
 type terminals struct {
-	w     *Workspace
+	w *Workspace
+
+	// mu guards the fields below; wg is added to under it, so that
+	// closing waits for every terminal's goroutine.
 	mu    sync.Mutex
 	terms map[string]*terminal
 	wg    sync.WaitGroup

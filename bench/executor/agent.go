@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/executorhub"
 )
 
 // endSink is the harness's side of a benchmark turn: it notes the end of
@@ -35,7 +36,7 @@ func (endSink) RefreshToolsToken(context.Context) (executor.TokenGrant, error) {
 var benchAnswer = map[string]any{"type": "agent.message", "content": []map[string]string{{"type": "text", "text": "ok"}}}
 
 // startAgentEnd connects an agent end that answers every turn at once.
-func startAgentEnd(url, key string, hub *executor.Hub) *executor.Client {
+func startAgentEnd(url, key string, hub *executorhub.Hub) *executor.Client {
 	c := executor.NewClient(executor.Options{
 		URL: url, EnvironmentKey: key, Executor: executor.ExecutorInfo{Name: "bench-brain"},
 		Sessions: noopSessions{}, Capabilities: []string{executor.CapabilityAgent},
@@ -50,7 +51,7 @@ func startAgentEnd(url, key string, hub *executor.Hub) *executor.Client {
 		ch := hub.Changed("env_bench")
 		if _, err := agentTurn(ctx, hub); err == nil {
 			return c
-		} else if !errors.Is(err, executor.ErrNoAgentEnd) {
+		} else if !errors.Is(err, executorhub.ErrNoAgentEnd) {
 			log.Fatal(err)
 		}
 		select {
@@ -63,10 +64,10 @@ func startAgentEnd(url, key string, hub *executor.Hub) *executor.Client {
 
 // agentTurn runs one turn on the agent end: turn.start → session.event →
 // the end of the turn seen by the harness's sink.
-func agentTurn(ctx context.Context, hub *executor.Hub) (time.Duration, error) {
+func agentTurn(ctx context.Context, hub *executorhub.Hub) (time.Duration, error) {
 	sink := endSink{ended: make(chan struct{})}
 	start := time.Now()
-	t, err := hub.StartTurn(ctx, executor.AgentTurnRequest{EnvironmentID: "env_bench", Start: executor.TurnStart{SessionID: "sess_bench_agent"}, Sink: sink})
+	t, err := hub.StartTurn(ctx, executorhub.AgentTurnRequest{EnvironmentID: "env_bench", Start: executor.TurnStart{SessionID: "sess_bench_agent"}, Sink: sink})
 	if err != nil {
 		return 0, err
 	}
@@ -82,7 +83,7 @@ func agentTurn(ctx context.Context, hub *executor.Hub) (time.Duration, error) {
 }
 
 // agentTurns measures n sequential agent-end turns.
-func agentTurns(hub *executor.Hub, n int) latency {
+func agentTurns(hub *executorhub.Hub, n int) latency {
 	d := make([]time.Duration, 0, n)
 	for range n {
 		took, err := agentTurn(context.Background(), hub)

@@ -39,6 +39,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/executorhub"
+	"github.com/reinsdev/reins/internal/tool"
 )
 
 func main() {
@@ -156,9 +158,9 @@ func (creds) VerifyMachineToken(context.Context, string) (string, error) {
 	return "", executor.ErrCredentialRejected
 }
 
-func startHub() (*executor.Hub, string, string, func()) {
-	key, hash := executor.NewEnvironmentKey()
-	hub := executor.NewHub(executor.HubOptions{Credentials: creds{hash}})
+func startHub() (*executorhub.Hub, string, string, func()) {
+	key, hash := executorhub.NewEnvironmentKey()
+	hub := executorhub.NewHub(executorhub.HubOptions{Credentials: creds{hash}})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
@@ -173,7 +175,7 @@ func startHub() (*executor.Hub, string, string, func()) {
 	}
 }
 
-func startExecutor(url, key string, hub *executor.Hub) (*executor.Lease, *executor.Client) {
+func startExecutor(url, key string, hub *executorhub.Hub) (*executorhub.Lease, *executor.Client) {
 	c := executor.NewClient(executor.Options{
 		URL: url, EnvironmentKey: key, Executor: executor.ExecutorInfo{Name: "bench"},
 		Sessions: noopSessions{}, Capabilities: []string{"tool:noop"}, MaxConcurrentCalls: 1024,
@@ -183,11 +185,11 @@ func startExecutor(url, key string, hub *executor.Hub) (*executor.Lease, *execut
 	defer cancel()
 	for {
 		ch := hub.Changed("env_bench")
-		l, err := hub.Assign(ctx, executor.AssignRequest{EnvironmentID: "env_bench", SessionID: "sess_bench", Tools: []string{"noop"}})
+		l, err := hub.Assign(ctx, executorhub.AssignRequest{EnvironmentID: "env_bench", SessionID: "sess_bench", Tools: []string{"noop"}})
 		if err == nil {
 			return l, c
 		}
-		if !errors.Is(err, executor.ErrNoExecutor) {
+		if !errors.Is(err, executorhub.ErrNoExecutor) {
 			log.Fatal(err)
 		}
 		select {
@@ -200,10 +202,10 @@ func startExecutor(url, key string, hub *executor.Hub) (*executor.Lease, *execut
 
 var callSeq atomic.Int64
 
-func oneCall(l *executor.Lease) time.Duration {
+func oneCall(l *executorhub.Lease) time.Duration {
 	id := "call_" + strconv.FormatInt(callSeq.Add(1), 10)
 	start := time.Now()
-	res, err := l.CallTool(context.Background(), executor.ToolCall{ID: id, Name: "noop", Input: json.RawMessage(`{"command":"true"}`)})
+	res, err := l.CallTool(context.Background(), tool.Call{ID: id, Name: "noop", Input: json.RawMessage(`{"command":"true"}`)})
 	if err != nil || res.IsError {
 		log.Fatalf("tool call: %v %+v", err, res)
 	}
@@ -213,7 +215,7 @@ func oneCall(l *executor.Lease) time.Duration {
 // requestRoundTrips measures one JSON-RPC request and its error response
 // through the same connection (terminal.close, which the no-op executor
 // answers at once with -32012).
-func requestRoundTrips(l *executor.Lease, n int) latency {
+func requestRoundTrips(l *executorhub.Lease, n int) latency {
 	d := make([]time.Duration, n)
 	p := map[string]string{"session_id": "sess_bench", "terminal_id": "t"}
 	for i := range d {
@@ -224,7 +226,7 @@ func requestRoundTrips(l *executor.Lease, n int) latency {
 	return percentiles(d)
 }
 
-func roundTrips(l *executor.Lease, n int) latency {
+func roundTrips(l *executorhub.Lease, n int) latency {
 	d := make([]time.Duration, n)
 	for i := range d {
 		d[i] = oneCall(l)
@@ -235,7 +237,7 @@ func roundTrips(l *executor.Lease, n int) latency {
 // interleaved measures n tool calls, n raw echoes and n echoes read by
 // another goroutine, in alternating blocks of 50, so that all three see the
 // same state of a shared, noisy machine.
-func interleaved(l *executor.Lease, echo *websocket.Conn, mux *muxEcho, payload []byte, n int) (tool, raw, handoff latency) {
+func interleaved(l *executorhub.Lease, echo *websocket.Conn, mux *muxEcho, payload []byte, n int) (tool, raw, handoff latency) {
 	const block = 50
 	td := make([]time.Duration, 0, n)
 	ed := make([]time.Duration, 0, n)
@@ -299,7 +301,7 @@ func (m *muxEcho) roundTrip(payload []byte) time.Duration {
 	return time.Since(start)
 }
 
-func toolThroughput(l *executor.Lease, inflight int, dur time.Duration) float64 {
+func toolThroughput(l *executorhub.Lease, inflight int, dur time.Duration) float64 {
 	var n atomic.Int64
 	deadline := time.Now().Add(dur)
 	var wg sync.WaitGroup
@@ -411,7 +413,7 @@ func echoThroughput(ws *websocket.Conn, payload []byte, inflight int, dur time.D
 // idleMemory connects conns idle executors from a child process (so that
 // only the hub's side is measured here) and reports the hub's memory per
 // connection.
-func idleMemory(hub *executor.Hub, url, key string, conns int) {
+func idleMemory(hub *executorhub.Hub, url, key string, conns int) {
 	before := memNow()
 	cmd := exec.Command(os.Args[0], "-child-clients", fmt.Sprintf("%d,%s,%s", conns, url, key))
 	cmd.Stderr = os.Stderr

@@ -3,40 +3,26 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/bus"
-	"github.com/reinsdev/reins/internal/bus/pgnotify"
-	"github.com/reinsdev/reins/internal/console"
+	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
-	"github.com/reinsdev/reins/internal/model/gateway"
-	"github.com/reinsdev/reins/internal/model/scripted"
-	"github.com/reinsdev/reins/internal/packages"
 	"github.com/reinsdev/reins/internal/service"
-	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
-	"github.com/reinsdev/reins/internal/store/postgres"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	"github.com/reinsdev/reins/internal/telemetry"
 	"github.com/reinsdev/reins/internal/tool"
+	"github.com/reinsdev/reins/internal/toolhost"
 	"github.com/reinsdev/reins/internal/turntoken"
-	"github.com/reinsdev/reins/internal/vault"
-	"github.com/reinsdev/reins/internal/webfetch"
 	"github.com/reinsdev/reins/internal/workqueue"
-	"github.com/reinsdev/reins/sandbox/netguard"
 )
 
 // Config configures an App.
@@ -90,7 +76,7 @@ type Config struct {
 	Tools tool.Runner
 	// Hub tunes the executor hub (lease TTL, heartbeats); Credentials is
 	// set by New.
-	Hub    executor.HubOptions
+	Hub    executorhub.HubOptions
 	Logger *slog.Logger
 	// HTTP tunes the API (ping and poll intervals, body limit and
 	// timeout, per-key limits). Its MaxStreams and MaxRequests are
@@ -101,9 +87,9 @@ type Config struct {
 	// dividing it between connections, streams and requests (tests).
 	OpenFiles int
 	// Sandbox configures the sandboxes cloud sessions' tools run in.
-	Sandbox SandboxConfig
+	Sandbox toolhost.SandboxConfig
 	// Packages configures the installs of cloud environments' packages.
-	Packages PackagesConfig
+	Packages toolhost.PackagesConfig
 	// OutboundAllow are internal addresses (loopback, private, link-local)
 	// that the server's own requests to URLs users give (agents' MCP
 	// servers, credentials' OAuth token endpoints, mcp_oauth_validate) may
@@ -139,12 +125,13 @@ type App struct {
 	Bus     *bus.Bus
 	Harness *harness.Harness
 	API     *httpapi.Server
-	Hub     *executor.Hub
+	Hub     *executorhub.Hub
 	Work    *workqueue.Service
 	// TurnTokens issues and verifies the model and tools tokens of
 	// agent-end turns (under the master key: every replica verifies).
 	TurnTokens *turntoken.Issuer
-	tools      *hubTools
+	tools      *toolhost.Host
+	idle       func() // closes the idle connections of the outbound clients
 	log        *slog.Logger
 	http       *httpServer
 	lock       *dirLock // the data dir's, held until Shutdown
@@ -158,21 +145,12 @@ type App struct {
 	files fdBudget
 	// forward sends the calls of agent-end turns running on other
 	// replicas there (replicas only); advertise is Config.AdvertiseURL.
-	forward   *turnForwarder
+	forward   *toolhost.Forwarder
 	advertise string
 }
 
 // DBFile is the database file name inside the data dir.
 const DBFile = "reins.db"
-
-// openStore opens PostgreSQL when a database URL is given, else the SQLite
-// file in the data dir.
-func openStore(ctx context.Context, cfg Config) (store.Store, error) {
-	if cfg.DatabaseURL != "" {
-		return postgres.Open(ctx, cfg.DatabaseURL)
-	}
-	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, DBFile), cfg.SQLite...)
-}
 
 // New locks the data dir, opens the store and assembles the server. It
 // does not start anything; call Start. One App owns a data dir at a time:
@@ -182,172 +160,22 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	// The data dir holds sandboxes, workspaces and CA files even when the
-	// store is in PostgreSQL, so it is locked either way.
-	lock, err := lockDataDir(cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
+	as := &assembly{cfg: cfg, a: &App{metrics: cfg.Metrics, advertise: cfg.AdvertiseURL}}
 	defer func() {
 		if err != nil {
-			lock.release()
+			as.undoAll()
 		}
 	}()
-	st, err := openStore(ctx, cfg)
-	if err != nil {
-		return nil, err
+	steps := []func(context.Context) error{
+		as.lockDir, as.openStore, as.openModels, as.openKeys, as.openReplicas, as.openTelemetry,
+		as.toolHost, as.harness, as.workQueue, as.api,
 	}
-	models := model.Router{}
-	for k, v := range cfg.Models {
-		models[k] = v
-	}
-	if models["scripted"] == nil {
-		models["scripted"] = &scripted.Provider{Dir: filepath.Join(cfg.DataDir, "scripts")}
-	}
-	limitModels(models, cfg.ModelConcurrency, cfg.ProviderConcurrency)
-	rawKey := cfg.MasterKey
-	if rawKey == nil {
-		rawKey, err = vault.LoadKey(os.Getenv(vault.EnvKey), cfg.DataDir)
-	}
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	keys, err := vault.NewKeyring(rawKey)
-	if err == nil {
-		err = sameMasterKey(ctx, st, keys)
-	}
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	b := bus.New()
-	hcfg := harness.Config{Store: st, Bus: b, Model: fileSources{next: models, files: st}, Retry: cfg.Retry, IdleLinger: cfg.IdleLinger, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger}
-	var relay *pgnotify.Relay
-	if cfg.DatabaseURL != "" {
-		// Replicas may share the database: sessions run under leases and
-		// wake-ups cross processes.
-		if cfg.ReplicaID == "" {
-			cfg.ReplicaID = replicaName()
-		}
-		cfg.Logger = cfg.Logger.With("replica", cfg.ReplicaID)
-		if relay, err = openRelay(ctx, cfg.DatabaseURL, cfg.ReplicaID, b, cfg.Logger); err != nil {
-			st.Close()
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
 			return nil, err
 		}
-		defer func() {
-			if err != nil {
-				relay.Close()
-			}
-		}()
-		hcfg.Leases, hcfg.Owner, hcfg.LeaseTTL, hcfg.Logger = st, cfg.ReplicaID, cfg.LeaseTTL, cfg.Logger
 	}
-	instance := cfg.ReplicaID
-	if instance == "" {
-		instance = replicaName()
-	}
-	tracing, observer, err := openTelemetry(ctx, cfg, instance)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	defer func() {
-		if err != nil && tracing != nil {
-			tracing.Stop(context.Background())
-		}
-	}()
-	hcfg.Observer = observer
-	hubOpts := cfg.Hub
-	hubOpts.Credentials = credentials{st}
-	hubOpts.AllowRegistration = chainRegistration(credentials{st}.allowRegistration, cfg.Hub.AllowRegistration)
-	if hubOpts.Logger == nil {
-		hubOpts.Logger = cfg.Logger
-	}
-	hub := executor.NewHub(hubOpts)
-	ht := newHubTools(hub, st, keys, filepath.Join(cfg.DataDir, "workspaces"), cfg.Logger)
-	ht.sandboxes, err = newSandboxes(cfg.Sandbox, cfg.Packages, st, keys, cfg.DataDir, cfg.Logger)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	if cfg.DatabaseURL != "" {
-		ttl := cfg.LeaseTTL
-		if ttl <= 0 {
-			ttl = harness.DefaultLeaseTTL
-		}
-		ht.hands = &replicaHands{st: st, bus: b, hub: hub, replica: cfg.ReplicaID, ttl: ttl, log: cfg.Logger}
-	}
-	slots, how := cfg.Sandbox.slots()
-	ht.slots = newCapacity(slots, ht.yield)
-	cfg.Logger.Info("cloud sessions' tools run in at most this many sessions at once", "slots", slots, "from", how)
-	tools := cfg.Tools
-	if tools == nil {
-		tools = ht
-	}
-	wk := &workers{st: st, placed: ht.placed, hosting: sessions.NewHosting(st)}
-	// Every request to a URL a user gave passes one guard.
-	guard := &netguard.Guard{Allow: cfg.OutboundAllow, Hint: outboundAllowHint}
-	streams, requests := guard.Client(0), guard.Client(outboundTimeout)
-	mcpHost := newMCPHost(st, keys, streams, requests, cfg.Logger)
-	hcfg.Tools, hcfg.Workers, hcfg.MCP, hcfg.Credentials = tools, wk, mcpHost, credentialCheck{st}
-	turnTokens, err := turntoken.New(rawKey, cfg.TurnTokenTTL)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	hcfg.AgentEnds = agentEnds{hub: hub, st: st, tokens: turnTokens, models: models, hands: ht.hands}
-	hcfg.Skills = skillPrompts{st: st, sandboxed: ht.sandboxes != nil}
-	hcfg.WebFetch = &webfetch.Fetcher{Transport: guard.Transport(), Policy: webFetchPolicy(st)}
-	h := harness.New(hcfg)
-	wk.h = replicaRunner{h, b}
-	wk.q = workqueue.New(st, b, wk, cfg.Logger)
-	ht.work = wk.q
-	if cfg.WorkLeaseTTL > 0 {
-		wk.q.TTL = cfg.WorkLeaseTTL
-	}
-	hc := cfg.HTTP
-	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = st, b, h, cfg.Logger, hub, wk.q
-	hc.Sessions = sessions.New(sessions.Config{Store: st, Bus: b, Runner: wk.h, Work: wk.q, Hosting: wk.hosting})
-	hc.Auth = &httpapi.Authenticator{Keys: st, EnvironmentKeys: st, Machines: st, Bootstrap: cfg.BootstrapKey}
-	hc.Vaults = httpapi.VaultConfig{Keyring: keys, ProbeClient: requests}
-	hc.Lifecycle = replicaLifecycle{ht, b}
-	hc.ValidatePackages = packages.Validate
-	hc.Models = models
-	hc.ExecutorList = executorList{hub}
-	hc.Gateway = gateway.New(gateway.Config{Models: models, Turns: gatewayTurns{tokens: turnTokens, h: h}, Logger: cfg.Logger})
-	hc.TurnTokens = turnTokens
-
-	if hc.FileSpoolDir == "" {
-		// Uploads cut off by a crash are left here; nothing else is.
-		hc.FileSpoolDir = filepath.Join(cfg.DataDir, "uploads")
-		os.RemoveAll(hc.FileSpoolDir)
-	}
-	ht.outputs = newOutputs(st, hc.FileSpoolDir, cmp.Or(hc.MaxFileSize, httpapi.DefaultMaxFileSize), cfg.Logger)
-	files := budgetOf(cmp.Or(cfg.OpenFiles, openFileLimit(), defaultOpenFiles))
-	files.fit(&hc, cfg.Logger)
-	api := httpapi.New(hc)
-	a := &App{Store: st, Bus: b, Harness: h, API: api, Hub: hub, Work: wk.q, TurnTokens: turnTokens, tools: ht, log: cfg.Logger, lock: lock,
-		metrics: cfg.Metrics, tracing: tracing, files: files, advertise: cfg.AdvertiseURL}
-	if relay != nil {
-		a.relay = &replicaRelay{relay: relay, previews: newPreviewRelay(relay, h.Previews(), cfg.Logger), bus: b, h: h, tools: ht, lag: a.notifyLag(), log: cfg.Logger}
-	}
-	handler := console.Mount(api)
-	if cfg.DatabaseURL != "" {
-		a.forward = &turnForwarder{tokens: turnTokens, h: h, st: st, replica: cfg.ReplicaID, log: cfg.Logger,
-			client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
-		handler = a.forward.wrap(handler)
-	}
-	a.http = newHTTPServer(handler, cfg.Logger)
-	a.sequence(wk.q, func(context.Context) error {
-		streams.CloseIdleConnections()
-		requests.CloseIdleConnections()
-		return nil
-	})
-	a.watch(cfg.Metrics)
-	return a, nil
+	return as.finish(), nil
 }
 
 // sequence adds the server's services to a.services in the order Start
@@ -356,24 +184,23 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 // the wake-ups of the sessions handed over, and of input accepted
 // meanwhile, go out; the HTTP server after the executors drain and the
 // runners stop (the requests of the turns that drain are answered); the
-// streams first. idle closes the idle connections of the outbound
-// clients.
-func (a *App) sequence(q *workqueue.Service, idle func(context.Context) error) {
+// streams first.
+func (a *App) sequence() {
 	if a.tracing != nil {
 		a.services.Add("tracing", a.tracing)
 	}
-	a.services.Add("outbound clients", service.Hooks{OnStop: idle})
+	a.services.Add("outbound clients", service.Hooks{OnStop: func(context.Context) error { a.idle(); return nil }})
 	if a.relay != nil {
 		a.services.Add("wake-ups from other replicas", a.relay)
 	}
 	a.services.Add("http", a.http)
 	a.services.Add("executor hub", a.Hub)
-	a.services.Add("tools", a.tools)
+	a.services.Add("tool host", a.tools)
 	a.services.Add("harness", a.Harness)
 	// With replicas, this one tells the others it leaves before its
 	// runners hand their sessions over.
-	a.services.Add("leave", service.Hooks{OnStop: func(ctx context.Context) error { a.tools.leave(ctx); return nil }})
-	a.services.Add("work lease expiry", &workqueue.Expiry{Queue: q})
+	a.services.Add("leave", service.Hooks{OnStop: func(ctx context.Context) error { a.tools.Leave(ctx); return nil }})
+	a.services.Add("work lease expiry", &workqueue.Expiry{Queue: a.Work})
 	a.services.Add("api", a.API)
 }
 
@@ -383,7 +210,7 @@ func (a *App) sequence(q *workqueue.Service, idle func(context.Context) error) {
 // After an error, call Shutdown.
 func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	if a.forward != nil {
-		a.tools.hands.url = advertiseURL(a.advertise, ln)
+		a.tools.Announce(toolhost.AdvertiseURL(a.advertise, ln))
 	}
 	a.http.listen(newBoundedListener(ln, a.files.connections))
 	if err := a.services.Start(ctx); err != nil {
@@ -404,32 +231,4 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 // goroutine the services started has ended when it returns nil.
 func (a *App) Shutdown(ctx context.Context) error {
 	return errors.Join(a.services.Stop(ctx), a.Store.Close(), a.lock.release())
-}
-
-// limitModels bounds the concurrent calls of each provider of models to
-// its own bound and to the shared bound global.
-func limitModels(models model.Router, global int, perProvider map[string]int) {
-	all := model.NewLimiter(global)
-	for name, p := range models {
-		own := model.NewLimiter(perProvider[name])
-		if own != nil || all != nil {
-			models[name] = model.Limit(p, own, all)
-		}
-	}
-}
-
-// sameMasterKey checks that keys seals under the master key the database's
-// vault secrets are sealed under, recording its id (not the key) at the
-// first start. A replica started with another REINS_MASTER_KEY, or a data
-// dir whose master-key file was lost and regenerated, would seal secrets
-// the others cannot open and fail to open theirs: it does not start.
-func sameMasterKey(ctx context.Context, st store.Store, keys *vault.Keyring) error {
-	id, err := st.ClaimSetting(ctx, "vault_key_id", keys.KeyID())
-	if err != nil {
-		return fmt.Errorf("record the master key's id: %w", err)
-	}
-	if id != keys.KeyID() {
-		return fmt.Errorf("this process's master key (id %s, from %s or <data-dir>/%s) is not the one this database's vault secrets are sealed under (id %s): start every process on this database with the same %s. If that key is lost, the credentials sealed under it cannot be opened by any key: delete the row vault_key_id from the database's settings table to start with this key, then recreate the credentials", keys.KeyID(), vault.EnvKey, vault.KeyFile, id, vault.EnvKey)
-	}
-	return nil
 }

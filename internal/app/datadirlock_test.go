@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reinsdev/reins/internal/toolhost"
 )
 
 // TestDataDirLock: one App owns a data dir at a time; a second New on it
@@ -16,7 +18,7 @@ import (
 func TestDataDirLock(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	cfg := Config{DataDir: dir, Sandbox: SandboxConfig{Mode: SandboxNone}}
+	cfg := Config{DataDir: dir, Sandbox: toolhost.SandboxConfig{Mode: toolhost.SandboxNone}}
 	first, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

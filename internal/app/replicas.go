@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +16,7 @@ import (
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/service"
-	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/toolhost"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -54,7 +52,7 @@ type replicaRelay struct {
 	previews *previewRelay
 	bus      *bus.Bus
 	h        *harness.Harness
-	tools    *hubTools
+	tools    *toolhost.Host
 	lag      func(time.Duration) // the relay's report of a wake-up's delay; nil: none
 	log      *slog.Logger
 
@@ -105,7 +103,7 @@ func (r *replicaRelay) receive(n bus.Note) {
 		r.h.Interrupt(n.Key)
 	case bus.End:
 		r.h.End(n.Key)
-		r.life.Go(func(ctx context.Context) { r.tools.endedElsewhere(ctx, n.Key) })
+		r.life.Go(func(ctx context.Context) { r.tools.EndedElsewhere(ctx, n.Key) })
 	}
 }
 
@@ -116,26 +114,6 @@ func (r *replicaRelay) Stop(ctx context.Context) error {
 	err := r.life.Halt(ctx)
 	r.closeOnce.Do(r.relay.Close)
 	return err
-}
-
-// endedElsewhere frees what this replica holds of a session that was
-// archived or deleted through another replica (whose SessionEnded freed
-// its own): its placement, its sandbox and, once deleted, its workspace.
-func (t *hubTools) endedElsewhere(ctx context.Context, sessionID string) {
-	t.Release(sessionID)
-	if t.sandboxes != nil {
-		t.sandboxes.end(sessionID)
-	}
-	if !safeName(sessionID) {
-		return
-	}
-	if _, err := t.st.GetSession(ctx, sessionID); !errors.Is(err, store.ErrNotFound) {
-		return
-	}
-	dirs, _ := filepath.Glob(filepath.Join(t.workspace, "*", sessionID))
-	for _, d := range dirs {
-		t.removeWorkspace(filepath.Base(filepath.Dir(d)), sessionID)
-	}
 }
 
 // replicaLifecycle is the tools' lifecycle as the API drives it: a

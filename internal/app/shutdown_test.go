@@ -25,6 +25,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/pkgmirror"
+	"github.com/reinsdev/reins/internal/toolhost"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -45,8 +46,8 @@ func TestShutdownLeavesNoGoroutine(t *testing.T) {
 	dir := t.TempDir()
 	var logs syncBuffer
 	cfg := Config{DataDir: dir, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Sandbox:  SandboxConfig{EgressAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
-		Packages: PackagesConfig{PipIndexURL: front.srv.URL + "/simple/"}}
+		Sandbox:  toolhost.SandboxConfig{EgressAllow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
+		Packages: toolhost.PackagesConfig{PipIndexURL: front.srv.URL + "/simple/"}}
 
 	front.stall.Store(true)
 	s := startServer(t, cfg)

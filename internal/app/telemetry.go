@@ -35,7 +35,7 @@ func (a *App) watch(m *telemetry.Metrics) {
 		return
 	}
 	m.Watch(telemetry.Sources{
-		ToolSlots:           a.tools.slots.inUse,
+		ToolSlots:           a.tools.SlotsInUse,
 		SSESubscribers:      a.API.Streams,
 		ExecutorConnections: a.Hub.Connections,
 		WorkQueue:           a.workQueue,

@@ -12,9 +12,10 @@ import "sync"
 
 // Bus is an in-process wake-up bus. The zero value is not usable; call New.
 type Bus struct {
-	mu    sync.Mutex
-	subs  map[string]map[*Sub]struct{}
-	relay Relay
+	relay Relay // set before use (SetRelay)
+
+	mu   sync.Mutex // guards subs
+	subs map[string]map[*Sub]struct{}
 }
 
 // Kind is what a wake-up asks of the process that gets it.

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinsdev/reins/executor"
-	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/toolhost"
 )
 
 // newExecutorCommand returns `reins executor`: a self-hosted executor
@@ -78,7 +78,7 @@ executor with the same name, a refused registration).`,
 			st := &executorStatus{w: out, started: make(map[string]time.Time)}
 			logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			if noSandbox {
-				sbx.mode = app.SandboxNone
+				sbx.mode = toolhost.SandboxNone
 			}
 			sessions := &executor.BuiltinSessions{Dir: dir, NoSandbox: noSandbox, Logger: logger}
 			closeSandboxes, err := sbx.executorSandboxes(ctx, sessions, dir, logger)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/executorhub"
+	"github.com/reinsdev/reins/internal/tool"
 )
 
 type testCreds struct{ hash string }
@@ -46,8 +48,8 @@ func (s *syncBuffer) String() string {
 }
 
 func TestExecutorCommand(t *testing.T) {
-	key, hash := executor.NewEnvironmentKey()
-	hub := executor.NewHub(executor.HubOptions{Credentials: testCreds{hash}})
+	key, hash := executorhub.NewEnvironmentKey()
+	hub := executorhub.NewHub(executorhub.HubOptions{Credentials: testCreds{hash}})
 	srv := httptest.NewServer(hub)
 	defer srv.Close()
 	defer hub.Stop(context.Background())
@@ -75,15 +77,15 @@ func TestExecutorCommand(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- cmd.ExecuteContext(ctx) }()
-		var lease *executor.Lease
+		var lease *executorhub.Lease
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			l, err := hub.Assign(ctx, executor.AssignRequest{EnvironmentID: "env_1", SessionID: "s1", Tools: []string{"bash", "read"}})
+			l, err := hub.Assign(ctx, executorhub.AssignRequest{EnvironmentID: "env_1", SessionID: "s1", Tools: []string{"bash", "read"}})
 			if err == nil {
 				lease = l
 				break
 			}
-			if !errors.Is(err, executor.ErrNoExecutor) || time.Now().After(deadline) {
+			if !errors.Is(err, executorhub.ErrNoExecutor) || time.Now().After(deadline) {
 				t.Fatal(err)
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -91,16 +93,16 @@ func TestExecutorCommand(t *testing.T) {
 		// --confirm: the first mutating call is denied ("n"), the second
 		// expires (no more input).
 		in, _ := json.Marshal(map[string]string{"command": "echo hi"})
-		res, err := lease.CallTool(ctx, executor.ToolCall{ID: "c1", Name: "bash", Input: in})
+		res, err := lease.CallTool(ctx, tool.Call{ID: "c1", Name: "bash", Input: in})
 		if err != nil || res.ErrorCode != executor.ReasonLocalConfirmationDenied {
 			t.Fatalf("denied call: %v %+v", err, res)
 		}
-		res, err = lease.CallTool(ctx, executor.ToolCall{ID: "c2", Name: "bash", Input: in})
+		res, err = lease.CallTool(ctx, tool.Call{ID: "c2", Name: "bash", Input: in})
 		if err != nil || res.ErrorCode != executor.ReasonLocalConfirmationExpired {
 			t.Fatalf("expired call: %v %+v", err, res)
 		}
 		// Reads are not confirmed.
-		res, err = lease.CallTool(ctx, executor.ToolCall{ID: "c3", Name: "read", Input: json.RawMessage(`{"file_path":"none"}`)})
+		res, err = lease.CallTool(ctx, tool.Call{ID: "c3", Name: "read", Input: json.RawMessage(`{"file_path":"none"}`)})
 		if err != nil || res.ErrorCode != "not_found" {
 			t.Fatalf("read: %v %+v", err, res)
 		}

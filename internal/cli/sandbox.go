@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reinsdev/reins/executor"
-	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/toolhost"
 	"github.com/reinsdev/reins/sandbox"
 	"github.com/reinsdev/reins/sandbox/netguard"
 )
@@ -28,7 +28,7 @@ type sandboxFlags struct {
 // register adds the sandbox flags to f with their environment fallbacks.
 func (s *sandboxFlags) register(f *pflag.FlagSet, whose string) {
 	d := sandbox.DefaultLimits()
-	f.StringVar(&s.mode, "sandbox", app.SandboxNamespaces,
+	f.StringVar(&s.mode, "sandbox", toolhost.SandboxNamespaces,
 		"where "+whose+" tools run: \"namespaces\" (a sandbox per session) or \"none\" (on this host, confined by Landlock only: a trusted single-user machine) (REINS_SANDBOX)")
 	f.StringVar(&s.memory, "sandbox-memory", formatBytes(d.Memory), "memory of each sandbox, e.g. 512M or 4G (REINS_SANDBOX_MEMORY)")
 	f.IntVar(&s.processes, "sandbox-processes", d.Processes, "processes and threads of each sandbox (REINS_SANDBOX_PROCESSES)")
@@ -39,25 +39,25 @@ func (s *sandboxFlags) register(f *pflag.FlagSet, whose string) {
 		{"sandbox-cpu", "REINS_SANDBOX_CPU"}, {"egress-allow", "REINS_EGRESS_ALLOW"}}...)
 }
 
-func (s *sandboxFlags) config() (app.SandboxConfig, error) {
+func (s *sandboxFlags) config() (toolhost.SandboxConfig, error) {
 	mem, err := parseBytes(s.memory)
 	if err != nil {
-		return app.SandboxConfig{}, fmt.Errorf("--sandbox-memory: %w", err)
+		return toolhost.SandboxConfig{}, fmt.Errorf("--sandbox-memory: %w", err)
 	}
 	allow, err := netguard.ParseAllow(s.egressAllow)
 	if err != nil {
-		return app.SandboxConfig{}, fmt.Errorf("--egress-allow: %w", err)
+		return toolhost.SandboxConfig{}, fmt.Errorf("--egress-allow: %w", err)
 	}
-	if s.mode != app.SandboxNamespaces && s.mode != app.SandboxNone {
-		return app.SandboxConfig{}, fmt.Errorf("--sandbox: %q is not \"namespaces\" or \"none\"", s.mode)
+	if s.mode != toolhost.SandboxNamespaces && s.mode != toolhost.SandboxNone {
+		return toolhost.SandboxConfig{}, fmt.Errorf("--sandbox: %q is not \"namespaces\" or \"none\"", s.mode)
 	}
 	if s.processes < 1 {
-		return app.SandboxConfig{}, fmt.Errorf("--sandbox-processes: want at least 1, got %d", s.processes)
+		return toolhost.SandboxConfig{}, fmt.Errorf("--sandbox-processes: want at least 1, got %d", s.processes)
 	}
 	if s.cpu <= 0 {
-		return app.SandboxConfig{}, fmt.Errorf("--sandbox-cpu: want more than 0, got %g", s.cpu)
+		return toolhost.SandboxConfig{}, fmt.Errorf("--sandbox-cpu: want more than 0, got %g", s.cpu)
 	}
-	return app.SandboxConfig{Mode: s.mode, EgressAllow: allow,
+	return toolhost.SandboxConfig{Mode: s.mode, EgressAllow: allow,
 		Limits: sandbox.Limits{Memory: mem, Processes: s.processes, CPU: s.cpu}}, nil
 }
 
@@ -98,7 +98,7 @@ func (s *sandboxFlags) executorSandboxes(ctx context.Context, sessions *executor
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Mode == app.SandboxNone {
+	if cfg.Mode == toolhost.SandboxNone {
 		log.Warn("--sandbox=none: the sessions' tools run as this user on this host (confined by Landlock only)")
 		sessions.Unconfined = true
 		return func() {}, nil

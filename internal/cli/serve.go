@@ -25,6 +25,7 @@ import (
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/model/anthropic"
 	"github.com/reinsdev/reins/internal/model/openai"
+	"github.com/reinsdev/reins/internal/toolhost"
 	"github.com/reinsdev/reins/sandbox/egress"
 	"github.com/reinsdev/reins/sandbox/netguard"
 )
@@ -373,16 +374,16 @@ func (o *serveOptions) httpConfig() httpapi.Config {
 }
 
 // packages returns the packages mirrors of the flags, checked.
-func (o *serveOptions) packages() (app.PackagesConfig, error) {
+func (o *serveOptions) packages() (toolhost.PackagesConfig, error) {
 	for _, f := range []struct{ name, value string }{{"--pip-index-url", o.pipIndexURL}, {"--npm-registry", o.npmRegistry}} {
 		if f.value == "" {
 			continue
 		}
-		if err := app.CheckMirrorURL(f.value); err != nil {
-			return app.PackagesConfig{}, fmt.Errorf("%s: %w", f.name, err)
+		if err := toolhost.CheckMirrorURL(f.value); err != nil {
+			return toolhost.PackagesConfig{}, fmt.Errorf("%s: %w", f.name, err)
 		}
 	}
-	return app.PackagesConfig{PipIndexURL: o.pipIndexURL, NpmRegistry: o.npmRegistry}, nil
+	return toolhost.PackagesConfig{PipIndexURL: o.pipIndexURL, NpmRegistry: o.npmRegistry}, nil
 }
 
 // banner is what the start prints.

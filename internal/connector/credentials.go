@@ -62,7 +62,7 @@ type VaultCredentials struct {
 	Skew   time.Duration
 	Logger *slog.Logger
 
-	mu    sync.Mutex
+	mu    sync.Mutex             // guards locks
 	locks map[string]*sync.Mutex // per credential: one refresh at a time in this process
 }
 

@@ -23,7 +23,7 @@ import (
 // request with its method, path, Authorization header and body.
 type recorder struct {
 	*httptest.Server
-	mu   sync.Mutex
+	mu   sync.Mutex // guards seen
 	seen []string
 }
 

@@ -79,11 +79,11 @@ type Pool struct {
 	order []string
 	conns map[string]*conn
 
-	mu     sync.Mutex
+	release func() // closes the idle connections of a client the pool made; may be nil
+
+	mu     sync.Mutex // guards the fields below
 	closed bool
 	byName map[string]Tool
-
-	release func() // closes the idle connections of a client the pool made; may be nil
 }
 
 // NewPool returns a pool for the servers; it connects to nothing yet.

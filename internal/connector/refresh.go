@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/reinsdev/reins/internal/backoff"
+	"github.com/reinsdev/reins/backoff"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"

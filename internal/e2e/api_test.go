@@ -16,6 +16,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/storetest"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -202,7 +203,7 @@ func TestSendToEndedSessionsIsRefused(t *testing.T) {
 	apiErr(t, err, 409, "invalid_request_error")
 
 	terminated := s.newSession(t, a.ID, env.ID)
-	if _, err := s.app.Store.UpdateSession(ctx, terminated.ID, func(tx store.Tx) error {
+	if _, err := storetest.Change(ctx, s.app.Store, terminated.ID, func(tx store.Tx) error {
 		tx.Session().Status = ma.StatusTerminated
 		return tx.Append(&ma.Event{Type: ma.EventStatusTerminated})
 	}); err != nil {

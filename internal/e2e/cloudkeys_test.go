@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -63,7 +64,7 @@ func request(t *testing.T, url, method, path string, body any, auth map[string]s
 // as a database made before such keys were refused may hold one.
 func plantCloudKey(t *testing.T, st store.Store, envID string) string {
 	t.Helper()
-	key, hash := executor.NewEnvironmentKey()
+	key, hash := executorhub.NewEnvironmentKey()
 	k := store.EnvironmentKey{ID: ids.New("ekey_"), EnvironmentID: envID, Hash: hash, Hint: key[len(key)-4:], CreatedAt: time.Now().UTC()}
 	if err := st.CreateEnvironmentKey(context.Background(), k); err != nil {
 		t.Fatal(err)
@@ -83,7 +84,7 @@ func TestCloudEnvironmentHasNoKeys(t *testing.T) {
 		t.Fatalf("keys after the refusal: %v %v", keys, err)
 	}
 	// Self-hosted environments still get keys.
-	if _, key := s.selfHosted(t, "hands"); !strings.HasPrefix(key, executor.EnvironmentKeyPrefix) {
+	if _, key := s.selfHosted(t, "hands"); !strings.HasPrefix(key, executorhub.EnvironmentKeyPrefix) {
 		t.Fatalf("self-hosted key %q", key)
 	}
 }
@@ -168,10 +169,10 @@ func TestOutsideExecutorCannotRegisterInACloudEnvironment(t *testing.T) {
 	checkToolResults(t, stream.until(isIdle)) // the local executor is registered
 
 	// A valid token of the cloud environment, as one issued before.
-	forger := executor.NewHub(executor.HubOptions{TokenSecret: secret, Credentials: anyKey{env.ID}})
+	forger := executorhub.NewHub(executorhub.HubOptions{TokenSecret: secret, Credentials: anyKey{env.ID}})
 	srv := httptest.NewServer(forger)
 	defer srv.Close()
-	tok, err := (&executor.TokenEndpoint{URL: srv.URL, Credential: executor.EnvironmentKeyPrefix + "forged"}).Token(context.Background())
+	tok, err := (&executor.TokenEndpoint{URL: srv.URL, Credential: executorhub.EnvironmentKeyPrefix + "forged"}).Token(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

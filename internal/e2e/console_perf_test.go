@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/store/storetest"
 	ma "github.com/reinsdev/reins/managedagents"
 	"testing"
 	"time"
@@ -59,8 +60,8 @@ func TestConsolePerf(t *testing.T) {
 			defer wg.Done()
 			for i := range 625 {
 				ts := time.Now().UTC().Format(time.RFC3339Nano)
-				_, err := s.app.Store.CreateSession(context.Background(), ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle, EnvironmentID: env,
-					Title: fmt.Sprintf("bulk %d-%d", g, i), Agent: ma.SessionAgent{ID: a.ID, Version: 1}, CreatedAt: ts, UpdatedAt: ts, Metadata: ma.Metadata{}}, nil)
+				_, err := storetest.NewSession(context.Background(), s.app.Store, ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle, EnvironmentID: env,
+					Title: fmt.Sprintf("bulk %d-%d", g, i), Agent: ma.SessionAgent{ID: a.ID, Version: 1}, CreatedAt: ts, UpdatedAt: ts, Metadata: ma.Metadata{}})
 				if err != nil {
 					t.Error(err)
 					return

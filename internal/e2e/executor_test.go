@@ -14,8 +14,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
-	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/executorhub"
 )
 
 // toolScript asks the scripted model for one call of each built-in tool.
@@ -195,7 +195,7 @@ func TestExecutorKilledMidToolThenAnotherTakesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := startWith(t, options{}, func(c *app.Config) {
-		c.Hub = executor.HubOptions{LeaseTTL: 2 * time.Second, HeartbeatInterval: 300 * time.Millisecond}
+		c.Hub = executorhub.HubOptions{LeaseTTL: 2 * time.Second, HeartbeatInterval: 300 * time.Millisecond}
 	})
 	ctx := context.Background()
 	env, err := s.client.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: "hands",

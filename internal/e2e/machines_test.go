@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/executorhub"
 )
 
 // machineView is a machine as the API shows it.
@@ -45,7 +46,7 @@ func TestMachineTokens(t *testing.T) {
 	if _, err := call(s.url, s.key, "POST", "/v1/machines", map[string]any{"name": "build-01", "environment_ids": []string{envID, envID}}, &m); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(m.Token, executor.MachineTokenPrefix) || len(m.EnvironmentIDs) != 1 || m.EnvironmentIDs[0] != envID || m.Hint != m.Token[len(m.Token)-4:] {
+	if !strings.HasPrefix(m.Token, executorhub.MachineTokenPrefix) || len(m.EnvironmentIDs) != 1 || m.EnvironmentIDs[0] != envID || m.Hint != m.Token[len(m.Token)-4:] {
 		t.Fatalf("created machine = %+v", m)
 	}
 	var list struct{ Data []machineView }

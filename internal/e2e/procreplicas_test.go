@@ -32,12 +32,12 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/fakeanthropic"
 	provider "github.com/reinsdev/reins/internal/model/anthropic"
 	"github.com/reinsdev/reins/internal/pgtest"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/postgres"
+	"github.com/reinsdev/reins/internal/toolhost"
 	ma "github.com/reinsdev/reins/managedagents"
 	toolsetpkg "github.com/reinsdev/reins/tools/toolset"
 )
@@ -555,7 +555,7 @@ func (c *procCluster) checkTurns(sid string, turns int, mayHaveRun bool) []store
 		isErr := e.Event.IsError != nil && *e.Event.IsError
 		// A session that moved to another process (each has its own
 		// workspaces) is told its workspace was reset, before the output.
-		text = strings.TrimPrefix(text, app.WorkspaceResetNotice)
+		text = strings.TrimPrefix(text, toolhost.WorkspaceResetNotice)
 		switch {
 		case mayHaveRun && (!isErr || !strings.Contains(text, toolsetpkg.MayHaveRunText)):
 			c.t.Fatalf("session %s: a bash cut off by the crash was answered %q", sid, text)

@@ -20,6 +20,7 @@ import (
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/pgtest"
+	"github.com/reinsdev/reins/internal/toolhost"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -281,7 +282,7 @@ func TestReplicaCloudWorkspaceAfterTakeover(t *testing.T) {
 			got := toolResults(second)
 			want := []string{"kept", "second"}
 			if !shared {
-				want = []string{app.WorkspaceResetNotice + "missing", "second"}
+				want = []string{toolhost.WorkspaceResetNotice + "missing", "second"}
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("tool results after the takeover:\n%q\nwant\n%q", got, want)

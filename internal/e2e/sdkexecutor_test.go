@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/executorhub"
 )
 
 // The executor SDKs under sdk/ are driven by a real `reins serve` through
@@ -91,7 +91,7 @@ func runIn(t *testing.T, dir string, name string, args ...string) {
 // credential-rejected error.
 func sdkExecutorScenario(t *testing.T, command func(url, key, name, workspace string) *exec.Cmd) {
 	s := startWith(t, options{}, func(c *app.Config) {
-		c.Hub = executor.HubOptions{LeaseTTL: 10 * time.Second, HeartbeatInterval: 300 * time.Millisecond}
+		c.Hub = executorhub.HubOptions{LeaseTTL: 10 * time.Second, HeartbeatInterval: 300 * time.Millisecond}
 	})
 	px := newCutProxy(t, strings.TrimPrefix(s.url, "http://"))
 	envID, _ := s.selfHosted(t, "sdk hands")

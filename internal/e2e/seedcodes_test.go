@@ -16,8 +16,10 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/mcptest"
 	ma "github.com/reinsdev/reins/managedagents"
+	toolsetpkg "github.com/reinsdev/reins/tools/toolset"
 )
 
 // The codes and reasons of the executor protocol's seed that reins
@@ -182,7 +184,7 @@ func wantRPCError(t *testing.T, what string, m rawMessage, code int) {
 // -32006 (a frame over the limit), -32013 (a second registration); an
 // unknown protocol is -32010, then close 4003.
 func TestExecutorProtocolErrors(t *testing.T) {
-	s := startWith(t, options{}, func(c *app.Config) { c.Hub = executor.HubOptions{MaxFrameBytes: 4096} })
+	s := startWith(t, options{}, func(c *app.Config) { c.Hub = executorhub.HubOptions{MaxFrameBytes: 4096} })
 	_, key := s.selfHosted(t, "raw frames")
 	x := dialRaw(t, s.url, key)
 	for _, tc := range []struct {
@@ -219,7 +221,7 @@ func TestExecutorProtocolErrors(t *testing.T) {
 // for the old lease lists the session as lost.
 func TestExecutorLeaseExpired(t *testing.T) {
 	s := startWith(t, options{}, func(c *app.Config) {
-		c.Hub = executor.HubOptions{LeaseTTL: 500 * time.Millisecond, HeartbeatInterval: time.Minute}
+		c.Hub = executorhub.HubOptions{LeaseTTL: 500 * time.Millisecond, HeartbeatInterval: time.Minute}
 	})
 	envID, key := s.selfHosted(t, "silent hands")
 	x := dialRawExecutor(t, s.url, key, "silent", executor.BuiltinCapabilities()...)
@@ -248,7 +250,7 @@ func TestExecutorLeaseExpired(t *testing.T) {
 		t.Fatalf("session.release %s, want reason lease_expired", release.Params)
 	}
 	results := resultFrames(st.until(isIdle))
-	if len(results) != 1 || !strings.Contains(resultText(results[0]), executor.MayHaveRunText) {
+	if len(results) != 1 || !strings.Contains(resultText(results[0]), toolsetpkg.MayHaveRunText) {
 		t.Fatalf("tool results after the expiry: %v", describe(results))
 	}
 

@@ -170,9 +170,9 @@ func askRunner[Q, A any](ctx context.Context, ch chan<- Q, q Q, reply <-chan A, 
 }
 
 // turnStart is what the agent end is told: the inputs since the session
-// last went idle, the log before them, and the agent. raw holds the live
-// events' JSON.
-func turnStart(sess *ma.Session, live []ma.Event, raw []json.RawMessage) (TurnStart, error) {
+// last went idle, the log before them, and the agent. live holds the live
+// events.
+func turnStart(sess *ma.Session, live []logEntry) (TurnStart, error) {
 	cut := 0
 	for i, ev := range live {
 		if ev.Type == ma.EventStatusIdle {
@@ -181,7 +181,7 @@ func turnStart(sess *ma.Session, live []ma.Event, raw []json.RawMessage) (TurnSt
 	}
 	st := TurnStart{Inputs: []json.RawMessage{}}
 	for i, ev := range live {
-		b := raw[i]
+		b := ev.Raw
 		switch {
 		case i < cut:
 			st.Transcript = append(st.Transcript, b)
@@ -222,11 +222,7 @@ func (r *runner) agentTurn(ctx context.Context, gen uint64, sess *ma.Session) er
 func (r *runner) agentTurnOnce(ctx context.Context, gen uint64, sess *ma.Session) error {
 	tctx, done := r.turnContext(ctx, gen)
 	defer done()
-	live, raw, err := r.log.liveJSON()
-	if err != nil {
-		return err
-	}
-	start, err := turnStart(sess, live, raw)
+	start, err := turnStart(sess, r.log.liveEntries())
 	if err != nil {
 		return err
 	}

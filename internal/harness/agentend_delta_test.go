@@ -34,7 +34,11 @@ func TestTranscriptDelta(t *testing.T) {
 			at := now.Add(time.Duration(n) * time.Second).Format(time.RFC3339Nano)
 			ev.ProcessedAt = &at
 		}
-		log.add(ev)
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.add(&ev, raw)
 		return id
 	}
 	// message queues a user.message and echoes it processed, as the
@@ -48,11 +52,7 @@ func TestTranscriptDelta(t *testing.T) {
 	var sent *sentTranscript
 	turn := func(i int) {
 		t.Helper()
-		live, raw, err := log.liveJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		start, err := turnStart(sess, live, raw)
+		start, err := turnStart(sess, log.liveEntries())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/sessions"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -72,7 +73,7 @@ func TestDrainHandsOver(t *testing.T) {
 		}
 	}))
 	newReplica := func(name string, bs *bus.Bus) *Harness {
-		h := New(Config{Store: st, Bus: bs, Model: &stepModel{name: name, log: calls, gate: gate}, Leases: st, Owner: name,
+		h := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: bs, Model: &stepModel{name: name, log: calls, gate: gate}, Leases: st, Owner: name,
 			LeaseTTL: time.Minute, IdleLinger: -1})
 		if err := h.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -127,7 +128,7 @@ func TestDrainIdleSessionStays(t *testing.T) {
 	}))
 	m := newGateModel()
 	close(m.gate)
-	a := New(Config{Store: st, Bus: busA, Model: m, Leases: st, Owner: "a", LeaseTTL: time.Minute})
+	a := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: busA, Model: m, Leases: st, Owner: "a", LeaseTTL: time.Minute})
 	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestDrainHandsOverQueuedInput(t *testing.T) {
 	}))
 	m := newGateModel()
 	close(m.gate)
-	a := New(Config{Store: st, Bus: busA, Model: m, Leases: st, Owner: "a", LeaseTTL: time.Minute})
+	a := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: busA, Model: m, Leases: st, Owner: "a", LeaseTTL: time.Minute})
 	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/ids"
-	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	"github.com/reinsdev/reins/internal/store/storetest"
 	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -52,17 +53,16 @@ func TestEndReleasesAtOnce(t *testing.T) {
 		}
 		defer st.Close()
 		rel := &releases{at: map[string]time.Time{}}
-		h := New(Config{Store: st, Bus: bus.New(), Model: &fakeModel{script: []error{nil}}, Tools: rel, IdleLinger: time.Minute})
+		h := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: bus.New(), Model: &fakeModel{script: []error{nil}}, Tools: rel, IdleLinger: time.Minute})
 		defer h.Stop(context.Background())
 		now := ma.Time(time.Now())
-		sess, err := st.CreateSession(context.Background(), ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
-			Agent: ma.SessionAgent{ID: "agent_x", Model: ma.ModelConfig{ID: "fake"}}, CreatedAt: now, UpdatedAt: now}, nil)
+		sess, err := storetest.NewSession(context.Background(), st, ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
+			Agent: ma.SessionAgent{ID: "agent_x", Model: ma.ModelConfig{ID: "fake"}}, CreatedAt: now, UpdatedAt: now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.UpdateSession(context.Background(), sess.ID, func(tx store.Tx) error {
-			return tx.Append(&ma.Event{Type: ma.EventUserMessage, Content: []ma.ContentBlock{{Type: "text", Text: "hi"}}})
-		}); err != nil {
+		if _, err := storetest.Append(context.Background(), st, sess.ID,
+			&ma.Event{Type: ma.EventUserMessage, Content: []ma.ContentBlock{{Type: "text", Text: "hi"}}}); err != nil {
 			t.Fatal(err)
 		}
 		h.Wake(sess.ID)

@@ -19,21 +19,30 @@ import (
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-// Store is what the harness needs of the store: the rows and logs of the
-// sessions it runs. A store.Store is one.
+// Store is what the harness reads of the store: the rows and logs of the
+// sessions it runs. A store.Store is one. It writes them through its
+// Writer.
 type Store interface {
 	GetSession(ctx context.Context, id string) (ma.Session, error)
-	UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error)
 	ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error)
 	SessionIDsByStatus(ctx context.Context, statuses ...string) ([]string, error)
 	SessionIDsWithPending(ctx context.Context) ([]string, error)
 }
 
-// Config configures a Harness. Store, Bus and Model are required.
+// Writer is the harness's write path of a session (a
+// *sessions.Writer): fn runs in one transaction on the session's row and
+// log, and the session is returned as committed.
+type Writer interface {
+	Update(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error)
+}
+
+// Config configures a Harness. Store, Writer, Bus and Model are required.
 type Config struct {
 	Store Store
 	Bus   *bus.Bus
 	Model model.Provider
+	// Writer writes the sessions the harness runs.
+	Writer Writer
 	// Tools runs built-in tools; nil answers every call with an error
 	// result.
 	Tools tool.Runner

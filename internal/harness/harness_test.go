@@ -17,8 +17,10 @@ import (
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	"github.com/reinsdev/reins/internal/store/storetest"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -69,10 +71,10 @@ func newFixture(t *testing.T, script ...error) *fixture {
 		t.Fatal(err)
 	}
 	fm := &fakeModel{script: script}
-	h := New(Config{Store: st, Bus: bus.New(), Model: fm, Retry: RetryPolicy{MaxAttempts: 4, BaseDelay: time.Second, MaxDelay: 30 * time.Second}})
+	h := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: bus.New(), Model: fm, Retry: RetryPolicy{MaxAttempts: 4, BaseDelay: time.Second, MaxDelay: 30 * time.Second}})
 	now := ma.Time(time.Now())
-	sess, err := st.CreateSession(context.Background(), ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
-		Agent: ma.SessionAgent{ID: "agent_x", Model: ma.ModelConfig{ID: "fake"}}, CreatedAt: now, UpdatedAt: now}, nil)
+	sess, err := storetest.NewSession(context.Background(), st, ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
+		Agent: ma.SessionAgent{ID: "agent_x", Model: ma.ModelConfig{ID: "fake"}}, CreatedAt: now, UpdatedAt: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func newFixture(t *testing.T, script ...error) *fixture {
 
 func (f *fixture) send(ev ma.Event) string {
 	f.t.Helper()
-	if _, err := f.st.UpdateSession(context.Background(), f.sid, func(tx store.Tx) error { return tx.Append(&ev) }); err != nil {
+	if _, err := storetest.Append(context.Background(), f.st, f.sid, &ev); err != nil {
 		f.t.Fatal(err)
 	}
 	if ev.Type == ma.EventUserInterrupt {
@@ -345,7 +347,7 @@ func TestInternalFailurePolicy(t *testing.T) {
 		f := newFixture(t, nil)
 		fs := &flakyStore{Store: f.st}
 		f.h.Stop(context.Background())
-		f.h = New(Config{Store: fs, Bus: bus.New(), Model: f.model})
+		f.h = New(Config{Store: fs, Writer: sessions.NewWriter(f.st), Bus: bus.New(), Model: f.model})
 		t.Cleanup(func() { f.h.Stop(context.Background()) })
 
 		// One failure: retried from the log, the turn still completes.
@@ -394,7 +396,7 @@ func TestLongConversationsAreCompacted(t *testing.T) {
 		rm := &requestModel{}
 		f.h.Stop(context.Background())
 		const window = 600 // tokens: about 2,400 bytes
-		f.h = New(Config{Store: f.st, Bus: bus.New(), Model: rm, ContextWindow: func(string) int { return window }})
+		f.h = New(Config{Store: f.st, Writer: sessions.NewWriter(f.st), Bus: bus.New(), Model: rm, ContextWindow: func(string) int { return window }})
 		t.Cleanup(func() { f.h.Stop(context.Background()) })
 		for i := range 12 {
 			f.message(fmt.Sprintf("message %d: %s", i, strings.Repeat("words ", 40)))

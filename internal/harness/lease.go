@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinsdev/reins/internal/backoff"
+	"github.com/reinsdev/reins/backoff"
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/store"
 )
@@ -101,7 +101,7 @@ type keeper struct {
 // lost: its runner's context is cancelled at once.
 type renewer struct {
 	h       *Harness
-	mu      sync.Mutex
+	mu      sync.Mutex         // guards keepers, lost and expired
 	keepers map[string]*keeper // by session
 	lost    map[*keeper]bool
 	// expired is set when a lease was lost because it could not be

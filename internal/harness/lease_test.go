@@ -13,8 +13,10 @@ import (
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	"github.com/reinsdev/reins/internal/store/storetest"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -55,7 +57,7 @@ func (m *gateModel) count() int {
 // replica is a harness under leases on a shared store.
 func replica(t *testing.T, st store.Store, owner string, m model.Provider) *Harness {
 	t.Helper()
-	h := New(Config{Store: st, Bus: bus.New(), Model: m, Leases: st, Owner: owner, LeaseTTL: 300 * time.Millisecond, IdleLinger: -1})
+	h := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: bus.New(), Model: m, Leases: st, Owner: owner, LeaseTTL: 300 * time.Millisecond, IdleLinger: -1})
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +73,8 @@ func leaseFixture(t *testing.T) (store.Store, string) {
 	}
 	t.Cleanup(func() { st.Close() })
 	now := ma.Time(time.Now())
-	sess, err := st.CreateSession(context.Background(), ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
-		Agent: ma.SessionAgent{ID: "agent_x", Model: ma.ModelConfig{ID: "fake"}}, CreatedAt: now, UpdatedAt: now}, nil)
+	sess, err := storetest.NewSession(context.Background(), st, ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
+		Agent: ma.SessionAgent{ID: "agent_x", Model: ma.ModelConfig{ID: "fake"}}, CreatedAt: now, UpdatedAt: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +83,8 @@ func leaseFixture(t *testing.T) (store.Store, string) {
 
 func sendMessage(t *testing.T, st store.Store, sid string) {
 	t.Helper()
-	if _, err := st.UpdateSession(context.Background(), sid, func(tx store.Tx) error {
-		return tx.Append(&ma.Event{Type: ma.EventUserMessage, Content: []ma.ContentBlock{{Type: "text", Text: "hi"}}})
-	}); err != nil {
+	if _, err := storetest.Append(context.Background(), st, sid,
+		&ma.Event{Type: ma.EventUserMessage, Content: []ma.ContentBlock{{Type: "text", Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -234,7 +235,7 @@ func (blindLeases) RenewSessions(context.Context, string, []store.Fence, time.Du
 func TestLeaseFenceStopsStaleOwner(t *testing.T) {
 	st, sid := leaseFixture(t)
 	m := newGateModel()
-	h := New(Config{Store: st, Bus: bus.New(), Model: m, Leases: blindLeases{st}, Owner: "a", LeaseTTL: 300 * time.Millisecond, IdleLinger: -1})
+	h := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: bus.New(), Model: m, Leases: blindLeases{st}, Owner: "a", LeaseTTL: 300 * time.Millisecond, IdleLinger: -1})
 	t.Cleanup(func() { h.Stop(context.Background()) })
 	sendMessage(t, st, sid)
 	h.Wake(sid)
@@ -280,11 +281,13 @@ func (s *outageStore) GetSession(ctx context.Context, id string) (ma.Session, er
 	return s.Store.GetSession(ctx, id)
 }
 
-func (s *outageStore) UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
+// Update is the harness's write path over the store, failing as the
+// store does.
+func (s *outageStore) Update(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
 	if err := s.err(); err != nil {
 		return ma.Session{}, err
 	}
-	return s.Store.UpdateSession(ctx, id, fn)
+	return sessions.NewWriter(s.Store).Update(ctx, id, fn)
 }
 
 func (s *outageStore) ReadLog(ctx context.Context, id string, after int64, limit int) ([]store.Entry, error) {
@@ -344,7 +347,7 @@ func TestOutageLongerThanTheLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st, sid := leaseFixture(t)
 		os := &outageStore{Store: st}
-		h := New(Config{Store: os, Bus: bus.New(), Model: sleepModel{2 * time.Second}, Leases: os, Owner: "a", LeaseTTL: 20 * time.Second, IdleLinger: -1})
+		h := New(Config{Store: os, Writer: os, Bus: bus.New(), Model: sleepModel{2 * time.Second}, Leases: os, Owner: "a", LeaseTTL: 20 * time.Second, IdleLinger: -1})
 		if err := h.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -380,18 +383,18 @@ func TestOutageLongerThanTheLease(t *testing.T) {
 	})
 }
 
-// failingUpdates is a store whose next fail session updates fail with an
-// error the harness cannot classify.
+// failingUpdates is a write path whose next fail session updates fail
+// with an error the harness cannot classify.
 type failingUpdates struct {
 	store.Store
 	fail atomic.Int32
 }
 
-func (s *failingUpdates) UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
+func (s *failingUpdates) Update(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
 	if s.fail.Add(-1) >= 0 {
 		return ma.Session{}, fmt.Errorf("disk I/O error")
 	}
-	return s.Store.UpdateSession(ctx, id, fn)
+	return sessions.NewWriter(s.Store).Update(ctx, id, fn)
 }
 
 // TestSweepWithoutLeases: without leases (SQLite, one process), a runner
@@ -403,7 +406,7 @@ func TestSweepWithoutLeases(t *testing.T) {
 		st, sid := leaseFixture(t)
 		fs := &failingUpdates{Store: st}
 		fs.fail.Store(2) // the turn's start, then its failure's record
-		h := New(Config{Store: fs, Bus: bus.New(), Model: sleepModel{time.Second}, IdleLinger: -1})
+		h := New(Config{Store: fs, Writer: fs, Bus: bus.New(), Model: sleepModel{time.Second}, IdleLinger: -1})
 		if err := h.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -12,13 +13,28 @@ import (
 const logBatch = 1000
 
 // logCache holds a session's log while its runner lives, so that each step
-// reads only the new entries.
+// reads only the new entries. It keeps each entry once, as the JSON the
+// store holds, and decodes the entries again only when the whole log is
+// projected anew (live): a decoded event takes several times the memory
+// of its JSON (BenchmarkLogCache).
 type logCache struct {
 	seq     int64
-	rows    []ma.Event        // every entry read, in log order
-	raw     []json.RawMessage // rows' JSON, as liveJSON marshalled them
-	latest  map[string]int    // event id -> index of its latest row
+	entries []logEntry        // every entry read, in log order
+	latest  map[string]int    // event id -> index of its latest entry
 	pending map[string]string // pending client events: id -> type
+
+	// read holds the events the last refresh read (entries[readAt:]),
+	// decoded, until live uses them or the next refresh: a runner's first
+	// step reads the whole log and projects it, and decodes it once.
+	read   []ma.Event
+	readAt int
+}
+
+// logEntry is an entry of the log: the event's JSON as stored, with the
+// two fields the cache reads without decoding it.
+type logEntry struct {
+	ID, Type string
+	Raw      json.RawMessage
 }
 
 func newLogCache() *logCache {
@@ -26,68 +42,73 @@ func newLogCache() *logCache {
 }
 
 // refresh reads the entries written since the last refresh and returns
-// them.
+// them, decoded.
 func (c *logCache) refresh(ctx context.Context, st Store, sessionID string) ([]ma.Event, error) {
-	start := len(c.rows)
+	var fresh []ma.Event
+	c.read, c.readAt = nil, len(c.entries)
 	for {
 		entries, err := st.ReadLog(ctx, sessionID, c.seq, logBatch)
 		if err != nil {
 			return nil, err
 		}
 		for _, e := range entries {
-			c.add(e.Event)
+			c.add(&e.Event, e.Raw)
+			fresh = append(fresh, e.Event)
 			c.seq = e.Seq
 		}
 		if len(entries) < logBatch {
-			return c.rows[start:], nil
+			c.read = fresh
+			return fresh, nil
 		}
 	}
 }
 
-func (c *logCache) add(ev ma.Event) {
-	c.latest[ev.ID] = len(c.rows)
-	c.rows = append(c.rows, ev)
-	if store.IsPending(&ev) {
+// add appends ev, whose JSON is raw, to the log.
+func (c *logCache) add(ev *ma.Event, raw json.RawMessage) {
+	c.latest[ev.ID] = len(c.entries)
+	c.entries = append(c.entries, logEntry{ID: ev.ID, Type: ev.Type, Raw: raw})
+	if store.IsPending(ev) {
 		c.pending[ev.ID] = ev.Type
 	} else {
 		delete(c.pending, ev.ID)
 	}
 }
 
-// live returns the live events: each id once, at its latest echo (what
-// Store.ListEvents returns).
-func (c *logCache) live() []ma.Event {
-	out := make([]ma.Event, 0, len(c.latest))
-	for i, ev := range c.rows {
-		if c.latest[ev.ID] == i {
-			out = append(out, ev)
+// liveEntries returns the live entries: each id once, at its latest echo
+// (what Store.ListEvents returns).
+func (c *logCache) liveEntries() []logEntry {
+	out := make([]logEntry, 0, len(c.latest))
+	for i, e := range c.entries {
+		if c.latest[e.ID] == i {
+			out = append(out, e)
 		}
 	}
 	return out
 }
 
-// liveJSON returns the live events, as live does, and each one's JSON;
-// a row is marshalled once, the first time it is asked for.
-func (c *logCache) liveJSON() ([]ma.Event, []json.RawMessage, error) {
-	if n := len(c.rows) - len(c.raw); n > 0 {
-		c.raw = append(c.raw, make([]json.RawMessage, n)...)
-	}
-	evs := make([]ma.Event, 0, len(c.latest))
-	raws := make([]json.RawMessage, 0, len(c.latest))
-	for i, ev := range c.rows {
-		if c.latest[ev.ID] != i {
+// live returns the live events, as liveEntries does, decoded: those the
+// last refresh read as it decoded them, the others from their JSON. The
+// store decoded each entry's JSON once already (refresh keeps no other),
+// so decoding it again cannot fail.
+func (c *logCache) live() []ma.Event {
+	read, readAt := c.read, c.readAt
+	c.read = nil
+	out := make([]ma.Event, 0, len(c.latest))
+	for i, e := range c.entries {
+		if c.latest[e.ID] != i {
 			continue
 		}
-		if c.raw[i] == nil {
-			b, err := json.Marshal(ev)
-			if err != nil {
-				return nil, nil, err
-			}
-			c.raw[i] = b
+		if i >= readAt && i-readAt < len(read) {
+			out = append(out, read[i-readAt])
+			continue
 		}
-		evs, raws = append(evs, ev), append(raws, c.raw[i])
+		var ev ma.Event
+		if err := json.Unmarshal(e.Raw, &ev); err != nil {
+			panic(fmt.Sprintf("event %s of the log cache does not decode: %v", e.ID, err))
+		}
+		out = append(out, ev)
 	}
-	return evs, raws, nil
+	return out
 }
 
 // queued reports whether an interrupt, and whether other input, waits.

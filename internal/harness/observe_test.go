@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/sessions"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -68,7 +69,7 @@ func TestObserverTakeover(t *testing.T) {
 	m := newGateModel()
 	close(m.gate)
 	rec := &recorder{}
-	h := New(Config{Store: st, Bus: bus.New(), Model: m, Leases: st, Owner: "b", LeaseTTL: 300 * time.Millisecond, IdleLinger: -1, Observer: rec})
+	h := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: bus.New(), Model: m, Leases: st, Owner: "b", LeaseTTL: 300 * time.Millisecond, IdleLinger: -1, Observer: rec})
 	t.Cleanup(func() { h.Stop(context.Background()) })
 	h.Wake(sid)
 	waitFor(t, "the first turn's end", func() bool { return countType(t, st, sid, ma.EventStatusIdle) == 1 })

@@ -15,7 +15,9 @@ import (
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/storetest"
 	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -97,8 +99,8 @@ func (f *fixture) session(tools bool) string {
 		agent.Tools = []ma.Tool{{Type: ma.ToolTypeAgentToolset, DefaultConfig: &ma.ToolConfig{Enabled: true, PermissionPolicy: &ma.PermissionPolicy{Type: ma.PolicyAlwaysAllow}}}}
 	}
 	now := ma.Time(time.Now())
-	s, err := f.st.CreateSession(context.Background(), ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
-		Agent: agent, CreatedAt: now, UpdatedAt: now}, nil)
+	s, err := storetest.NewSession(context.Background(), f.st, ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
+		Agent: agent, CreatedAt: now, UpdatedAt: now})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -114,6 +116,9 @@ func (f *fixture) restart(cfg Config) {
 	f.h.Stop(context.Background())
 	if cfg.Store == nil {
 		cfg.Store = f.st
+	}
+	if cfg.Writer == nil {
+		cfg.Writer = sessions.NewWriter(f.st)
 	}
 	cfg.Bus = bus.New()
 	f.h = New(cfg)
@@ -179,7 +184,7 @@ func TestToolPanicRetriedOnce(t *testing.T) {
 			t.Fatalf("idle %+v after %d tool calls", idle.StopReason, tools.calls)
 		}
 		var marked []string
-		if _, err := f.st.UpdateSession(context.Background(), f.sid, func(tx store.Tx) (err error) {
+		if _, err := storetest.Change(context.Background(), f.st, f.sid, func(tx store.Tx) (err error) {
 			marked, err = tx.ToolsRunning()
 			return err
 		}); err != nil || len(marked) != 0 {
@@ -212,21 +217,22 @@ type txPanicStore struct {
 	broken bool
 }
 
-func (s *txPanicStore) UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
+func (s *txPanicStore) Update(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
 	s.mu.Lock()
 	broken := s.broken
 	s.mu.Unlock()
+	w := sessions.NewWriter(s.Store)
 	if !broken {
-		return s.Store.UpdateSession(ctx, id, fn)
+		return w.Update(ctx, id, fn)
 	}
-	return s.Store.UpdateSession(ctx, id, func(tx store.Tx) error { return fn(panickyTx{tx}) })
+	return w.Update(ctx, id, func(tx store.Tx) error { return fn(panickyTx{tx}) })
 }
 
 func TestPanicInTransactionStopsTheRunnerOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, nil)
 		ps := &txPanicStore{Store: f.st, broken: true}
-		f.restart(Config{Store: ps, Model: f.model})
+		f.restart(Config{Store: ps, Writer: ps, Model: f.model})
 		f.message("hi")
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -244,7 +250,7 @@ func TestPanicInTransactionStopsTheRunnerOnly(t *testing.T) {
 	})
 }
 
-// wakeOnFailStore fails the first n UpdateSession calls; the last failure
+// wakeOnFailStore fails the first n session updates; the last failure
 // calls onLast first (a wake-up that arrives while the runner gives up).
 type wakeOnFailStore struct {
 	store.Store
@@ -253,14 +259,14 @@ type wakeOnFailStore struct {
 	onLast func()
 }
 
-func (s *wakeOnFailStore) UpdateSession(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
+func (s *wakeOnFailStore) Update(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
 	s.mu.Lock()
 	fail := s.n > 0
 	s.n--
 	lastFail := s.n == 0
 	s.mu.Unlock()
 	if !fail {
-		return s.Store.UpdateSession(ctx, id, fn)
+		return sessions.NewWriter(s.Store).Update(ctx, id, fn)
 	}
 	if lastFail {
 		s.onLast()
@@ -274,7 +280,7 @@ func TestWakeWhileRunnerGivesUpIsNotLost(t *testing.T) {
 		// The turn's first transaction fails, then recording the failure
 		// fails too (the runner gives up), and a wake-up arrives meanwhile.
 		ws := &wakeOnFailStore{Store: f.st, n: 2}
-		f.restart(Config{Store: ws, Model: f.model})
+		f.restart(Config{Store: ws, Writer: ws, Model: f.model})
 		ws.onLast = func() { f.h.Wake(f.sid) }
 		f.message("hi")
 		time.Sleep(time.Minute)

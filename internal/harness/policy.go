@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/reinsdev/reins/internal/backoff"
+	"github.com/reinsdev/reins/backoff"
 	"github.com/reinsdev/reins/internal/model"
 	ma "github.com/reinsdev/reins/managedagents"
 )

@@ -15,9 +15,9 @@ const previewBuffer = 256
 // persisted. With a relay, the previews of the sessions another replica
 // runs reach the streams here too.
 type Previews struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // guards subs
 	subs  map[string]map[chan ma.Preview]struct{}
-	relay PreviewRelay
+	relay PreviewRelay // set once, before use (SetRelay)
 }
 
 // PreviewRelay carries previews between the replicas that share a

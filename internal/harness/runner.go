@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinsdev/reins/internal/backoff"
+	"github.com/reinsdev/reins/backoff"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
@@ -46,7 +46,7 @@ type runner struct {
 	turn *turnObs // the observation of the turn in progress, if any
 	obs  txObs    // what the current transaction leaves to report
 
-	mu         sync.Mutex
+	mu         sync.Mutex         // guards the fields below
 	gen        uint64             // incremented by each interrupt
 	cancelTurn context.CancelFunc // cancels the current model/tool call or wait
 }
@@ -307,7 +307,7 @@ func (r *runner) internalFailure(ctx context.Context, n int) bool {
 	// The cause stays in the log (fail logged it): what a store or a
 	// driver says is for the operator, not for the session's clients.
 	f := failure{errType: ma.ErrorUnknown, message: "internal error in the server (its log has the cause)"}
-	s, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(r.observed(func(tx store.Tx) error {
+	s, err := r.h.cfg.Writer.Update(ctx, r.id, r.guard(r.observed(func(tx store.Tx) error {
 		now := r.h.now()
 		switch {
 		case n == 1:
@@ -343,7 +343,7 @@ func (r *runner) internalFailure(ctx context.Context, n int) bool {
 }
 
 func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {
-	s, err := r.h.cfg.Store.UpdateSession(ctx, r.id, r.guard(r.observed(fn)))
+	s, err := r.h.cfg.Writer.Update(ctx, r.id, r.guard(r.observed(fn)))
 	if err == nil {
 		r.sess = &s
 		r.observe(&s)

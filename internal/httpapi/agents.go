@@ -3,21 +3,64 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"maps"
+	"errors"
 	"net/http"
-	"reflect"
-	"regexp"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/reinsdev/reins/internal/harness"
-	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/agents"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
-	"github.com/reinsdev/reins/tools/toolset"
 )
+
+// agentStore is what the agent endpoints read and write of the store.
+type agentStore interface {
+	CreateAgent(ctx context.Context, a ma.Agent) error
+	GetAgent(ctx context.Context, id string, version int64) (ma.Agent, error)
+	UpdateAgent(ctx context.Context, id string, fn func(cur ma.Agent) (next ma.Agent, changed bool, err error)) (ma.Agent, error)
+	ListAgents(ctx context.Context, q store.ListQuery) ([]store.Item[ma.Agent], error)
+	ListAgentVersions(ctx context.Context, id string, q store.ListQuery) ([]store.Item[ma.Agent], error)
+}
+
+// agentsAPI serves the agent endpoints: it decodes a request, leaves its
+// rules to package agents, stores the result and answers it.
+type agentsAPI struct {
+	s     *Server // idempotency
+	st    agentStore
+	rules agents.Rules
+}
+
+// agentRoutes registers the agent endpoints.
+func (s *Server) agentRoutes() {
+	a := &agentsAPI{s: s, st: s.cfg.Store, rules: s.agentRules()}
+	s.handle("POST /v1/agents", smallBody*4, a.createAgent)
+	s.handle("GET /v1/agents", smallBody, a.listAgents)
+	s.handle("GET /v1/agents/{id}", smallBody, a.getAgent)
+	s.handle("POST /v1/agents/{id}", smallBody*4, a.updateAgent)
+	s.handle("POST /v1/agents/{id}/archive", smallBody, noBody(a.archiveAgent))
+	s.handle("GET /v1/agents/{id}/versions", smallBody, a.listAgentVersions)
+}
+
+// agentRules are the agent rules over this server's models and skills.
+func (s *Server) agentRules() agents.Rules {
+	return agents.Rules{Model: s.checkModel, Skills: func(ctx context.Context, field, skillID, version string) (ma.SkillVersion, error) {
+		v, err := s.skills.skillVersion(ctx, field, skillID, version, true)
+		return v.SkillVersion, err
+	}}
+}
+
+// agentError answers the rule an agent configuration breaks (an
+// *agents.Error) in the API's envelope; other errors are returned as they
+// are.
+func agentError(err error) error {
+	var e *agents.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	if e.Kind == agents.Conflict {
+		return conflict("%s", e.Message)
+	}
+	return badRequest("%s", e.Message)
+}
 
 // modelParam is a model given as a bare string or as an object.
 type modelParam struct {
@@ -61,206 +104,34 @@ func (m *modelParam) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (m *modelParam) validate() error {
-	if m.ID == "" {
-		return badRequest("model: required")
-	}
-	if len(m.ID) > 256 {
-		return badRequest("model: id longer than 256 characters")
-	}
-	if m.Effort != nil && !slices.Contains([]string{"low", "medium", "high", "xhigh", "max"}, m.Effort.Type) {
-		return badRequest("model.effort: must be one of low, medium, high, xhigh, max; got %q", m.Effort.Type)
-	}
-	if m.Speed != "" && m.Speed != "standard" && m.Speed != "fast" {
-		return badRequest("model.speed: must be standard or fast; got %q", m.Speed)
-	}
-	return nil
-}
+// validate checks the model ([agents.CheckModel]).
+func (m *modelParam) validate() error { return agentError(agents.CheckModel(m.ModelConfig)) }
 
-type toolConfigParam struct {
-	Name             string               `json:"name"`
-	Enabled          *bool                `json:"enabled"`
-	PermissionPolicy *ma.PermissionPolicy `json:"permission_policy"`
-}
+// The agent configuration as the API takes it; sessions take agent
+// overrides of the same shape.
+type (
+	toolParam  = agents.ToolParam
+	skillParam = agents.SkillParam
+)
 
-type toolParam struct {
-	Type          string            `json:"type"`
-	MCPServerName string            `json:"mcp_server_name"`
-	DefaultConfig *toolConfigParam  `json:"default_config"`
-	Configs       []toolConfigParam `json:"configs"`
-	Name          string            `json:"name"`
-	Description   string            `json:"description"`
-	InputSchema   json.RawMessage   `json:"input_schema"`
-}
-
-var customToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
-func resolveConfig(field string, c *toolConfigParam, defaultPolicy string) (*ma.ToolConfig, error) {
-	if c == nil {
-		return nil, nil
-	}
-	out := &ma.ToolConfig{Name: c.Name, Enabled: true, PermissionPolicy: &ma.PermissionPolicy{Type: defaultPolicy}}
-	if c.Enabled != nil {
-		out.Enabled = *c.Enabled
-	}
-	if c.PermissionPolicy != nil {
-		if t := c.PermissionPolicy.Type; t != ma.PolicyAlwaysAllow && t != ma.PolicyAlwaysAsk && t != ma.PolicyAuto {
-			return nil, badRequest("%s.permission_policy.type: must be always_allow, always_ask or auto; got %q", field, t)
-		}
-		out.PermissionPolicy = &ma.PermissionPolicy{Type: c.PermissionPolicy.Type}
-	}
-	return out, nil
-}
-
-// checkWebTools refuses web_search enabled for a model other than Claude:
-// for Claude models (claude-*) the web tools are Anthropic's server tools,
-// passed to the Messages API (which cannot wait for a confirmation: their
-// policy must be always_allow); for others reins runs web_fetch itself but
-// has no search backend.
-func checkWebTools(modelID string, tools []ma.Tool) error {
-	server := harness.ServerWebTools(modelID)
-	for i, t := range tools {
-		if t.Type != ma.ToolTypeAgentToolset {
-			continue
-		}
-		for j, c := range t.Configs {
-			web := c.Name == toolset.WebSearch || c.Name == toolset.WebFetch
-			if server && web && c.Enabled && c.PermissionPolicy != nil && c.PermissionPolicy.Type != ma.PolicyAlwaysAllow {
-				return badRequest("tools[%d].configs[%d]: %s for Claude models is Anthropic's server tool, which runs during the model call and cannot wait for a confirmation: its permission_policy must be always_allow (got %s)", i, j, c.Name, c.PermissionPolicy.Type)
-			}
-			if !server && c.Name == toolset.WebSearch && c.Enabled {
-				return badRequest("tools[%d].configs[%d]: web_search is not supported for %s by this server: it has no search backend (web_search is Anthropic's server tool, for Claude models only), so the tool cannot be enabled (set enabled: false, or leave it out)", i, j, modelID)
-			}
-		}
-	}
-	return nil
-}
-
-// resolveTools validates tools and mcp_servers and returns the resolved
-// tools as the API echoes them.
+// resolveTools is [agents.ResolveTools] with the API's errors.
 func resolveTools(params []toolParam, servers []ma.MCPServer) ([]ma.Tool, error) {
-	if len(params) > 128 {
-		return nil, badRequest("tools: at most 128 tools, got %d", len(params))
-	}
-	if len(servers) > 20 {
-		return nil, badRequest("mcp_servers: at most 20 servers, got %d", len(servers))
-	}
-	serverNames := map[string]bool{}
-	for i, s := range servers {
-		f := fmt.Sprintf("mcp_servers[%d]", i)
-		if s.Type != "url" {
-			return nil, badRequest("%s.type: must be \"url\"; got %q", f, s.Type)
-		}
-		if err := checkLen(f+".name", s.Name, 1, 255); err != nil {
-			return nil, err
-		}
-		if serverNames[s.Name] {
-			return nil, badRequest("%s.name: duplicate server name %q", f, s.Name)
-		}
-		if !strings.HasPrefix(s.URL, "https://") && !strings.HasPrefix(s.URL, "http://") {
-			return nil, badRequest("%s.url: must be an http(s) URL; got %q", f, s.URL)
-		}
-		serverNames[s.Name] = true
-	}
-	referenced := map[string]bool{}
-	names := map[string]bool{}
-	out := make([]ma.Tool, 0, len(params))
-	toolsets := 0
-	for i, p := range params {
-		f := fmt.Sprintf("tools[%d]", i)
-		switch p.Type {
-		case ma.ToolTypeAgentToolset, ma.ToolTypeMCPToolset:
-			policy := ma.PolicyAlwaysAllow
-			if p.Type == ma.ToolTypeMCPToolset {
-				policy = ma.PolicyAlwaysAsk
-				if !serverNames[p.MCPServerName] {
-					return nil, badRequest("%s.mcp_server_name: no MCP server named %q in mcp_servers", f, p.MCPServerName)
-				}
-				if referenced[p.MCPServerName] {
-					return nil, badRequest("%s.mcp_server_name: server %q is referenced by two toolsets", f, p.MCPServerName)
-				}
-				referenced[p.MCPServerName] = true
-			} else {
-				toolsets++
-				if toolsets > 1 {
-					return nil, badRequest("%s: only one %s is allowed", f, ma.ToolTypeAgentToolset)
-				}
-			}
-			def, err := resolveConfig(f+".default_config", p.DefaultConfig, policy)
-			if err != nil {
-				return nil, err
-			}
-			if def == nil {
-				def = &ma.ToolConfig{Enabled: true, PermissionPolicy: &ma.PermissionPolicy{Type: policy}}
-			}
-			def.Name = ""
-			t := ma.Tool{Type: p.Type, MCPServerName: p.MCPServerName, DefaultConfig: def, Configs: []ma.ToolConfig{}}
-			seen := map[string]bool{}
-			for j, c := range p.Configs {
-				cf := fmt.Sprintf("%s.configs[%d]", f, j)
-				if c.Name == "" {
-					return nil, badRequest("%s.name: required", cf)
-				}
-				if known := toolset.AgentToolset(); p.Type == ma.ToolTypeAgentToolset && !slices.Contains(known, c.Name) {
-					return nil, badRequest("%s.name: unknown tool %q (known: %s)", cf, c.Name, strings.Join(known, ", "))
-				}
-				if seen[c.Name] {
-					return nil, badRequest("%s.name: duplicate config for %q", cf, c.Name)
-				}
-				seen[c.Name] = true
-				// Inherit the toolset default for omitted values.
-				rc := &ma.ToolConfig{Name: c.Name, Enabled: def.Enabled, PermissionPolicy: &ma.PermissionPolicy{Type: def.PermissionPolicy.Type}}
-				if c.Enabled != nil {
-					rc.Enabled = *c.Enabled
-				}
-				if c.PermissionPolicy != nil {
-					r, err := resolveConfig(cf, &toolConfigParam{PermissionPolicy: c.PermissionPolicy}, policy)
-					if err != nil {
-						return nil, err
-					}
-					rc.PermissionPolicy = r.PermissionPolicy
-				}
-				t.Configs = append(t.Configs, *rc)
-			}
-			if p.Type == ma.ToolTypeAgentToolset {
-				for _, n := range toolset.AgentToolset() {
-					if names[n] {
-						return nil, badRequest("%s: tool name %q is used twice", f, n)
-					}
-					names[n] = true
-				}
-			}
-			out = append(out, t)
-		case ma.ToolTypeCustom:
-			if !customToolName.MatchString(p.Name) {
-				return nil, badRequest("%s.name: must be 1 to 128 characters of letters, digits, _ and -; got %q", f, p.Name)
-			}
-			if names[p.Name] {
-				return nil, badRequest("%s.name: tool name %q is used twice", f, p.Name)
-			}
-			names[p.Name] = true
-			if err := checkLen(f+".description", p.Description, 1, 4096); err != nil {
-				return nil, err
-			}
-			var schema struct {
-				Type string `json:"type"`
-			}
-			if len(p.InputSchema) == 0 || json.Unmarshal(p.InputSchema, &schema) != nil || schema.Type != "object" {
-				return nil, badRequest("%s.input_schema: must be a JSON Schema object with \"type\": \"object\"", f)
-			}
-			out = append(out, ma.Tool{Type: p.Type, Name: p.Name, Description: p.Description, InputSchema: p.InputSchema})
-		case "":
-			return nil, badRequest("%s.type: required", f)
-		default:
-			return nil, badRequest("%s.type: unknown tool type %q (known: %s, %s, %s)", f, p.Type, ma.ToolTypeAgentToolset, ma.ToolTypeMCPToolset, ma.ToolTypeCustom)
-		}
-	}
-	for _, s := range servers {
-		if !referenced[s.Name] {
-			return nil, badRequest("mcp_servers: server %q is not referenced by any mcp_toolset in tools", s.Name)
-		}
-	}
-	return out, nil
+	tools, err := agents.ResolveTools(params, servers)
+	return tools, agentError(err)
+}
+
+// toolParamsOf is [agents.ToolParams].
+func toolParamsOf(tools []ma.Tool) []toolParam { return agents.ToolParams(tools) }
+
+// checkWebTools is [agents.CheckWebTools] with the API's errors.
+func checkWebTools(modelID string, tools []ma.Tool) error {
+	return agentError(agents.CheckWebTools(modelID, tools))
+}
+
+// resolveSkills is [agents.Rules.ResolveSkills] with the API's errors.
+func (s *Server) resolveSkills(ctx context.Context, field string, params []skillParam) ([]ma.SkillRef, error) {
+	refs, err := s.agentRules().ResolveSkills(ctx, field, params)
+	return refs, agentError(err)
 }
 
 type agentCreate struct {
@@ -277,22 +148,23 @@ type agentCreate struct {
 	Metadata          map[string]string `json:"metadata"`
 }
 
-// unsupported refuses the fields this server does not implement yet when
-// they carry a value (null means "none").
-func unsupported(fields map[string]json.RawMessage) error {
-	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		if v := fields[name]; len(v) > 0 && string(v) != "null" {
-			return badRequest("%s: not supported by this server yet", name)
-		}
-	}
-	return nil
+// create is the new agent p describes.
+func (p *agentCreate) create() agents.Create {
+	return agents.Create{Name: p.Name, Description: p.Description, System: p.System, Model: p.Model.ModelConfig,
+		Tools: p.Tools, MCPServers: p.MCPServers, Skills: p.Skills, Multiagent: p.Multiagent, ExecutionIdentity: p.ExecutionIdentity,
+		Metadata: func(ma.Metadata) (ma.Metadata, error) {
+			if err := validateMetadata("metadata", p.Metadata); err != nil {
+				return nil, err
+			}
+			return ma.Metadata(p.Metadata), nil
+		}}
 }
 
 // createAgent creates an agent (version 1). Sent with an
 // Idempotency-Key, the agent is recorded with its creation, and the
 // request repeated with the key answers it as first created.
-func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
-	idem, err := s.idempotency(r)
+func (a *agentsAPI) createAgent(w http.ResponseWriter, r *http.Request) error {
+	idem, err := a.s.idempotency(r)
 	if err != nil {
 		return err
 	}
@@ -300,70 +172,27 @@ func (s *Server) createAgent(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	if done, err := s.replayOutcome(w, r, idem); done || err != nil {
+	if done, err := a.s.replayOutcome(w, r, idem); done || err != nil {
 		return err
 	}
-	if p.Name == nil {
-		return badRequest("name: required")
-	}
-	if err := checkLen("name", *p.Name, 1, 256); err != nil {
-		return err
-	}
-	if err := p.Model.validate(); err != nil {
-		return err
-	}
-	if err := checkLen("description", p.Description, 0, 2048); err != nil {
-		return err
-	}
-	if err := checkLen("system", p.System, 0, 100000); err != nil {
-		return err
-	}
-	if err := unsupported(map[string]json.RawMessage{"multiagent": p.Multiagent, "execution_identity": p.ExecutionIdentity}); err != nil {
-		return err
-	}
-	if err := s.checkModel("model", p.Model.ID); err != nil {
-		return err
-	}
-	if err := validateMetadata("metadata", p.Metadata); err != nil {
-		return err
-	}
-	servers := p.MCPServers
-	if servers == nil {
-		servers = []ma.MCPServer{}
-	}
-	tools, err := resolveTools(p.Tools, servers)
+	agent, err := a.rules.New(r.Context(), p.create(), time.Now())
 	if err != nil {
-		return err
+		return agentError(err)
 	}
-	if err := checkWebTools(p.Model.ID, tools); err != nil {
-		return err
-	}
-	skills, err := s.resolveSkills(r.Context(), "skills", p.Skills)
-	if err != nil {
-		return err
-	}
-	now := ma.Time(time.Now())
-	meta := ma.Metadata(p.Metadata)
-	if meta == nil {
-		meta = ma.Metadata{}
-	}
-	a := ma.Agent{ID: ids.New(ids.Agent), Type: "agent", Name: *p.Name, Description: p.Description, System: p.System,
-		Model: p.Model.ModelConfig, Tools: tools, MCPServers: servers, Skills: skills, Multiagent: ma.Raw("null"),
-		ExecutionIdentity: ma.Raw("null"), Metadata: meta, Version: 1, CreatedAt: now, UpdatedAt: now}
-	return s.createKept(w, r, idem, a, func(ctx context.Context) error { return s.cfg.Store.CreateAgent(ctx, a) })
+	return a.s.createKept(w, r, idem, agent, func(ctx context.Context) error { return a.st.CreateAgent(ctx, agent) })
 }
 
-func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) error {
+func (a *agentsAPI) getAgent(w http.ResponseWriter, r *http.Request) error {
 	q := query{r}
 	v, err := q.int64("version")
 	if err != nil {
 		return err
 	}
-	a, err := s.cfg.Store.GetAgent(r.Context(), r.PathValue("id"), v)
+	agent, err := a.st.GetAgent(r.Context(), r.PathValue("id"), v)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, a)
+	writeJSON(w, agent)
 	return nil
 }
 
@@ -382,144 +211,68 @@ type agentUpdate struct {
 	Metadata          metadataPatch   `json:"metadata"`
 }
 
-func (s *Server) updateAgent(w http.ResponseWriter, r *http.Request) error {
+// update is the change p describes; present tells which fields the
+// request gave: an explicit null for tools, mcp_servers or skills clears
+// them, like [].
+func (p *agentUpdate) update(present map[string]json.RawMessage) agents.Update {
+	u := agents.Update{Version: p.Version, Name: opt(p.Name), Description: opt(p.Description), System: opt(p.System),
+		Tools: given(present, "tools", p.Tools), MCPServers: given(present, "mcp_servers", p.MCPServers), Skills: given(present, "skills", p.Skills),
+		Multiagent: p.Multiagent, ExecutionIdentity: p.ExecutionIdentity}
+	if p.Model.set {
+		u.Model = &p.Model.ModelConfig
+	}
+	if p.Metadata != nil {
+		u.Metadata = func(cur ma.Metadata) (ma.Metadata, error) {
+			if err := validateMetadataPatch("metadata", cur, p.Metadata); err != nil {
+				return nil, err
+			}
+			return applyMetadata(cur, p.Metadata), nil
+		}
+	}
+	return u
+}
+
+// opt is o as an update's field.
+func opt(o optString) agents.Opt[string] {
+	return agents.Opt[string]{Set: o.Set, Null: o.Null, Value: o.Value}
+}
+
+// given is v, a list field of an update, when the request gave it (nil
+// for an explicit null); else nil.
+func given[T any](present map[string]json.RawMessage, key string, v *[]T) *[]T {
+	if _, ok := present[key]; !ok {
+		return nil
+	}
+	var list []T
+	if v != nil {
+		list = *v
+	}
+	return &list
+}
+
+func (a *agentsAPI) updateAgent(w http.ResponseWriter, r *http.Request) error {
 	var p agentUpdate
-	// raw tells which fields were present: an explicit null for tools or
-	// mcp_servers clears them, like [].
-	raw, err := decodePresent(r, &p)
+	present, err := decodePresent(r, &p)
 	if err != nil {
 		return err
 	}
-	if err := unsupported(map[string]json.RawMessage{"multiagent": p.Multiagent, "execution_identity": p.ExecutionIdentity}); err != nil {
-		return err
+	// The skills are pinned outside the store's transaction.
+	change, err := a.rules.Prepare(r.Context(), p.update(present))
+	if err != nil {
+		return agentError(err)
 	}
-	if p.Model.set {
-		if err := s.checkModel("model", p.Model.ID); err != nil {
-			return err
-		}
-	}
-	// Skills are resolved to their versions outside the transaction.
-	var skills []ma.SkillRef
-	if _, ok := raw["skills"]; ok {
-		var params []skillParam
-		if p.Skills != nil {
-			params = *p.Skills
-		}
-		if skills, err = s.resolveSkills(r.Context(), "skills", params); err != nil {
-			return err
-		}
-	}
-	a, err := s.cfg.Store.UpdateAgent(r.Context(), r.PathValue("id"), func(cur ma.Agent) (ma.Agent, bool, error) {
-		if cur.ArchivedAt != nil {
-			return cur, false, conflict("agent %s is archived and read-only", cur.ID)
-		}
-		if p.Version != nil && *p.Version != cur.Version {
-			return cur, false, conflict("version: the agent is at version %d, not %d", cur.Version, *p.Version)
-		}
-		next := cur
-		next.Tools = slices.Clone(cur.Tools)
-		if p.Name.Set {
-			if p.Name.Null {
-				return cur, false, badRequest("name: cannot be cleared")
-			}
-			if err := checkLen("name", p.Name.Value, 1, 256); err != nil {
-				return cur, false, err
-			}
-			next.Name = p.Name.Value
-		}
-		if p.Description.Set {
-			if err := checkLen("description", p.Description.Value, 0, 2048); err != nil {
-				return cur, false, err
-			}
-			next.Description = p.Description.Value
-		}
-		if p.System.Set {
-			if err := checkLen("system", p.System.Value, 0, 100000); err != nil {
-				return cur, false, err
-			}
-			next.System = p.System.Value
-		}
-		if p.Model.set {
-			if err := p.Model.validate(); err != nil {
-				return cur, false, err
-			}
-			next.Model = p.Model.ModelConfig
-		}
-		if skills != nil {
-			next.Skills = skills
-		}
-		servers := cur.MCPServers
-		if _, ok := raw["mcp_servers"]; ok {
-			servers = []ma.MCPServer{}
-			if p.MCPServers != nil {
-				servers = *p.MCPServers
-			}
-		}
-		_, toolsGiven := raw["tools"]
-		if toolsGiven || !reflect.DeepEqual(servers, cur.MCPServers) {
-			var params []toolParam
-			if toolsGiven {
-				if p.Tools != nil {
-					params = *p.Tools
-				}
-			} else {
-				params = toolParamsOf(cur.Tools)
-			}
-			tools, err := resolveTools(params, servers)
-			if err != nil {
-				return cur, false, err
-			}
-			next.Tools, next.MCPServers = tools, servers
-		}
-		if p.Metadata != nil {
-			if err := validateMetadataPatch("metadata", cur.Metadata, p.Metadata); err != nil {
-				return cur, false, err
-			}
-			next.Metadata = applyMetadata(cur.Metadata, p.Metadata)
-		}
-		if err := checkWebTools(next.Model.ID, next.Tools); err != nil {
-			return cur, false, err
-		}
-		if agentEqual(cur, next) {
-			return cur, false, nil
-		}
-		next.Version = cur.Version + 1
-		next.UpdatedAt = ma.Time(time.Now())
-		return next, true, nil
+	agent, err := a.st.UpdateAgent(r.Context(), r.PathValue("id"), func(cur ma.Agent) (ma.Agent, bool, error) {
+		return change.Apply(cur, time.Now())
 	})
 	if err != nil {
-		return err
+		return agentError(err)
 	}
-	writeJSON(w, a)
+	writeJSON(w, agent)
 	return nil
 }
 
-// toolParamsOf turns resolved tools back into parameters.
-func toolParamsOf(tools []ma.Tool) []toolParam {
-	out := make([]toolParam, len(tools))
-	for i, t := range tools {
-		p := toolParam{Type: t.Type, MCPServerName: t.MCPServerName, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
-		if t.DefaultConfig != nil {
-			en := t.DefaultConfig.Enabled
-			p.DefaultConfig = &toolConfigParam{Enabled: &en, PermissionPolicy: t.DefaultConfig.PermissionPolicy}
-		}
-		for _, c := range t.Configs {
-			en := c.Enabled
-			p.Configs = append(p.Configs, toolConfigParam{Name: c.Name, Enabled: &en, PermissionPolicy: c.PermissionPolicy})
-		}
-		out[i] = p
-	}
-	return out
-}
-
-func agentEqual(a, b ma.Agent) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
-}
-
-func (s *Server) archiveAgent(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.cfg.Store.UpdateAgent(r.Context(), r.PathValue("id"), func(cur ma.Agent) (ma.Agent, bool, error) {
+func (a *agentsAPI) archiveAgent(w http.ResponseWriter, r *http.Request) error {
+	agent, err := a.st.UpdateAgent(r.Context(), r.PathValue("id"), func(cur ma.Agent) (ma.Agent, bool, error) {
 		if cur.ArchivedAt != nil {
 			return cur, false, nil
 		}
@@ -531,7 +284,7 @@ func (s *Server) archiveAgent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, a)
+	writeJSON(w, agent)
 	return nil
 }
 
@@ -588,12 +341,12 @@ func writePageOf[T, V any](w http.ResponseWriter, items []store.Item[T], lq stor
 	writeJSON(w, page)
 }
 
-func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
+func (a *agentsAPI) listAgents(w http.ResponseWriter, r *http.Request) error {
 	lq, order, err := listQuery(r, "asc")
 	if err != nil {
 		return err
 	}
-	items, err := s.cfg.Store.ListAgents(r.Context(), lq)
+	items, err := a.st.ListAgents(r.Context(), lq)
 	if err != nil {
 		return err
 	}
@@ -601,12 +354,12 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) listAgentVersions(w http.ResponseWriter, r *http.Request) error {
+func (a *agentsAPI) listAgentVersions(w http.ResponseWriter, r *http.Request) error {
 	lq, order, err := listQuery(r, "desc")
 	if err != nil {
 		return err
 	}
-	items, err := s.cfg.Store.ListAgentVersions(r.Context(), r.PathValue("id"), lq)
+	items, err := a.st.ListAgentVersions(r.Context(), r.PathValue("id"), lq)
 	if err != nil {
 		return err
 	}

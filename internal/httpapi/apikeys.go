@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -8,6 +9,28 @@ import (
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
+
+// apiKeyStore is what the API key endpoints keep in the database
+// (the store is one).
+type apiKeyStore interface {
+	CreateAPIKey(ctx context.Context, k store.APIKey) error
+	// ListAPIKeys lists every key, oldest first.
+	ListAPIKeys(ctx context.Context) ([]store.APIKey, error)
+	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
+}
+
+// apiKeyAPI serves /v1/api_keys.
+type apiKeyAPI struct {
+	st apiKeyStore
+}
+
+// apiKeyRoutes registers the API key endpoints.
+func (s *Server) apiKeyRoutes() {
+	k := &apiKeyAPI{st: s.cfg.Store}
+	s.handle("GET /v1/api_keys", smallBody, k.listAPIKeys)
+	s.handle("POST /v1/api_keys", smallBody, k.createAPIKey)
+	s.handle("POST /v1/api_keys/{id}/revoke", smallBody, noBody(k.revokeAPIKey))
+}
 
 // apiKey is an API key as /v1/api_keys shows it (a reins extension: the
 // console's API keys page; `reins keys` works on the store directly). The
@@ -33,8 +56,8 @@ func apiKeyView(k store.APIKey) apiKey {
 
 // listAPIKeys serves GET /v1/api_keys: every key, oldest first, without
 // secrets.
-func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := s.cfg.Store.ListAPIKeys(r.Context())
+func (ak *apiKeyAPI) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := ak.st.ListAPIKeys(r.Context())
 	if err != nil {
 		return err
 	}
@@ -48,7 +71,7 @@ func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
 
 // createAPIKey serves POST /v1/api_keys {"name"}: a new key, returned in
 // this response only.
-func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
+func (ak *apiKeyAPI) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	var p struct {
 		Name string `json:"name"`
 	}
@@ -59,7 +82,7 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if p.Name == "" || len(p.Name) > 256 {
 		return badRequest("name: required, at most 256 characters")
 	}
-	key, k, err := CreateKey(r.Context(), s.cfg.Store, p.Name)
+	key, k, err := CreateKey(r.Context(), ak.st, p.Name)
 	if err != nil {
 		return err
 	}
@@ -72,12 +95,12 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 // revokeAPIKey serves POST /v1/api_keys/{id}/revoke. Requests with the key
 // are refused from then on (within the authenticator's cache, 2 s), the
 // request's own key included.
-func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
+func (ak *apiKeyAPI) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := s.cfg.Store.RevokeAPIKey(r.Context(), id, time.Now().UTC()); err != nil {
+	if err := ak.st.RevokeAPIKey(r.Context(), id, time.Now().UTC()); err != nil {
 		return err
 	}
-	keys, err := s.cfg.Store.ListAPIKeys(r.Context())
+	keys, err := ak.st.ListAPIKeys(r.Context())
 	if err != nil {
 		return err
 	}

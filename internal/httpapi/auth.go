@@ -28,8 +28,13 @@ func NewKey() string {
 	return KeyPrefix + ids.New("") + ids.New("")[:16]
 }
 
+// KeyCreator stores new API keys; the store is one.
+type KeyCreator interface {
+	CreateAPIKey(ctx context.Context, k store.APIKey) error
+}
+
 // CreateKey makes a key, stores its hash and returns the key (shown once).
-func CreateKey(ctx context.Context, st store.Keys, name string) (string, store.APIKey, error) {
+func CreateKey(ctx context.Context, st KeyCreator, name string) (string, store.APIKey, error) {
 	key := NewKey()
 	k := store.APIKey{ID: ids.New(ids.APIKey), Name: name, Hash: HashKey(key), Hint: key[len(key)-4:], CreatedAt: time.Now().UTC()}
 	return key, k, st.CreateAPIKey(ctx, k)
@@ -59,7 +64,7 @@ type Authenticator struct {
 	// it. One store read per key and period serves every stream of the key.
 	Recheck time.Duration
 
-	mu    sync.Mutex
+	mu    sync.Mutex           // guards valid
 	valid map[string]time.Time // key hash -> when it was last found valid
 }
 

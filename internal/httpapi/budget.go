@@ -162,10 +162,10 @@ type reclaimer struct {
 	settle, every, trail time.Duration
 	free                 func()
 
-	mu       sync.Mutex
-	inflight int64 // bytes held in the budgets
-	peak     int64 // the most held since inflight was last zero
-	running  bool  // a trail's goroutine runs
+	mu       sync.Mutex // guards inflight, peak, running and closed
+	inflight int64      // bytes held in the budgets
+	peak     int64      // the most held since inflight was last zero
+	running  bool       // a trail's goroutine runs
 	closed   bool
 	ended    chan struct{} // a burst ended (buffered)
 	stop     chan struct{}

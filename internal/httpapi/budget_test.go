@@ -18,6 +18,7 @@ import (
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	"github.com/reinsdev/reins/internal/store/storetest"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -111,8 +112,8 @@ func newLogFixture(t *testing.T) *logFixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	now := ma.Time(time.Now())
-	sess, err := st.CreateSession(context.Background(), ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
-		EnvironmentID: "env_x", Agent: ma.SessionAgent{ID: "agent_x"}, CreatedAt: now, UpdatedAt: now, Metadata: ma.Metadata{}}, nil)
+	sess, err := storetest.NewSession(context.Background(), st, ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
+		EnvironmentID: "env_x", Agent: ma.SessionAgent{ID: "agent_x"}, CreatedAt: now, UpdatedAt: now, Metadata: ma.Metadata{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func (f *logFixture) append(t *testing.T, lengths ...int) []string {
 	for _, n := range lengths {
 		ts := ma.Time(time.Now())
 		ev := &ma.Event{Type: ma.EventAgentMessage, ProcessedAt: &ts, Content: []ma.ContentBlock{{Type: "text", Text: strings.Repeat("x", n)}}}
-		if _, err := f.store.UpdateSession(context.Background(), f.session, func(tx store.Tx) error { return tx.Append(ev) }); err != nil {
+		if _, err := storetest.Append(context.Background(), f.store, f.session, ev); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, ev.ID)

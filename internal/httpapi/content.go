@@ -82,12 +82,22 @@ func validateSource(field, blockType string, raw json.RawMessage) error {
 	return nil
 }
 
-// checkFiles answers 404 for a file source, in blocks or in the content of
-// their blocks, that names no file of the Files API.
+// fileStore finds the files that content blocks name.
+type fileStore interface {
+	GetFile(ctx context.Context, id string) (store.File, error)
+}
+
+// checkFiles is checkFileSources over the server's store.
 func (s *Server) checkFiles(ctx context.Context, field string, blocks []ma.ContentBlock) error {
+	return checkFileSources(ctx, s.cfg.Store, field, blocks)
+}
+
+// checkFileSources answers 404 for a file source, in blocks or in the
+// content of their blocks, that names no file of the Files API.
+func checkFileSources(ctx context.Context, files fileStore, field string, blocks []ma.ContentBlock) error {
 	for i, b := range blocks {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		if err := s.checkFiles(ctx, f+".content", b.Content); err != nil {
+		if err := checkFileSources(ctx, files, f+".content", b.Content); err != nil {
 			return err
 		}
 		var src struct {
@@ -97,7 +107,7 @@ func (s *Server) checkFiles(ctx context.Context, field string, blocks []ma.Conte
 		if len(b.Source) == 0 || json.Unmarshal(b.Source, &src) != nil || src.Type != "file" {
 			continue
 		}
-		meta, err := s.cfg.Store.GetFile(ctx, src.FileID)
+		meta, err := files.GetFile(ctx, src.FileID)
 		if errors.Is(err, store.ErrNotFound) || err == nil && expired(meta.File, time.Now()) {
 			return notFound("%s.source.file_id: file %s not found", f, src.FileID)
 		}

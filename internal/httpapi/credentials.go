@@ -170,72 +170,89 @@ func authCreate(raw json.RawMessage) (ma.CredentialAuth, vault.Secrets, error) {
 	a.Type = typ
 	switch typ {
 	case ma.AuthStaticBearer:
-		if err := o.only("static_bearer credentials", "type", "mcp_server_url", "token"); err != nil {
-			return a, sec, err
-		}
-		if a.MCPServerURL, _, err = o.url("mcp_server_url", true); err != nil {
-			return a, sec, err
-		}
-		sec.Token, _, err = o.secret("token", true)
-		return a, sec, err
+		err = staticBearerCreate(o, &a, &sec)
 	case ma.AuthMCPOAuth:
-		if err := o.only("mcp_oauth credentials", "type", "mcp_server_url", "access_token", "expires_at", "refresh"); err != nil {
-			return a, sec, err
-		}
-		if a.MCPServerURL, _, err = o.url("mcp_server_url", true); err != nil {
-			return a, sec, err
-		}
-		if sec.AccessToken, _, err = o.secret("access_token", true); err != nil {
-			return a, sec, err
-		}
-		if a.ExpiresAt, err = o.future("expires_at"); err != nil {
-			return a, sec, err
-		}
-		ro, ok, err := o.obj("refresh")
-		if err != nil || !ok {
-			return a, sec, err
-		}
-		a.Refresh, err = refreshCreate(ro, &sec)
-		return a, sec, err
+		err = mcpOAuthCreate(o, &a, &sec)
 	case ma.AuthEnvVar:
-		if err := o.only("environment_variable credentials", "type", "secret_name", "secret_value", "networking", "injection_location"); err != nil {
-			return a, sec, err
-		}
-		name, _, err := o.str("secret_name", true)
-		if err != nil {
-			return a, sec, err
-		}
-		if !envName.MatchString(name) {
-			return a, sec, badRequest("auth.secret_name: must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most 255 characters), got %q", name)
-		}
-		a.SecretName = name
-		if sec.Value, _, err = o.secret("secret_value", true); err != nil {
-			return a, sec, err
-		}
-		no, ok, err := o.obj("networking")
-		if err != nil {
-			return a, sec, err
-		}
-		if !ok {
-			return a, sec, badRequest("auth.networking: required")
-		}
-		if a.Networking, err = credentialNetworking(no); err != nil {
-			return a, sec, err
-		}
-		// Without injection_location the value is substituted in headers,
-		// where API keys go; a credential substituted nowhere would be of
-		// no use.
-		a.InjectionLocation = &ma.InjectionLocation{Header: true}
-		if lo, ok, err := o.obj("injection_location"); err != nil {
-			return a, sec, err
-		} else if ok {
-			if err := injection(lo, a.InjectionLocation); err != nil {
-				return a, sec, err
-			}
-		}
-		return a, sec, nil
+		err = envVarCreate(o, &a, &sec)
+	default:
+		err = badRequest("auth.type: must be mcp_oauth, static_bearer or environment_variable; got %q", typ)
 	}
-	return a, sec, badRequest("auth.type: must be mcp_oauth, static_bearer or environment_variable; got %q", typ)
+	return a, sec, err
+}
+
+// staticBearerCreate parses the fields of a static_bearer credential.
+func staticBearerCreate(o object, a *ma.CredentialAuth, sec *vault.Secrets) error {
+	if err := o.only("static_bearer credentials", "type", "mcp_server_url", "token"); err != nil {
+		return err
+	}
+	var err error
+	if a.MCPServerURL, _, err = o.url("mcp_server_url", true); err != nil {
+		return err
+	}
+	sec.Token, _, err = o.secret("token", true)
+	return err
+}
+
+// mcpOAuthCreate parses the fields of an mcp_oauth credential.
+func mcpOAuthCreate(o object, a *ma.CredentialAuth, sec *vault.Secrets) error {
+	if err := o.only("mcp_oauth credentials", "type", "mcp_server_url", "access_token", "expires_at", "refresh"); err != nil {
+		return err
+	}
+	var err error
+	if a.MCPServerURL, _, err = o.url("mcp_server_url", true); err != nil {
+		return err
+	}
+	if sec.AccessToken, _, err = o.secret("access_token", true); err != nil {
+		return err
+	}
+	if a.ExpiresAt, err = o.future("expires_at"); err != nil {
+		return err
+	}
+	ro, ok, err := o.obj("refresh")
+	if err != nil || !ok {
+		return err
+	}
+	a.Refresh, err = refreshCreate(ro, sec)
+	return err
+}
+
+// envVarCreate parses the fields of an environment_variable credential.
+func envVarCreate(o object, a *ma.CredentialAuth, sec *vault.Secrets) error {
+	if err := o.only("environment_variable credentials", "type", "secret_name", "secret_value", "networking", "injection_location"); err != nil {
+		return err
+	}
+	name, _, err := o.str("secret_name", true)
+	if err != nil {
+		return err
+	}
+	if !envName.MatchString(name) {
+		return badRequest("auth.secret_name: must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most 255 characters), got %q", name)
+	}
+	a.SecretName = name
+	if sec.Value, _, err = o.secret("secret_value", true); err != nil {
+		return err
+	}
+	no, ok, err := o.obj("networking")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return badRequest("auth.networking: required")
+	}
+	if a.Networking, err = credentialNetworking(no); err != nil {
+		return err
+	}
+	// Without injection_location the value is substituted in headers,
+	// where API keys go; a credential substituted nowhere would be of
+	// no use.
+	a.InjectionLocation = &ma.InjectionLocation{Header: true}
+	if lo, ok, err := o.obj("injection_location"); err != nil {
+		return err
+	} else if ok {
+		return injection(lo, a.InjectionLocation)
+	}
+	return nil
 }
 
 func refreshCreate(o object, sec *vault.Secrets) (*ma.OAuthRefresh, error) {
@@ -389,75 +406,91 @@ func authUpdate(raw json.RawMessage, a *ma.CredentialAuth, sec *vault.Secrets, c
 	}
 	switch typ {
 	case ma.AuthStaticBearer:
-		if err := o.immutable("mcp_server_url"); err != nil {
-			return err
-		}
-		if err := o.only("static_bearer updates", "type", "token"); err != nil {
-			return err
-		}
-		if v, ok, err := o.secret("token", false); err != nil {
-			return err
-		} else if ok {
-			sec.Token = v
-		}
+		return staticBearerUpdate(o, sec)
 	case ma.AuthMCPOAuth:
-		if err := o.immutable("mcp_server_url"); err != nil {
-			return err
-		}
-		if err := o.only("mcp_oauth updates", "type", "access_token", "expires_at", "refresh"); err != nil {
-			return err
-		}
-		if v, ok, err := o.secret("access_token", false); err != nil {
-			return err
-		} else if ok {
-			sec.AccessToken = v
-		}
-		if o.has("expires_at") {
-			if a.ExpiresAt, err = o.future("expires_at"); err != nil {
-				return err
-			}
-		}
-		ro, ok, err := o.obj("refresh")
-		if err != nil || !ok {
-			return err
-		}
-		if a.Refresh == nil {
-			return badRequest("auth.refresh: credential %s has no refresh configuration to update; create a new credential with one", credID)
-		}
-		return refreshUpdate(ro, a.Refresh, sec)
+		return mcpOAuthUpdate(o, a, sec, credID)
 	case ma.AuthEnvVar:
-		if err := o.immutable("secret_name"); err != nil {
+		return envVarUpdate(o, a, sec)
+	}
+	return badRequest("auth.type: must be mcp_oauth, static_bearer or environment_variable; got %q", typ)
+}
+
+// staticBearerUpdate applies an update of a static_bearer credential.
+func staticBearerUpdate(o object, sec *vault.Secrets) error {
+	if err := o.immutable("mcp_server_url"); err != nil {
+		return err
+	}
+	if err := o.only("static_bearer updates", "type", "token"); err != nil {
+		return err
+	}
+	if v, ok, err := o.secret("token", false); err != nil {
+		return err
+	} else if ok {
+		sec.Token = v
+	}
+	return nil
+}
+
+// mcpOAuthUpdate applies an update of an mcp_oauth credential.
+func mcpOAuthUpdate(o object, a *ma.CredentialAuth, sec *vault.Secrets, credID string) error {
+	if err := o.immutable("mcp_server_url"); err != nil {
+		return err
+	}
+	if err := o.only("mcp_oauth updates", "type", "access_token", "expires_at", "refresh"); err != nil {
+		return err
+	}
+	if v, ok, err := o.secret("access_token", false); err != nil {
+		return err
+	} else if ok {
+		sec.AccessToken = v
+	}
+	if o.has("expires_at") {
+		var err error
+		if a.ExpiresAt, err = o.future("expires_at"); err != nil {
 			return err
 		}
-		if err := o.only("environment_variable updates", "type", "secret_value", "networking", "injection_location"); err != nil {
+	}
+	ro, ok, err := o.obj("refresh")
+	if err != nil || !ok {
+		return err
+	}
+	if a.Refresh == nil {
+		return badRequest("auth.refresh: credential %s has no refresh configuration to update; create a new credential with one", credID)
+	}
+	return refreshUpdate(ro, a.Refresh, sec)
+}
+
+// envVarUpdate applies an update of an environment_variable credential.
+func envVarUpdate(o object, a *ma.CredentialAuth, sec *vault.Secrets) error {
+	if err := o.immutable("secret_name"); err != nil {
+		return err
+	}
+	if err := o.only("environment_variable updates", "type", "secret_value", "networking", "injection_location"); err != nil {
+		return err
+	}
+	if v, ok, err := o.secret("secret_value", false); err != nil {
+		return err
+	} else if ok {
+		sec.Value = v
+	}
+	if no, ok, err := o.obj("networking"); err != nil {
+		return err
+	} else if ok {
+		if a.Networking, err = credentialNetworking(no); err != nil {
 			return err
 		}
-		if v, ok, err := o.secret("secret_value", false); err != nil {
-			return err
-		} else if ok {
-			sec.Value = v
+	}
+	if lo, ok, err := o.obj("injection_location"); err != nil {
+		return err
+	} else if ok {
+		loc := ma.InjectionLocation{}
+		if a.InjectionLocation != nil {
+			loc = *a.InjectionLocation
 		}
-		if no, ok, err := o.obj("networking"); err != nil {
+		if err := injection(lo, &loc); err != nil {
 			return err
-		} else if ok {
-			if a.Networking, err = credentialNetworking(no); err != nil {
-				return err
-			}
 		}
-		if lo, ok, err := o.obj("injection_location"); err != nil {
-			return err
-		} else if ok {
-			loc := ma.InjectionLocation{}
-			if a.InjectionLocation != nil {
-				loc = *a.InjectionLocation
-			}
-			if err := injection(lo, &loc); err != nil {
-				return err
-			}
-			a.InjectionLocation = &loc
-		}
-	default:
-		return badRequest("auth.type: must be mcp_oauth, static_bearer or environment_variable; got %q", typ)
+		a.InjectionLocation = &loc
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/reinsdev/reins/internal/sessions"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -153,33 +154,13 @@ func (o *optString) UnmarshalJSON(b []byte) error {
 type metadataPatch map[string]*string
 
 func applyMetadata(cur ma.Metadata, patch metadataPatch) ma.Metadata {
-	out := ma.Metadata{}
-	for k, v := range cur {
-		out[k] = v
-	}
-	for k, v := range patch {
-		if v == nil || *v == "" {
-			delete(out, k)
-		} else {
-			out[k] = *v
-		}
-	}
-	return out
+	return sessions.ApplyMetadata(cur, patch)
 }
 
+// validateMetadata checks metadata with the rule sessions keep for every
+// resource's metadata.
 func validateMetadata(field string, m map[string]string) error {
-	if len(m) > 16 {
-		return badRequest("%s: at most 16 keys, got %d", field, len(m))
-	}
-	for k, v := range m {
-		if k == "" || len(k) > 64 {
-			return badRequest("%s: key %q must be 1 to 64 characters", field, k)
-		}
-		if len(v) > 512 {
-			return badRequest("%s.%s: value longer than 512 characters", field, k)
-		}
-	}
-	return nil
+	return sessionError(sessions.CheckMetadata(field, m))
 }
 
 func validateMetadataPatch(field string, cur ma.Metadata, p metadataPatch) error {

@@ -38,8 +38,58 @@ func orEmpty(s []string) []string {
 	return s
 }
 
-// resolveConfig validates an environment config and fills its defaults.
-func (s *Server) resolveEnvConfig(p *configParam) (ma.EnvironmentConfig, error) {
+// environmentStore is what the environment endpoints keep in the
+// database (the store is one).
+type environmentStore interface {
+	// CreateEnvironment stores a new environment, and the outcome of
+	// ctx's WithOutcome, if any, in the same transaction.
+	CreateEnvironment(ctx context.Context, e ma.Environment) error
+	GetEnvironment(ctx context.Context, id string) (ma.Environment, error)
+	// UpdateEnvironment reads the environment, calls fn and writes it
+	// back, atomically.
+	UpdateEnvironment(ctx context.Context, id string, fn func(*ma.Environment) error) (ma.Environment, error)
+	DeleteEnvironment(ctx context.Context, id string) error
+	ListEnvironments(ctx context.Context, q store.ListQuery) ([]store.Item[ma.Environment], error)
+}
+
+// environmentEnds is told when an environment ends (Lifecycle is one).
+type environmentEnds interface {
+	EnvironmentDeleted(ctx context.Context, id string)
+	EnvironmentArchived(ctx context.Context, id string)
+}
+
+// hostingRule forgets what it knows of an environment
+// (*sessions.Hosting is one).
+type hostingRule interface {
+	Forget(envID string)
+}
+
+// environmentAPI serves the environment endpoints.
+type environmentAPI struct {
+	*keeper
+	st      environmentStore
+	hosting hostingRule
+	// ends, if not nil, is told when environments end.
+	ends environmentEnds
+	// validatePackages, if set, checks config.packages.
+	validatePackages func(*ma.Packages) error
+}
+
+// environmentRoutes registers the environment endpoints.
+func (s *Server) environmentRoutes() {
+	en := &environmentAPI{keeper: s.keeper, st: s.cfg.Store, hosting: s.cfg.Sessions.Hosting(), ends: s.cfg.Lifecycle,
+		validatePackages: s.cfg.ValidatePackages}
+	s.handle("POST /v1/environments", smallBody, en.createEnvironment)
+	s.handle("GET /v1/environments", smallBody, en.listEnvironments)
+	s.handle("GET /v1/environments/{id}", smallBody, en.getEnvironment)
+	s.handle("POST /v1/environments/{id}", smallBody, en.updateEnvironment)
+	s.handle("POST /v1/environments/{id}/archive", smallBody, noBody(en.archiveEnvironment))
+	s.handle("DELETE /v1/environments/{id}", smallBody, noBody(en.deleteEnvironment))
+}
+
+// resolveEnvConfig validates an environment config and fills its
+// defaults.
+func (en *environmentAPI) resolveEnvConfig(p *configParam) (ma.EnvironmentConfig, error) {
 	if p == nil {
 		p = &configParam{Type: ma.EnvCloud}
 	}
@@ -86,7 +136,7 @@ func (s *Server) resolveEnvConfig(p *configParam) (ma.EnvironmentConfig, error) 
 			return out, badRequest("config.packages.type: must be \"packages\"; got %q", pk.Type)
 		}
 		out.Packages = &ma.Packages{Type: "packages", Apt: orEmpty(pk.Apt), Cargo: orEmpty(pk.Cargo), Gem: orEmpty(pk.Gem), Go: orEmpty(pk.Go), Npm: orEmpty(pk.Npm), Pip: orEmpty(pk.Pip)}
-		if v := s.cfg.ValidatePackages; v != nil {
+		if v := en.validatePackages; v != nil {
 			if err := v(out.Packages); err != nil {
 				return out, badRequest("config.%s", err)
 			}
@@ -132,8 +182,8 @@ func validScope(scope *string, cfg ma.EnvironmentConfig) error {
 // Idempotency-Key, the environment is recorded with its creation, and the
 // request repeated with the key answers it as first created (not a 409
 // for its name).
-func (s *Server) createEnvironment(w http.ResponseWriter, r *http.Request) error {
-	idem, err := s.idempotency(r)
+func (en *environmentAPI) createEnvironment(w http.ResponseWriter, r *http.Request) error {
+	idem, err := en.idempotency(r)
 	if err != nil {
 		return err
 	}
@@ -141,7 +191,7 @@ func (s *Server) createEnvironment(w http.ResponseWriter, r *http.Request) error
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	if done, err := s.replayOutcome(w, r, idem); done || err != nil {
+	if done, err := en.replayOutcome(w, r, idem); done || err != nil {
 		return err
 	}
 	if p.Name == nil {
@@ -153,7 +203,7 @@ func (s *Server) createEnvironment(w http.ResponseWriter, r *http.Request) error
 	if err := checkLen("description", p.Description, 0, 2048); err != nil {
 		return err
 	}
-	cfg, err := s.resolveEnvConfig(p.Config)
+	cfg, err := en.resolveEnvConfig(p.Config)
 	if err != nil {
 		return err
 	}
@@ -170,8 +220,8 @@ func (s *Server) createEnvironment(w http.ResponseWriter, r *http.Request) error
 	now := ma.Time(time.Now())
 	e := ma.Environment{ID: ids.New(ids.Environment), Type: "environment", Name: *p.Name, Description: p.Description,
 		Config: cfg, Metadata: meta, Scope: p.Scope, CreatedAt: now, UpdatedAt: now}
-	return s.createKept(w, r, idem, e, func(ctx context.Context) error {
-		err := s.cfg.Store.CreateEnvironment(ctx, e)
+	return en.createKept(w, r, idem, e, func(ctx context.Context) error {
+		err := en.st.CreateEnvironment(ctx, e)
 		if isConflict(err) {
 			return conflict("name: an environment named %q already exists", *p.Name)
 		}
@@ -179,8 +229,8 @@ func (s *Server) createEnvironment(w http.ResponseWriter, r *http.Request) error
 	})
 }
 
-func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) error {
-	e, err := s.cfg.Store.GetEnvironment(r.Context(), r.PathValue("id"))
+func (en *environmentAPI) getEnvironment(w http.ResponseWriter, r *http.Request) error {
+	e, err := en.st.GetEnvironment(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -196,12 +246,12 @@ type environmentUpdate struct {
 	Metadata    metadataPatch `json:"metadata"`
 }
 
-func (s *Server) updateEnvironment(w http.ResponseWriter, r *http.Request) error {
+func (en *environmentAPI) updateEnvironment(w http.ResponseWriter, r *http.Request) error {
 	var p environmentUpdate
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	e, err := s.cfg.Store.UpdateEnvironment(r.Context(), r.PathValue("id"), func(cur *ma.Environment) error {
+	e, err := en.st.UpdateEnvironment(r.Context(), r.PathValue("id"), func(cur *ma.Environment) error {
 		if cur.ArchivedAt != nil {
 			return conflict("environment %s is archived and read-only", cur.ID)
 		}
@@ -222,7 +272,7 @@ func (s *Server) updateEnvironment(w http.ResponseWriter, r *http.Request) error
 			cur.Description = p.Description.Value
 		}
 		if p.Config != nil {
-			cfg, err := s.resolveEnvConfig(p.Config)
+			cfg, err := en.resolveEnvConfig(p.Config)
 			if err != nil {
 				return err
 			}
@@ -264,8 +314,8 @@ func (s *Server) updateEnvironment(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-func (s *Server) archiveEnvironment(w http.ResponseWriter, r *http.Request) error {
-	e, err := s.cfg.Store.UpdateEnvironment(r.Context(), r.PathValue("id"), func(cur *ma.Environment) error {
+func (en *environmentAPI) archiveEnvironment(w http.ResponseWriter, r *http.Request) error {
+	e, err := en.st.UpdateEnvironment(r.Context(), r.PathValue("id"), func(cur *ma.Environment) error {
 		if cur.ArchivedAt == nil {
 			now := ma.Time(time.Now())
 			cur.ArchivedAt = &now
@@ -276,32 +326,32 @@ func (s *Server) archiveEnvironment(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	if s.cfg.Lifecycle != nil {
-		s.cfg.Lifecycle.EnvironmentArchived(r.Context(), e.ID)
+	if en.ends != nil {
+		en.ends.EnvironmentArchived(r.Context(), e.ID)
 	}
 	writeJSON(w, e)
 	return nil
 }
 
-func (s *Server) deleteEnvironment(w http.ResponseWriter, r *http.Request) error {
+func (en *environmentAPI) deleteEnvironment(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := s.cfg.Store.DeleteEnvironment(r.Context(), id); err != nil {
+	if err := en.st.DeleteEnvironment(r.Context(), id); err != nil {
 		return err
 	}
-	s.cfg.Sessions.Hosting().Forget(id)
-	if s.cfg.Lifecycle != nil {
-		s.cfg.Lifecycle.EnvironmentDeleted(r.Context(), id)
+	en.hosting.Forget(id)
+	if en.ends != nil {
+		en.ends.EnvironmentDeleted(r.Context(), id)
 	}
 	writeJSON(w, ma.Deleted{ID: id, Type: "environment_deleted"})
 	return nil
 }
 
-func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request) error {
+func (en *environmentAPI) listEnvironments(w http.ResponseWriter, r *http.Request) error {
 	lq, order, err := listQuery(r, "asc")
 	if err != nil {
 		return err
 	}
-	items, err := s.cfg.Store.ListEnvironments(r.Context(), lq)
+	items, err := en.st.ListEnvironments(r.Context(), lq)
 	if err != nil {
 		return err
 	}

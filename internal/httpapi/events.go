@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,44 @@ import (
 
 // maxEventsPerRequest bounds one send.
 const maxEventsPerRequest = 100
+
+// eventStore is what the event endpoints read of the store.
+type eventStore interface {
+	fileStore
+	ListEvents(ctx context.Context, sessionID string, q store.EventQuery) ([]store.Entry, error)
+	ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int, maxBytes int64) ([]store.Entry, error)
+	LastSeq(ctx context.Context, sessionID string) (int64, error)
+}
+
+// eventSender appends the events clients send (sessions.Service).
+type eventSender interface {
+	Send(ctx context.Context, id string, evs []ma.Event, rec sessions.Record) ([]ma.Event, error)
+}
+
+// previewFeed gives the previews of the events a session's turns are
+// making (harness.Previews).
+type previewFeed interface {
+	Subscribe(sessionID string) (<-chan ma.Preview, func())
+}
+
+// eventsAPI serves a session's events: send, list and stream.
+type eventsAPI struct {
+	s        *Server // idempotency, budgets, tails, shutdown, stream keys
+	st       eventStore
+	sessions eventSender
+	previews previewFeed // nil: streams get no previews
+}
+
+// eventRoutes registers the event endpoints.
+func (s *Server) eventRoutes() {
+	e := &eventsAPI{s: s, st: s.cfg.Store, sessions: s.cfg.Sessions}
+	if s.cfg.Harness != nil {
+		e.previews = s.cfg.Harness.Previews()
+	}
+	s.handle("POST /v1/sessions/{id}/events", s.cfg.MaxBody, s.bodyBudget(e.sendEvents))
+	s.handle("GET /v1/sessions/{id}/events", smallBody, e.listEvents)
+	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, counted(&s.streams, e.streamEvents))
+}
 
 // eventParam is a client event as sent.
 type eventParam struct {
@@ -136,8 +175,8 @@ type sendBody struct {
 // sendEvents appends the events a client sends. Sent with an
 // Idempotency-Key, the send is recorded with its events, and repeated
 // with the key it answers them as they were appended.
-func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
-	idem, err := s.idempotency(r)
+func (e *eventsAPI) sendEvents(w http.ResponseWriter, r *http.Request) error {
+	idem, err := e.s.idempotency(r)
 	if err != nil {
 		return err
 	}
@@ -148,14 +187,14 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := principal(r).mayPost(body.Events); err != nil {
 		return err
 	}
-	if done, err := s.replayOutcome(w, r, idem); done || err != nil {
+	if done, err := e.s.replayOutcome(w, r, idem); done || err != nil {
 		return err
 	}
-	evs, err := s.sentEvents(r, body)
+	evs, err := e.sentEvents(r, body)
 	if err != nil {
 		return err
 	}
-	evs, err = s.cfg.Sessions.Send(r.Context(), r.PathValue("id"), evs, idem.record(nil))
+	evs, err = e.sessions.Send(r.Context(), r.PathValue("id"), evs, idem.record(nil))
 	var re *sessions.RejectedError
 	if errors.As(err, &re) {
 		if re.Conflict {
@@ -164,7 +203,7 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("%s", re.Message)
 	}
 	if err != nil {
-		return s.keyRecorded(w, r, idem, err)
+		return e.s.keyRecorded(w, r, idem, err)
 	}
 	writeJSON(w, struct {
 		Data []ma.Event `json:"data"`
@@ -173,7 +212,7 @@ func (s *Server) sendEvents(w http.ResponseWriter, r *http.Request) error {
 }
 
 // sentEvents decodes and checks the events of a send.
-func (s *Server) sentEvents(r *http.Request, body sendBody) ([]ma.Event, error) {
+func (e *eventsAPI) sentEvents(r *http.Request, body sendBody) ([]ma.Event, error) {
 	if len(body.Events) == 0 {
 		return nil, badRequest("events: at least one event is required")
 	}
@@ -187,7 +226,7 @@ func (s *Server) sentEvents(r *http.Request, body sendBody) ([]ma.Event, error) 
 		if err != nil {
 			return nil, err
 		}
-		if err := s.checkFiles(r.Context(), fmt.Sprintf("events[%d].content", i), ev.Content); err != nil {
+		if err := checkFileSources(r.Context(), e.st, fmt.Sprintf("events[%d].content", i), ev.Content); err != nil {
 			return nil, err
 		}
 		if ev.Type == ma.EventSystemMessage {
@@ -207,7 +246,7 @@ func (s *Server) sentEvents(r *http.Request, body sendBody) ([]ma.Event, error) 
 	return evs, nil
 }
 
-func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
+func (e *eventsAPI) listEvents(w http.ResponseWriter, r *http.Request) error {
 	q := query{r}
 	limit, err := q.limit(1000, 1000)
 	if err != nil {
@@ -240,7 +279,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 			eq.After = c.Pos
 		}
 	}
-	entries, release, err := s.listPage(r, eq)
+	entries, release, err := e.listPage(r, eq)
 	if err != nil {
 		return err
 	}
@@ -260,11 +299,11 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 // JSON: the store leaves the events past that as a head. An event larger
 // than a page comes alone, read once the event budget has room for it
 // (release gives the room back).
-func (s *Server) listPage(r *http.Request, eq store.EventQuery) (entries []store.Entry, release func(), err error) {
+func (e *eventsAPI) listPage(r *http.Request, eq store.EventQuery) (entries []store.Entry, release func(), err error) {
 	release = func() {}
 	eq.Raw, eq.MaxBytes = true, listPageBytes
 	for range 3 { // an event superseded meanwhile may leave another head
-		if entries, err = s.cfg.Store.ListEvents(r.Context(), r.PathValue("id"), eq); err != nil {
+		if entries, err = e.st.ListEvents(r.Context(), r.PathValue("id"), eq); err != nil {
 			release()
 			return nil, nil, err
 		}
@@ -272,7 +311,7 @@ func (s *Server) listPage(r *http.Request, eq store.EventQuery) (entries []store
 			return entries, release, nil
 		}
 		release()
-		if release, err = s.admit(r, s.mem.events, entries[0].Size); err != nil {
+		if release, err = e.s.admit(r, e.s.mem.events, entries[0].Size); err != nil {
 			return nil, nil, err
 		}
 		eq.MaxBytes = entries[0].Size

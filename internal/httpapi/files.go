@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -35,13 +36,23 @@ const (
 	maxFileIDs = 100
 )
 
+// fileAPI serves the Files API.
+type fileAPI struct {
+	st store.Files
+	// spoolDir holds uploads while they arrive; maxSize bounds one.
+	spoolDir string
+	maxSize  int64
+	log      *slog.Logger
+}
+
 // fileRoutes registers the Files API.
 func (s *Server) fileRoutes() {
-	s.handle("POST /v1/files", s.cfg.MaxFileSize+multipartSlack, s.uploadFile)
-	s.handle("GET /v1/files", smallBody, s.listFiles)
-	s.handle("GET /v1/files/{id}", smallBody, s.getFile)
-	s.handle("DELETE /v1/files/{id}", smallBody, noBody(s.deleteFile))
-	s.handle("GET /v1/files/{id}/content", smallBody, s.downloadFile)
+	f := &fileAPI{st: s.cfg.Store, spoolDir: s.cfg.FileSpoolDir, maxSize: s.cfg.MaxFileSize, log: s.log}
+	s.handle("POST /v1/files", f.maxSize+multipartSlack, f.uploadFile)
+	s.handle("GET /v1/files", smallBody, f.listFiles)
+	s.handle("GET /v1/files/{id}", smallBody, f.getFile)
+	s.handle("DELETE /v1/files/{id}", smallBody, noBody(f.deleteFile))
+	s.handle("GET /v1/files/{id}/content", smallBody, f.downloadFile)
 }
 
 func tooLarge(limit int64) *apiError {
@@ -66,9 +77,9 @@ func (sp *spooled) close() {
 	}
 }
 
-func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
-	if r.ContentLength > s.cfg.MaxFileSize+multipartSlack {
-		return tooLarge(s.cfg.MaxFileSize)
+func (fa *fileAPI) uploadFile(w http.ResponseWriter, r *http.Request) error {
+	if r.ContentLength > fa.maxSize+multipartSlack {
+		return tooLarge(fa.maxSize)
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
@@ -91,7 +102,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 			if sp != nil {
 				return badRequest("file: only one file per upload")
 			}
-			if sp, err = s.spool(part); err != nil {
+			if sp, err = fa.spool(part); err != nil {
 				return err
 			}
 		case "expires_in_seconds":
@@ -114,7 +125,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	if _, err := sp.f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	if err := s.cfg.Store.CreateFile(r.Context(), f, sp.f); err != nil {
+	if err := fa.st.CreateFile(r.Context(), f, sp.f); err != nil {
 		return err
 	}
 	writeJSON(w, f.File)
@@ -137,8 +148,8 @@ func uploadReadError(err error) error {
 
 // spool copies a file part to a temporary file, counting and hashing it,
 // so that the store's transaction does not wait on the client.
-func (s *Server) spool(part *multipart.Part) (*spooled, error) {
-	sp, err := spoolReader(s.cfg.FileSpoolDir, part, s.cfg.MaxFileSize, uploadReadError)
+func (fa *fileAPI) spool(part *multipart.Part) (*spooled, error) {
+	sp, err := spoolReader(fa.spoolDir, part, fa.maxSize, uploadReadError)
 	if err != nil {
 		return nil, err
 	}
@@ -253,8 +264,8 @@ func fileName(name, mimeType string) string {
 }
 
 // liveFile returns a file that exists and has not expired.
-func (s *Server) liveFile(r *http.Request, id string) (store.File, error) {
-	f, err := s.cfg.Store.GetFile(r.Context(), id)
+func (fa *fileAPI) liveFile(r *http.Request, id string) (store.File, error) {
+	f, err := fa.st.GetFile(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) || err == nil && expired(f.File, time.Now()) {
 		return f, notFound("file %s not found", id)
 	}
@@ -269,8 +280,8 @@ func expired(f ma.File, now time.Time) bool {
 	return err == nil && !now.Before(t)
 }
 
-func (s *Server) getFile(w http.ResponseWriter, r *http.Request) error {
-	f, err := s.liveFile(r, r.PathValue("id"))
+func (fa *fileAPI) getFile(w http.ResponseWriter, r *http.Request) error {
+	f, err := fa.liveFile(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -278,9 +289,9 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
+func (fa *fileAPI) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := s.cfg.Store.DeleteFile(r.Context(), id); err != nil {
+	if err := fa.st.DeleteFile(r.Context(), id); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("file %s not found", id)
 		}
@@ -290,7 +301,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
+func (fa *fileAPI) listFiles(w http.ResponseWriter, r *http.Request) error {
 	q := query{r}
 	fq := store.FileQuery{ScopeID: q.str("scope_id"), IDs: q.list("ids")}
 	fq.Desc = true
@@ -315,7 +326,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
 			fq.After = c.Pos
 		}
 	}
-	items, err := s.cfg.Store.ListFiles(r.Context(), fq)
+	items, err := fa.st.ListFiles(r.Context(), fq)
 	if err != nil {
 		return err
 	}
@@ -335,13 +346,13 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) downloadFile(w http.ResponseWriter, r *http.Request) error {
-	f, err := s.liveFile(r, r.PathValue("id"))
+func (fa *fileAPI) downloadFile(w http.ResponseWriter, r *http.Request) error {
+	f, err := fa.liveFile(r, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	read := func(ctx context.Context, n int) ([]byte, error) { return s.cfg.Store.ReadFileChunk(ctx, f.ID, n) }
-	return s.streamContent(w, r, stored{what: "file " + f.ID, size: f.SizeBytes, sha256: f.SHA256, read: read},
+	read := func(ctx context.Context, n int) ([]byte, error) { return fa.st.ReadFileChunk(ctx, f.ID, n) }
+	return streamContent(fa.log, w, r, stored{what: "file " + f.ID, size: f.SizeBytes, sha256: f.SHA256, read: read},
 		f.MimeType, f.Filename)
 }
 
@@ -355,8 +366,9 @@ type stored struct {
 }
 
 // streamContent answers with stored content, piece by piece, as an
-// attachment of the given type and file name.
-func (s *Server) streamContent(w http.ResponseWriter, r *http.Request, c stored, mimeType, filename string) error {
+// attachment of the given type and file name; a failure once the headers
+// are sent is logged to log and cuts the response.
+func streamContent(log *slog.Logger, w http.ResponseWriter, r *http.Request, c stored, mimeType, filename string) error {
 	first, err := c.read(r.Context(), 0)
 	if errors.Is(err, store.ErrNotFound) && c.size == 0 {
 		first, err = nil, nil
@@ -377,7 +389,7 @@ func (s *Server) streamContent(w http.ResponseWriter, r *http.Request, c stored,
 	for n := 1; int64(n)*store.FileChunk < c.size; n++ {
 		chunk, err := c.read(r.Context(), n)
 		if err != nil {
-			s.abortDownload(r, c.what, fmt.Errorf("read piece %d: %w", n, err))
+			abortDownload(log, r, c.what, fmt.Errorf("read piece %d: %w", n, err))
 		}
 		sum.Write(chunk)
 		if _, err := w.Write(pending); err != nil {
@@ -386,7 +398,7 @@ func (s *Server) streamContent(w http.ResponseWriter, r *http.Request, c stored,
 		pending = chunk
 	}
 	if got := hex.EncodeToString(sum.Sum(nil)); got != c.sha256 {
-		s.abortDownload(r, c.what, fmt.Errorf("content's SHA-256 is %s, stored as %s", got, c.sha256))
+		abortDownload(log, r, c.what, fmt.Errorf("content's SHA-256 is %s, stored as %s", got, c.sha256))
 	}
 	w.Write(pending)
 	return nil
@@ -394,7 +406,7 @@ func (s *Server) streamContent(w http.ResponseWriter, r *http.Request, c stored,
 
 // abortDownload cuts a download whose headers are sent: the client sees a
 // truncated response, never content that is wrong.
-func (s *Server) abortDownload(r *http.Request, what string, err error) {
-	s.log.Error("download failed", "content", what, "request_id", requestID(r), "err", err)
+func abortDownload(log *slog.Logger, r *http.Request, what string, err error) {
+	log.Error("download failed", "content", what, "request_id", requestID(r), "err", err)
 	panic(http.ErrAbortHandler)
 }

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"hash"
 	"io"
+	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/reinsdev/reins/internal/sessions"
@@ -62,10 +64,36 @@ type idempotent struct {
 	response []byte
 }
 
+// outcomeStore is what the idempotency of requests keeps in the database
+// (the store is one).
+type outcomeStore interface {
+	// IdempotentOutcome returns the outcome recorded for key in scope at
+	// or after since; store.ErrNotFound if there is none.
+	IdempotentOutcome(ctx context.Context, scope, key string, since time.Time) (store.IdempotentOutcome, error)
+	// ForgetOutcomes deletes the outcomes recorded before t.
+	ForgetOutcomes(ctx context.Context, before time.Time) (int64, error)
+	// ReadLogRaw reads the events a send appended, undecoded.
+	ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int, maxBytes int64) ([]store.Entry, error)
+}
+
+// keeper answers the requests made with an Idempotency-Key: it records
+// their outcomes with their changes and answers a repeated request the
+// first outcome. Server embeds it, so that the handlers of every resource
+// share it (and its hourly clean-up).
+type keeper struct {
+	st  outcomeStore
+	log *slog.Logger
+	// forgot is when aged-out idempotency keys were last deleted (Unix
+	// nanoseconds).
+	forgot atomic.Int64
+}
+
+func newKeeper(st outcomeStore, log *slog.Logger) *keeper { return &keeper{st: st, log: log} }
+
 // idempotency returns r's Idempotency-Key as an idempotent (nil when it
 // has none) and makes r's body feed its hash. Call it before the body is
 // read.
-func (s *Server) idempotency(r *http.Request) (*idempotent, error) {
+func (k *keeper) idempotency(r *http.Request) (*idempotent, error) {
 	key, err := idempotencyKey(r)
 	if key == "" || err != nil {
 		return nil, err
@@ -125,7 +153,7 @@ func (i *idempotent) outcome() store.IdempotentOutcome {
 // it. With an Idempotency-Key, v is recorded as the request's outcome in
 // the transaction of the create (store.WithOutcome), and a request that
 // finds the key recorded meanwhile answers the outcome recorded.
-func (s *Server) createKept(w http.ResponseWriter, r *http.Request, i *idempotent, v any, create func(context.Context) error) error {
+func (k *keeper) createKept(w http.ResponseWriter, r *http.Request, i *idempotent, v any, create func(context.Context) error) error {
 	ctx := r.Context()
 	body, err := jsonLine(v)
 	if err != nil {
@@ -137,7 +165,7 @@ func (s *Server) createKept(w http.ResponseWriter, r *http.Request, i *idempoten
 		ctx = store.WithOutcome(ctx, o, i.since())
 	}
 	if err := create(ctx); err != nil {
-		return s.keyRecorded(w, r, i, err)
+		return k.keyRecorded(w, r, i, err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(body)
@@ -147,22 +175,22 @@ func (s *Server) createKept(w http.ResponseWriter, r *http.Request, i *idempoten
 // keyRecorded answers a change that failed with err: when its key was
 // recorded by a request that committed first, the change is rolled back
 // and the request answers that outcome; else err.
-func (s *Server) keyRecorded(w http.ResponseWriter, r *http.Request, i *idempotent, err error) error {
+func (k *keeper) keyRecorded(w http.ResponseWriter, r *http.Request, i *idempotent, err error) error {
 	if i == nil || !errors.Is(err, store.ErrKeyRecorded) {
 		return err
 	}
-	_, err = s.replayOutcome(w, r, i)
+	_, err = k.replayOutcome(w, r, i)
 	return err
 }
 
 // replayOutcome answers r with the outcome recorded for its key, if
 // there is one, and reports whether it did. r's body must have been read.
-func (s *Server) replayOutcome(w http.ResponseWriter, r *http.Request, i *idempotent) (bool, error) {
+func (k *keeper) replayOutcome(w http.ResponseWriter, r *http.Request, i *idempotent) (bool, error) {
 	if i == nil {
 		return false, nil
 	}
-	s.forgetOutcomes(r.Context(), i.at)
-	o, err := s.cfg.Store.IdempotentOutcome(r.Context(), i.scope, i.key, i.since())
+	k.forgetOutcomes(r.Context(), i.at)
+	o, err := k.st.IdempotentOutcome(r.Context(), i.scope, i.key, i.since())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return false, nil
@@ -175,7 +203,7 @@ func (s *Server) replayOutcome(w http.ResponseWriter, r *http.Request, i *idempo
 	}
 	body := o.Response
 	if body == nil {
-		if body, err = s.appended(r.Context(), o); err != nil {
+		if body, err = k.appended(r.Context(), o); err != nil {
 			return false, err
 		}
 	}
@@ -189,9 +217,9 @@ func (s *Server) replayOutcome(w http.ResponseWriter, r *http.Request, i *idempo
 
 // appended is the answer of a send: its events as appended, read from the
 // log.
-func (s *Server) appended(ctx context.Context, o store.IdempotentOutcome) ([]byte, error) {
+func (k *keeper) appended(ctx context.Context, o store.IdempotentOutcome) ([]byte, error) {
 	n := int(o.LastSeq - o.FirstSeq + 1)
-	entries, err := s.cfg.Store.ReadLogRaw(ctx, o.SessionID, o.FirstSeq-1, n, 0)
+	entries, err := k.st.ReadLogRaw(ctx, o.SessionID, o.FirstSeq-1, n, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -209,12 +237,12 @@ func (s *Server) appended(ctx context.Context, o store.IdempotentOutcome) ([]byt
 
 // forgetOutcomes deletes the outcomes aged out by now, at most every
 // forgetEvery (the first request with a key after that does it).
-func (s *Server) forgetOutcomes(ctx context.Context, now time.Time) {
-	last := s.forgot.Load()
-	if now.UnixNano()-last < int64(forgetEvery) || !s.forgot.CompareAndSwap(last, now.UnixNano()) {
+func (k *keeper) forgetOutcomes(ctx context.Context, now time.Time) {
+	last := k.forgot.Load()
+	if now.UnixNano()-last < int64(forgetEvery) || !k.forgot.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	if _, err := s.cfg.Store.ForgetOutcomes(ctx, now.Add(-idempotencyTTL)); err != nil {
-		s.log.Warn("forget aged-out idempotency keys", "err", err)
+	if _, err := k.st.ForgetOutcomes(ctx, now.Add(-idempotencyTTL)); err != nil {
+		k.log.Warn("forget aged-out idempotency keys", "err", err)
 	}
 }

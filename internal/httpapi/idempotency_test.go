@@ -26,7 +26,7 @@ func (f *forgetfulStore) ForgetOutcomes(_ context.Context, before time.Time) (in
 // the first request with a key, then at most once an hour.
 func TestForgetOutcomesHourly(t *testing.T) {
 	st := &forgetfulStore{}
-	s := &Server{cfg: Config{Store: st}, log: slog.New(slog.DiscardHandler)}
+	s := newKeeper(st, slog.New(slog.DiscardHandler))
 	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	for _, d := range []time.Duration{0, time.Minute, 59 * time.Minute, time.Hour, 90 * time.Minute, 2*time.Hour + time.Second} {
 		s.forgetOutcomes(context.Background(), start.Add(d))

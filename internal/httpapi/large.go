@@ -14,11 +14,17 @@ import (
 // read it from the store once and hold it once, within the event budget,
 // until the last of them has written it.
 type largeReads struct {
-	store  store.Store
+	store  logReader
 	budget *budget
 
-	mu sync.Mutex
+	mu sync.Mutex // guards m and the refs of its reads
 	m  map[largeKey]*largeRead
+}
+
+// logReader reads log entries whole (the store is one).
+type logReader interface {
+	// ReadLogRaw reads up to limit entries after seq after, undecoded.
+	ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int, maxBytes int64) ([]store.Entry, error)
 }
 
 // errEntryGone is the read of an entry whose session was deleted meanwhile.
@@ -38,7 +44,7 @@ type largeRead struct {
 	free  func() // gives back its budget
 }
 
-func newLargeReads(st store.Store, b *budget) *largeReads {
+func newLargeReads(st logReader, b *budget) *largeReads {
 	return &largeReads{store: st, budget: b, m: map[largeKey]*largeRead{}}
 }
 

@@ -45,7 +45,7 @@ const streamRetry = time.Second
 type limiter struct {
 	cfg KeyLimits
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the fields below
 	buckets map[bucketKey]*bucket
 	swept   time.Time
 	streams map[string]int // open streams by key

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
@@ -14,6 +15,40 @@ import (
 
 // maxMachineEnvironments bounds a machine's environment scope.
 const maxMachineEnvironments = 100
+
+// machineStore is what the machine endpoints keep in the database
+// (the store is one).
+type machineStore interface {
+	GetEnvironment(ctx context.Context, id string) (ma.Environment, error)
+	CreateMachine(ctx context.Context, m store.Machine) error
+	GetMachine(ctx context.Context, id string) (store.Machine, error)
+	// ListMachines lists every machine, oldest first.
+	ListMachines(ctx context.Context) ([]store.Machine, error)
+	// RevokeMachine marks the machine's token revoked.
+	RevokeMachine(ctx context.Context, id string, at time.Time) (store.Machine, error)
+}
+
+// machineRevocations is told when a machine's token is revoked
+// (Lifecycle is one).
+type machineRevocations interface {
+	MachineRevoked(ctx context.Context, m store.Machine)
+}
+
+// machineAPI serves the machine endpoints.
+type machineAPI struct {
+	st machineStore
+	// revoked, if not nil, is told when a machine is revoked.
+	revoked machineRevocations
+}
+
+// machineRoutes registers the machine endpoints.
+func (s *Server) machineRoutes() {
+	m := &machineAPI{st: s.cfg.Store, revoked: s.cfg.Lifecycle}
+	s.handle("POST /v1/machines", smallBody, m.createMachine)
+	s.handle("GET /v1/machines", smallBody, m.listMachines)
+	s.handle("GET /v1/machines/{id}", smallBody, m.getMachine)
+	s.handle("POST /v1/machines/{id}/revoke", smallBody, noBody(m.revokeMachine))
+}
 
 // machine is a machine as listed (never its token).
 type machine struct {
@@ -38,7 +73,7 @@ func machineView(m store.Machine) machine {
 // tools stay in the server's sandboxes (the hub leases an environment's
 // tools only to executors of the environment's own scope, never to a
 // machine's).
-func (s *Server) createMachine(w http.ResponseWriter, r *http.Request) error {
+func (mp *machineAPI) createMachine(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name           string   `json:"name"`
 		EnvironmentIDs []string `json:"environment_ids"`
@@ -56,7 +91,7 @@ func (s *Server) createMachine(w http.ResponseWriter, r *http.Request) error {
 	slices.Sort(envs)
 	envs = slices.Compact(envs)
 	for _, id := range envs {
-		env, err := s.cfg.Store.GetEnvironment(r.Context(), id)
+		env, err := mp.st.GetEnvironment(r.Context(), id)
 		if errors.Is(err, store.ErrNotFound) {
 			return badRequest("environment_ids: environment %s does not exist", id)
 		}
@@ -69,7 +104,7 @@ func (s *Server) createMachine(w http.ResponseWriter, r *http.Request) error {
 	}
 	token, hash := secret.New(secret.MachineTokenPrefix)
 	m := store.Machine{ID: ids.New("mach_"), Name: body.Name, EnvironmentIDs: envs, Hash: hash, Hint: token[len(token)-4:], CreatedAt: time.Now().UTC()}
-	if err := s.cfg.Store.CreateMachine(r.Context(), m); err != nil {
+	if err := mp.st.CreateMachine(r.Context(), m); err != nil {
 		return err
 	}
 	writeJSON(w, struct {
@@ -79,8 +114,8 @@ func (s *Server) createMachine(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) listMachines(w http.ResponseWriter, r *http.Request) error {
-	ms, err := s.cfg.Store.ListMachines(r.Context())
+func (mp *machineAPI) listMachines(w http.ResponseWriter, r *http.Request) error {
+	ms, err := mp.st.ListMachines(r.Context())
 	if err != nil {
 		return err
 	}
@@ -92,8 +127,8 @@ func (s *Server) listMachines(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getMachine(w http.ResponseWriter, r *http.Request) error {
-	m, err := s.cfg.Store.GetMachine(r.Context(), r.PathValue("id"))
+func (mp *machineAPI) getMachine(w http.ResponseWriter, r *http.Request) error {
+	m, err := mp.st.GetMachine(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -103,13 +138,13 @@ func (s *Server) getMachine(w http.ResponseWriter, r *http.Request) error {
 
 // revokeMachine revokes a machine's token: exchanges with it are refused
 // from now on and the executors it connected are cut off.
-func (s *Server) revokeMachine(w http.ResponseWriter, r *http.Request) error {
-	m, err := s.cfg.Store.RevokeMachine(r.Context(), r.PathValue("id"), time.Now())
+func (mp *machineAPI) revokeMachine(w http.ResponseWriter, r *http.Request) error {
+	m, err := mp.st.RevokeMachine(r.Context(), r.PathValue("id"), time.Now())
 	if err != nil {
 		return err
 	}
-	if s.cfg.Lifecycle != nil {
-		s.cfg.Lifecycle.MachineRevoked(r.Context(), m)
+	if mp.revoked != nil {
+		mp.revoked.MachineRevoked(r.Context(), m)
 	}
 	writeJSON(w, machineView(m))
 	return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -24,8 +25,6 @@ import (
 const (
 	// WorkspaceMount is the absolute path of the workspace in mount paths.
 	WorkspaceMount = "/workspace"
-	// maxResources bounds a session's resources.
-	maxResources = 100
 	// resourcePrefix starts resource ids.
 	resourcePrefix = "sesrsc_"
 )
@@ -215,8 +214,8 @@ func repoName(raw string) string {
 // decodeResources validates the resources of a session create; tokens
 // are the authorization tokens of its repositories, by resource id.
 func (s *Server) decodeResources(ctx context.Context, raws []json.RawMessage) (out []ma.Raw, tokens map[string]string, err error) {
-	if len(raws) > maxResources {
-		return nil, nil, badRequest("resources: at most %d resources, got %d", maxResources, len(raws))
+	if len(raws) > sessions.MaxResources {
+		return nil, nil, badRequest("resources: at most %d resources, got %d", sessions.MaxResources, len(raws))
 	}
 	out, tokens = []ma.Raw{}, map[string]string{}
 	taken := map[string]bool{}
@@ -257,15 +256,7 @@ func (s *Server) storeToken(ctx context.Context, sessionID, resourceID, tok stri
 
 // SessionResources decodes a session's resources.
 func SessionResources(sess *ma.Session) ([]ma.SessionResource, error) {
-	out := make([]ma.SessionResource, 0, len(sess.Resources))
-	for _, raw := range sess.Resources {
-		var r ma.SessionResource
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return nil, fmt.Errorf("resource of session %s: %w", sess.ID, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return sessions.Resources(sess)
 }
 
 func (s *Server) resourceRoutes() {
@@ -365,79 +356,31 @@ func (s *Server) updateResource(w http.ResponseWriter, r *http.Request) error {
 	return badRequest("resource %s: a %s resource has nothing to update (authorization_token is for github_repository resources)", res.ID, res.Type)
 }
 
-// changeResources runs fn on the resources of a live session and records
-// the change with a session.updated event.
-func (s *Server) changeResources(r *http.Request, fn func(cur []ma.SessionResource) ([]ma.SessionResource, error)) error {
-	_, err := s.cfg.Sessions.Update(r.Context(), r.PathValue("id"), func(tx store.Tx) error {
-		cur := tx.Session()
-		if cur.ArchivedAt != nil {
-			return conflict("session %s is archived and read-only", cur.ID)
-		}
-		all, err := SessionResources(cur)
-		if err != nil {
-			return err
-		}
-		next, err := fn(all)
-		if err != nil {
-			return err
-		}
-		cur.Resources = make([]ma.Raw, len(next))
-		for i, res := range next {
-			if cur.Resources[i], err = json.Marshal(res); err != nil {
-				return err
-			}
-		}
-		now := ma.Time(time.Now())
-		cur.UpdatedAt = now
-		return tx.Append(&ma.Event{Type: ma.EventSessionUpdated, ProcessedAt: &now})
-	})
-	return err
-}
-
 func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
 	var raw json.RawMessage
 	if err := decode(r, &raw); err != nil {
 		return err
 	}
-	var added ma.SessionResource
-	err := s.changeResources(r, func(cur []ma.SessionResource) ([]ma.SessionResource, error) {
-		if len(cur) >= maxResources {
-			return nil, badRequest("resources: a session has at most %d resources", maxResources)
-		}
-		taken := map[string]bool{}
-		for _, res := range cur {
-			rel, _ := MountPath(res.MountPath)
-			taken[rel] = true
-		}
-		var err error
-		var tok string
-		if added, tok, err = s.decodeResource(r.Context(), "resource", raw, taken); err != nil {
-			return nil, err
-		}
-		if tok != "" {
-			return nil, badRequest("resource.authorization_token: a private repository's token is given when the session is created (the session's sandbox gets its credentials then)")
-		}
-		return append(cur, added), nil
-	})
+	// The resource is checked on its own here, against the session by
+	// the sessions service.
+	res, tok, err := s.decodeResource(r.Context(), "resource", raw, map[string]bool{})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, added)
+	if tok != "" {
+		return badRequest("resource.authorization_token: a private repository's token is given when the session is created (the session's sandbox gets its credentials then)")
+	}
+	if err := s.cfg.Sessions.AddResource(r.Context(), r.PathValue("id"), res); err != nil {
+		return sessionError(err)
+	}
+	writeJSON(w, res)
 	return nil
 }
 
 func (s *Server) deleteResource(w http.ResponseWriter, r *http.Request) error {
 	rid := r.PathValue("rid")
-	err := s.changeResources(r, func(cur []ma.SessionResource) ([]ma.SessionResource, error) {
-		for i, res := range cur {
-			if res.ID == rid {
-				return append(cur[:i:i], cur[i+1:]...), nil
-			}
-		}
-		return nil, notFound("resource %s of session %s not found", rid, r.PathValue("id"))
-	})
-	if err != nil {
-		return err
+	if err := s.cfg.Sessions.RemoveResource(r.Context(), r.PathValue("id"), rid); err != nil {
+		return sessionError(err)
 	}
 	if err := s.cfg.Store.SetRepositoryToken(r.Context(), r.PathValue("id"), rid, nil); err != nil {
 		return err

@@ -18,8 +18,6 @@ import (
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
-	"github.com/reinsdev/reins/internal/turntoken"
-	"github.com/reinsdev/reins/internal/workqueue"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -34,9 +32,11 @@ const (
 
 // Config configures a Server. Store, Bus, Harness and Auth are required.
 type Config struct {
+	// Store is the database. Each resource's handlers see it through an
+	// interface of the few methods they call, declared beside them.
 	Store   store.Store
 	Bus     *bus.Bus
-	Harness *harness.Harness
+	Harness Harness
 	Auth    *Authenticator
 	Logger  *slog.Logger
 	// MaxBody bounds content-carrying request bodies (default 32 MiB).
@@ -84,7 +84,7 @@ type Config struct {
 	Vaults VaultConfig
 	// Work runs the work queues of self-hosted environments (nil: no work
 	// endpoints).
-	Work *workqueue.Service
+	Work WorkQueue
 	// Executors serves /v1/executor/ (the executor hub: token endpoint and
 	// WebSocket connect). Those paths authenticate with environment keys
 	// and executor tokens, not API keys.
@@ -95,7 +95,7 @@ type Config struct {
 	// TurnTokens, if set, verifies the tools tokens of agent-end turns
 	// for the platform tools endpoint (POST /v1/sessions/{id}/tool_calls);
 	// nil: no such endpoint.
-	TurnTokens *turntoken.Issuer
+	TurnTokens ToolsTokens
 	// ExecutorList, if set, serves GET /v1/environments/{id}/executors.
 	ExecutorList ExecutorLister
 	// Lifecycle, if set, is told when sessions and environments end.
@@ -112,6 +112,19 @@ type Config struct {
 	// or changed: an id no configured provider serves is refused (400)
 	// instead of failing the session's first turn.
 	Models ModelChecker
+}
+
+// Harness is what the API asks of the harness; *harness.Harness is one.
+type Harness interface {
+	// Runner wakes and interrupts runners (for the Sessions New makes
+	// when Config.Sessions is nil).
+	sessions.Runner
+	// End stops the session's runner for good.
+	End(sessionID string)
+	// Previews fans out the deltas of the model steps in progress.
+	Previews() *harness.Previews
+	// AgentTurn returns the running agent-end turn of a session.
+	AgentTurn(sessionID, turnID string) (*harness.ActiveTurn, error)
 }
 
 // ModelChecker tells whether a model id is served; model.Router is one.
@@ -160,15 +173,18 @@ type Server struct {
 	log *slog.Logger
 	mux *http.ServeMux
 
+	// keeper answers requests made with an Idempotency-Key, for the
+	// handlers of every resource.
+	*keeper
+	// skills pins the skills of agents and sessions to versions.
+	skills *skillAPI
+
 	tails  *tails
 	limits *limiter
 	shed   *shedder
 	mem    *memory
 	// streams counts the event streams open.
 	streams atomic.Int64
-	// forgot is when aged-out idempotency keys were last deleted (Unix
-	// nanoseconds).
-	forgot atomic.Int64
 
 	// done is closed by Stop: streams end cleanly.
 	done     chan struct{}
@@ -209,12 +225,13 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Sessions == nil {
 		sc := sessions.Config{Store: cfg.Store, Bus: cfg.Bus, Runner: cfg.Harness}
-		if cfg.Work != nil {
-			sc.Work = cfg.Work
+		if w, ok := cfg.Work.(sessions.WorkQueue); ok {
+			sc.Work = w
 		}
 		cfg.Sessions = sessions.New(sc)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), limits: newLimiter(cfg.Limits), shed: newShedder(cfg.MaxRequests, cfg.MaxStreams), done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), keeper: newKeeper(cfg.Store, cfg.Logger),
+		limits: newLimiter(cfg.Limits), shed: newShedder(cfg.MaxRequests, cfg.MaxStreams), done: make(chan struct{})}
 	s.tails = newTails(cfg.Store, cfg.Bus, cfg.PollInterval)
 	s.mem = newMemory(cfg)
 	s.routes()
@@ -267,39 +284,15 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]string{"status": "ok"})
 	})
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.handle("POST /v1/agents", smallBody*4, s.createAgent)
-	s.handle("GET /v1/agents", smallBody, s.listAgents)
-	s.handle("GET /v1/agents/{id}", smallBody, s.getAgent)
-	s.handle("POST /v1/agents/{id}", smallBody*4, s.updateAgent)
-	s.handle("POST /v1/agents/{id}/archive", smallBody, noBody(s.archiveAgent))
-	s.handle("GET /v1/agents/{id}/versions", smallBody, s.listAgentVersions)
+	s.mux.Handle("GET /readyz", readiness{st: s.cfg.Store, log: s.log})
+	s.agentRoutes()
 
-	s.handle("POST /v1/environments", smallBody, s.createEnvironment)
-	s.handle("GET /v1/environments", smallBody, s.listEnvironments)
-	s.handle("GET /v1/environments/{id}", smallBody, s.getEnvironment)
-	s.handle("POST /v1/environments/{id}", smallBody, s.updateEnvironment)
-	s.handle("POST /v1/environments/{id}/archive", smallBody, noBody(s.archiveEnvironment))
-	s.handle("DELETE /v1/environments/{id}", smallBody, noBody(s.deleteEnvironment))
-	s.handle("GET /v1/environments/{id}/work/poll", smallBody, s.pollWork)
-	s.handle("GET /v1/environments/{id}/work/stats", smallBody, s.workStats)
-	s.handle("GET /v1/environments/{id}/work", smallBody, s.listWork)
-	s.handle("GET /v1/environments/{id}/work/{work_id}", smallBody, s.getWork)
-	s.handle("POST /v1/environments/{id}/work/{work_id}", smallBody, s.updateWork)
-	s.handle("POST /v1/environments/{id}/work/{work_id}/ack", smallBody, noBody(s.ackWork))
-	s.handle("POST /v1/environments/{id}/work/{work_id}/heartbeat", smallBody, noBody(s.heartbeatWork))
-	s.handle("POST /v1/environments/{id}/work/{work_id}/stop", smallBody, s.stopWork)
-	s.handle("POST /v1/environments/{id}/keys", smallBody, noBody(s.createEnvironmentKey))
-	s.handle("GET /v1/environments/{id}/keys", smallBody, s.listEnvironmentKeys)
-	s.handle("GET /v1/environments/{id}/executors", smallBody, s.listExecutors)
-	s.handle("GET /v1/api_keys", smallBody, s.listAPIKeys)
-	s.handle("POST /v1/api_keys", smallBody, s.createAPIKey)
-	s.handle("POST /v1/api_keys/{id}/revoke", smallBody, noBody(s.revokeAPIKey))
-	s.handle("POST /v1/environments/{id}/keys/{key_id}/revoke", smallBody, noBody(s.revokeEnvironmentKey))
-	s.handle("POST /v1/machines", smallBody, s.createMachine)
-	s.handle("GET /v1/machines", smallBody, s.listMachines)
-	s.handle("GET /v1/machines/{id}", smallBody, s.getMachine)
-	s.handle("POST /v1/machines/{id}/revoke", smallBody, noBody(s.revokeMachine))
+	s.environmentRoutes()
+	s.workRoutes()
+	s.environmentKeyRoutes()
+	s.executorRoutes()
+	s.apiKeyRoutes()
+	s.machineRoutes()
 
 	s.handle("POST /v1/sessions", big, s.bodyBudget(s.createSession))
 	s.handle("GET /v1/sessions", smallBody, s.listSessions)
@@ -307,10 +300,8 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sessions/{id}", smallBody*4, s.updateSession)
 	s.handle("POST /v1/sessions/{id}/archive", smallBody, noBody(s.archiveSession))
 	s.handle("DELETE /v1/sessions/{id}", smallBody, noBody(s.deleteSession))
-	s.handle("POST /v1/sessions/{id}/events", big, s.bodyBudget(s.sendEvents))
-	s.handle("GET /v1/sessions/{id}/events", smallBody, s.listEvents)
-	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, counted(&s.streams, s.streamEvents))
-	s.handle(toolCallsPattern, toolCallBody, s.toolCall)
+	s.eventRoutes()
+	s.toolCallRoutes()
 
 	s.fileRoutes()
 	s.skillRoutes()

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -156,11 +156,14 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if done, err := s.replayOutcome(w, r, idem); done || err != nil {
 		return err
 	}
-	n, err := s.newSession(r, p)
+	d, tokens, err := s.sessionDraft(r, p)
 	if err != nil {
 		return err
 	}
-	sess, tokens := n.sess, n.tokens
+	sess, err := s.cfg.Sessions.Prepare(r.Context(), d)
+	if err != nil {
+		return sessionError(err)
+	}
 	// The tokens are stored first: the session may start at once.
 	for rid, tok := range tokens {
 		if err := s.storeToken(r.Context(), sess.ID, rid, tok); err != nil {
@@ -168,7 +171,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	id := sess.ID
-	sess, err = s.cfg.Sessions.Create(r.Context(), sess, n.initial, idem.record(func(tx store.Tx) ([]byte, error) {
+	sess, err = s.cfg.Sessions.Create(r.Context(), sess, d.Initial, idem.record(func(tx store.Tx) ([]byte, error) {
 		return jsonLine(withStats(*tx.Session()))
 	}))
 	if err != nil {
@@ -186,103 +189,53 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// newSession is a session to create, as a create request asks for it.
-type newSession struct {
-	sess    ma.Session
-	initial []ma.Event
-	// tokens are the sealed-to-be tokens of its github_repository
-	// resources, by resource id.
-	tokens map[string]string
-}
-
-// newSession checks a create request and returns the session it asks
-// for.
-func (s *Server) newSession(r *http.Request, p sessionCreate) (newSession, error) {
-	var none newSession
+// sessionDraft decodes what a create request names (its agent, resources
+// and initial events) into the draft the sessions service checks; tokens
+// are the authorization tokens of its repositories, by resource id.
+func (s *Server) sessionDraft(r *http.Request, p sessionCreate) (sessions.Draft, map[string]string, error) {
 	if p.Agent == nil {
-		return none, badRequest("agent: required")
+		return sessions.Draft{}, nil, badRequest("agent: required")
 	}
-	if p.EnvironmentID == nil || *p.EnvironmentID == "" {
-		return none, badRequest("environment_id: required")
-	}
-	if err := checkLen("title", p.Title, 0, 1024); err != nil {
-		return none, err
-	}
-	if err := validateMetadata("metadata", p.Metadata); err != nil {
-		return none, err
+	d := sessions.Draft{Title: p.Title, Metadata: p.Metadata, VaultIDs: p.VaultIDs, Budget: p.Budget}
+	if p.EnvironmentID != nil {
+		d.EnvironmentID = *p.EnvironmentID
 	}
 	resources, tokens, err := s.decodeResources(r.Context(), p.Resources)
 	if err != nil {
-		return none, err
+		return d, nil, err
 	}
-	if len(p.Budget) > 0 && string(p.Budget) != "null" {
-		return none, badRequest("budget: session budgets are not supported by this server yet")
+	d.Resources, d.Tokens = resources, len(tokens) > 0
+	if d.Initial, err = s.initialEvents(r.Context(), p.InitialEvents); err != nil {
+		return d, nil, err
 	}
-	if len(p.VaultIDs) > 20 {
-		return none, badRequest("vault_ids: at most 20 vaults, got %d", len(p.VaultIDs))
+	if d.Agent, err = s.resolveAgent(r, p.Agent); err != nil {
+		return d, nil, err
 	}
-	if err := s.checkVaults(r.Context(), p.VaultIDs); err != nil {
-		return none, err
-	}
-	initial, err := s.initialEvents(r.Context(), p.InitialEvents)
-	if err != nil {
-		return none, err
-	}
-	agent, err := s.resolveAgent(r, p.Agent)
-	if err != nil {
-		return none, err
-	}
-	env, err := s.cfg.Store.GetEnvironment(r.Context(), *p.EnvironmentID)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return none, notFound("environment_id: environment %s not found", *p.EnvironmentID)
-		}
-		return none, err
-	}
-	if env.ArchivedAt != nil {
-		return none, badRequest("environment_id: environment %s is archived; new sessions cannot use it", env.ID)
-	}
-	if len(tokens) > 0 && env.Config.Type != "cloud" {
-		return none, badRequest("resources: authorization_token needs a cloud environment: the token is given to the clone by the cloud sandbox's egress proxy")
-	}
-	meta := ma.Metadata(p.Metadata)
-	if meta == nil {
-		meta = ma.Metadata{}
-	}
-	vaultIDs := p.VaultIDs
-	if vaultIDs == nil {
-		vaultIDs = []string{}
-	}
-	now := ma.Time(time.Now())
-	sess := ma.Session{ID: ids.New(ids.Session), Type: "session", Title: p.Title, Status: ma.StatusIdle, EnvironmentID: env.ID,
-		Agent: agent, Resources: resources, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.Raw{},
-		Budget: ma.Raw("null"), CreatedAt: now, UpdatedAt: now}
-	return newSession{sess: sess, initial: initial, tokens: tokens}, nil
+	return d, tokens, nil
 }
 
-// checkVaults checks the vault_ids of a create request: each one's vault
-// exists and is not archived.
-func (s *Server) checkVaults(ctx context.Context, vaultIDs []string) error {
-	for i, id := range vaultIDs {
-		v, err := s.cfg.Store.GetVault(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return notFound("vault_ids[%d]: vault %s not found", i, id)
-		}
-		if err != nil {
-			return err
-		}
-		if v.ArchivedAt != nil {
-			return badRequest("vault_ids[%d]: vault %s is archived", i, id)
-		}
+// sessionError answers what the sessions service refuses: 409, 404 or
+// 400 as it says.
+func sessionError(err error) error {
+	var re *sessions.RejectedError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &re):
+		return err
+	case re.Conflict:
+		return conflict("%s", re.Message)
+	case re.NotFound:
+		return notFound("%s", re.Message)
 	}
-	return nil
+	return badRequest("%s", re.Message)
 }
 
-// initialEvents decodes and checks the initial_events of a create
-// request: at most 50 user messages.
+// initialEvents decodes the initial_events of a create request (the
+// sessions service checks what they may be).
 func (s *Server) initialEvents(ctx context.Context, raws []rawView) ([]ma.Event, error) {
-	if len(raws) > 50 {
-		return nil, badRequest("initial_events: at most 50 events, got %d", len(raws))
+	if len(raws) > sessions.MaxInitialEvents {
+		return nil, badRequest("initial_events: at most %d events, got %d", sessions.MaxInitialEvents, len(raws))
 	}
 	initial := make([]ma.Event, 0, len(raws))
 	for i, raw := range raws {
@@ -292,9 +245,6 @@ func (s *Server) initialEvents(ctx context.Context, raws []rawView) ([]ma.Event,
 		}
 		if err := s.checkFiles(ctx, fmt.Sprintf("initial_events[%d].content", i), ev.Content); err != nil {
 			return nil, err
-		}
-		if ev.Type != ma.EventUserMessage {
-			return nil, badRequest("initial_events[%d].type: only user.message is accepted here; got %q", i, ev.Type)
 		}
 		initial = append(initial, ev)
 	}
@@ -385,66 +335,33 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
 	if len(p.Budget) > 0 && string(p.Budget) != "null" {
 		return badRequest("budget: session budgets are not supported by this server yet")
 	}
-	sess, err := s.cfg.Sessions.Update(r.Context(), r.PathValue("id"), func(tx store.Tx) error {
-		cur := tx.Session()
-		if cur.ArchivedAt != nil {
-			return conflict("session %s is archived and read-only", cur.ID)
-		}
-		changed := &ma.Event{Type: ma.EventSessionUpdated}
-		touched := false
-		if p.Title.Set {
-			if err := checkLen("title", p.Title.Value, 0, 1024); err != nil {
-				return err
+	patch := sessions.Patch{Metadata: p.Metadata}
+	if p.Title.Set {
+		patch.Title = &p.Title.Value
+	}
+	if a := p.Agent; a != nil {
+		patch.Tools = func(cur ma.SessionAgent) ([]ma.Tool, []ma.MCPServer, error) {
+			servers := cur.MCPServers
+			if a.MCPServers != nil {
+				servers = *a.MCPServers
 			}
-			if p.Title.Value != cur.Title {
-				cur.Title = p.Title.Value
-				t := cur.Title
-				changed.Title = &t
-				touched = true
-			}
-		}
-		if p.Metadata != nil {
-			if err := validateMetadataPatch("metadata", cur.Metadata, p.Metadata); err != nil {
-				return err
-			}
-			cur.Metadata = applyMetadata(cur.Metadata, p.Metadata)
-			changed.Metadata = cur.Metadata
-			touched = true
-		}
-		if p.Agent != nil {
-			if cur.Status == ma.StatusRunning {
-				return conflict("agent: the session is running; change its tools while it is idle")
-			}
-			servers := cur.Agent.MCPServers
-			if p.Agent.MCPServers != nil {
-				servers = *p.Agent.MCPServers
-			}
-			params := toolParamsOf(cur.Agent.Tools)
-			if p.Agent.Tools != nil {
-				params = *p.Agent.Tools
+			params := toolParamsOf(cur.Tools)
+			if a.Tools != nil {
+				params = *a.Tools
 			}
 			tools, err := resolveTools(params, servers)
 			if err != nil {
-				return fieldPrefix("agent.", err)
+				return nil, nil, fieldPrefix("agent.", err)
 			}
-			if err := checkWebTools(cur.Agent.Model.ID, tools); err != nil {
-				return fieldPrefix("agent.", err)
+			if err := checkWebTools(cur.Model.ID, tools); err != nil {
+				return nil, nil, fieldPrefix("agent.", err)
 			}
-			cur.Agent.Tools, cur.Agent.MCPServers = tools, servers
-			b, _ := json.Marshal(map[string]any{"tools": tools, "mcp_servers": servers})
-			changed.Agent = b
-			touched = true
+			return tools, servers, nil
 		}
-		if !touched {
-			return nil
-		}
-		now := ma.Time(time.Now())
-		cur.UpdatedAt = now
-		changed.ProcessedAt = &now
-		return tx.Append(changed)
-	})
+	}
+	sess, err := s.cfg.Sessions.Patch(r.Context(), r.PathValue("id"), patch)
 	if err != nil {
-		return err
+		return sessionError(err)
 	}
 	writeJSON(w, withStats(sess))
 	return nil
@@ -460,21 +377,9 @@ func fieldPrefix(prefix string, err error) error {
 }
 
 func (s *Server) archiveSession(w http.ResponseWriter, r *http.Request) error {
-	sess, err := s.cfg.Sessions.Update(r.Context(), r.PathValue("id"), func(tx store.Tx) error {
-		cur := tx.Session()
-		if cur.ArchivedAt != nil {
-			return nil
-		}
-		if cur.Status == ma.StatusRunning {
-			return badRequest("cannot archive session %s while it is running; interrupt it or wait until it is idle", cur.ID)
-		}
-		now := ma.Time(time.Now())
-		cur.ArchivedAt = &now
-		cur.UpdatedAt = now
-		return nil
-	})
+	sess, err := s.cfg.Sessions.Archive(r.Context(), r.PathValue("id"))
 	if err != nil {
-		return err
+		return sessionError(err)
 	}
 	s.cfg.Harness.End(sess.ID)
 	if s.cfg.Lifecycle != nil {
@@ -486,15 +391,9 @@ func (s *Server) archiveSession(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	sess, err := s.cfg.Store.GetSession(r.Context(), id)
+	sess, err := s.cfg.Sessions.Delete(r.Context(), id)
 	if err != nil {
-		return err
-	}
-	if sess.Status == ma.StatusRunning {
-		return badRequest("cannot delete session %s while it is running; interrupt it or wait until it is idle", id)
-	}
-	if err := s.cfg.Sessions.Delete(r.Context(), id); err != nil {
-		return err
+		return sessionError(err)
 	}
 	s.cfg.Harness.End(id)
 	if s.cfg.Lifecycle != nil {

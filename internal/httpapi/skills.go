@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,21 +14,36 @@ import (
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-// maxAgentSkills bounds the skills of an agent.
-const maxAgentSkills = 20
+// skillAPI serves the Skills API, and pins the skills of agents and
+// sessions to versions.
+type skillAPI struct {
+	st store.Skills
+	// spoolDir holds uploads while they arrive; maxSize bounds one.
+	spoolDir string
+	maxSize  int64
+	log      *slog.Logger
+}
 
 // skillRoutes registers the Skills API.
 func (s *Server) skillRoutes() {
-	upload := s.cfg.MaxFileSize + multipartSlack
-	s.handle("POST /v1/skills", upload, s.createSkill)
-	s.handle("GET /v1/skills", smallBody, s.listSkills)
-	s.handle("GET /v1/skills/{id}", smallBody, s.getSkill)
-	s.handle("DELETE /v1/skills/{id}", smallBody, noBody(s.deleteSkill))
-	s.handle("POST /v1/skills/{id}/versions", upload, s.createSkillVersion)
-	s.handle("GET /v1/skills/{id}/versions", smallBody, s.listSkillVersions)
-	s.handle("GET /v1/skills/{id}/versions/{version}", smallBody, s.getSkillVersion)
-	s.handle("DELETE /v1/skills/{id}/versions/{version}", smallBody, noBody(s.deleteSkillVersion))
-	s.handle("GET /v1/skills/{id}/versions/{version}/content", smallBody, s.downloadSkillVersion)
+	k := &skillAPI{st: s.cfg.Store, spoolDir: s.cfg.FileSpoolDir, maxSize: s.cfg.MaxFileSize, log: s.log}
+	s.skills = k
+	upload := k.maxSize + multipartSlack
+	s.handle("POST /v1/skills", upload, k.createSkill)
+	s.handle("GET /v1/skills", smallBody, k.listSkills)
+	s.handle("GET /v1/skills/{id}", smallBody, k.getSkill)
+	s.handle("DELETE /v1/skills/{id}", smallBody, noBody(k.deleteSkill))
+	s.handle("POST /v1/skills/{id}/versions", upload, k.createSkillVersion)
+	s.handle("GET /v1/skills/{id}/versions", smallBody, k.listSkillVersions)
+	s.handle("GET /v1/skills/{id}/versions/{version}", smallBody, k.getSkillVersion)
+	s.handle("DELETE /v1/skills/{id}/versions/{version}", smallBody, noBody(k.deleteSkillVersion))
+	s.handle("GET /v1/skills/{id}/versions/{version}/content", smallBody, k.downloadSkillVersion)
+}
+
+// checkSkills checks that pinned skill versions still exist
+// ([skillAPI.checkSkills]), for the session handlers.
+func (s *Server) checkSkills(ctx context.Context, field string, refs []ma.SkillRef) error {
+	return s.skills.checkSkills(ctx, field, refs)
 }
 
 // newVersion is the stored version of a checked upload and its archive.
@@ -36,14 +52,14 @@ func newVersion(skillID string, u *skillUpload, a *skillArchive, now time.Time) 
 		SkillID: skillID, Name: u.name, Description: u.description, CreatedAt: ma.Time(now)}, SizeBytes: a.size, SHA256: a.sha256}
 }
 
-func (s *Server) createSkill(w http.ResponseWriter, r *http.Request) error {
-	u, err := s.readSkillUpload(r, true)
+func (k *skillAPI) createSkill(w http.ResponseWriter, r *http.Request) error {
+	u, err := k.readSkillUpload(r, true)
 	if err != nil {
 		return err
 	}
 	defer u.close()
 	now := time.Now()
-	a, err := u.archive(s.cfg.FileSpoolDir, now)
+	a, err := u.archive(k.spoolDir, now)
 	if err != nil {
 		return err
 	}
@@ -56,7 +72,7 @@ func (s *Server) createSkill(w http.ResponseWriter, r *http.Request) error {
 	}
 	sk := store.Skill{Skill: ma.Skill{ID: id, Type: "skill", DisplayName: display, LatestVersionID: v.ID,
 		Source: ma.SkillSource{Type: "custom"}, CreatedAt: v.CreatedAt, UpdatedAt: v.CreatedAt}, Name: u.name}
-	if err := s.cfg.Store.CreateSkill(r.Context(), sk, v, a.f); err != nil {
+	if err := k.st.CreateSkill(r.Context(), sk, v, a.f); err != nil {
 		return err
 	}
 	writeJSON(w, sk.Skill)
@@ -64,16 +80,16 @@ func (s *Server) createSkill(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getSkillOr404 reads a skill, answering 404 when there is none.
-func (s *Server) getSkillOr404(ctx context.Context, id string) (store.Skill, error) {
-	sk, err := s.cfg.Store.GetSkill(ctx, id)
+func (k *skillAPI) getSkillOr404(ctx context.Context, id string) (store.Skill, error) {
+	sk, err := k.st.GetSkill(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return sk, notFound("skill %s not found", id)
 	}
 	return sk, err
 }
 
-func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) error {
-	sk, err := s.getSkillOr404(r.Context(), r.PathValue("id"))
+func (k *skillAPI) getSkill(w http.ResponseWriter, r *http.Request) error {
+	sk, err := k.getSkillOr404(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -81,7 +97,7 @@ func (s *Server) getSkill(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) error {
+func (k *skillAPI) listSkills(w http.ResponseWriter, r *http.Request) error {
 	lq, err := newestFirst(r)
 	if err != nil {
 		return err
@@ -92,7 +108,7 @@ func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) error {
 	}
 	var items []store.Item[store.Skill]
 	if source == "custom" { // reins has no Anthropic skills
-		if items, err = s.cfg.Store.ListSkills(r.Context(), lq); err != nil {
+		if items, err = k.st.ListSkills(r.Context(), lq); err != nil {
 			return err
 		}
 	}
@@ -100,9 +116,9 @@ func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) deleteSkill(w http.ResponseWriter, r *http.Request) error {
+func (k *skillAPI) deleteSkill(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	err := s.cfg.Store.DeleteSkill(r.Context(), id)
+	err := k.st.DeleteSkill(r.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return notFound("skill %s not found", id)
@@ -115,12 +131,12 @@ func (s *Server) deleteSkill(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) createSkillVersion(w http.ResponseWriter, r *http.Request) error {
-	sk, err := s.getSkillOr404(r.Context(), r.PathValue("id"))
+func (k *skillAPI) createSkillVersion(w http.ResponseWriter, r *http.Request) error {
+	sk, err := k.getSkillOr404(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	u, err := s.readSkillUpload(r, false)
+	u, err := k.readSkillUpload(r, false)
 	if err != nil {
 		return err
 	}
@@ -129,12 +145,12 @@ func (s *Server) createSkillVersion(w http.ResponseWriter, r *http.Request) erro
 		return badRequest("SKILL.md: name %q is not this skill's name %q: every version of a skill has the name of its first", u.name, sk.Name)
 	}
 	now := time.Now()
-	a, err := u.archive(s.cfg.FileSpoolDir, now)
+	a, err := u.archive(k.spoolDir, now)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	v, _, err := s.cfg.Store.CreateSkillVersion(r.Context(), newVersion(sk.ID, u, a, now), a.f)
+	v, _, err := k.st.CreateSkillVersion(r.Context(), newVersion(sk.ID, u, a, now), a.f)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("skill %s not found", sk.ID)
 	}
@@ -145,16 +161,16 @@ func (s *Server) createSkillVersion(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-func (s *Server) listSkillVersions(w http.ResponseWriter, r *http.Request) error {
+func (k *skillAPI) listSkillVersions(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if _, err := s.getSkillOr404(r.Context(), id); err != nil {
+	if _, err := k.getSkillOr404(r.Context(), id); err != nil {
 		return err
 	}
 	lq, err := newestFirst(r)
 	if err != nil {
 		return err
 	}
-	items, err := s.cfg.Store.ListSkillVersions(r.Context(), id, lq)
+	items, err := k.st.ListSkillVersions(r.Context(), id, lq)
 	if err != nil {
 		return err
 	}
@@ -183,8 +199,8 @@ func newestFirst(r *http.Request) (store.ListQuery, error) {
 
 // skillVersion reads a version of a skill: a version id, or "latest"
 // when latest is allowed. Every failure is a 400 or a 404 naming it.
-func (s *Server) skillVersion(ctx context.Context, field, skillID, version string, latest bool) (store.SkillVersion, error) {
-	sk, err := s.getSkillOr404(ctx, skillID)
+func (k *skillAPI) skillVersion(ctx context.Context, field, skillID, version string, latest bool) (store.SkillVersion, error) {
+	sk, err := k.getSkillOr404(ctx, skillID)
 	if err != nil {
 		return store.SkillVersion{}, fieldPrefix(field, err)
 	}
@@ -201,15 +217,15 @@ func (s *Server) skillVersion(ctx context.Context, field, skillID, version strin
 		}
 		return store.SkillVersion{}, badRequest("%sversion: must be a numeric version id%s; got %q", field, hint, version)
 	}
-	v, err := s.cfg.Store.GetSkillVersion(ctx, skillID, version)
+	v, err := k.st.GetSkillVersion(ctx, skillID, version)
 	if errors.Is(err, store.ErrNotFound) {
 		return v, notFound("%sversion %s of skill %s not found", field, version, skillID)
 	}
 	return v, err
 }
 
-func (s *Server) getSkillVersion(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.skillVersion(r.Context(), "", r.PathValue("id"), r.PathValue("version"), true)
+func (k *skillAPI) getSkillVersion(w http.ResponseWriter, r *http.Request) error {
+	v, err := k.skillVersion(r.Context(), "", r.PathValue("id"), r.PathValue("version"), true)
 	if err != nil {
 		return err
 	}
@@ -217,12 +233,12 @@ func (s *Server) getSkillVersion(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) deleteSkillVersion(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.skillVersion(r.Context(), "", r.PathValue("id"), r.PathValue("version"), false)
+func (k *skillAPI) deleteSkillVersion(w http.ResponseWriter, r *http.Request) error {
+	v, err := k.skillVersion(r.Context(), "", r.PathValue("id"), r.PathValue("version"), false)
 	if err != nil {
 		return err
 	}
-	err = s.cfg.Store.DeleteSkillVersion(r.Context(), v.SkillID, v.ID)
+	err = k.st.DeleteSkillVersion(r.Context(), v.SkillID, v.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("version %s of skill %s not found", v.ID, v.SkillID)
 	}
@@ -235,69 +251,22 @@ func (s *Server) deleteSkillVersion(w http.ResponseWriter, r *http.Request) erro
 
 // downloadSkillVersion answers with a version's files as a zip archive,
 // under the directory named after the skill (<name>.zip).
-func (s *Server) downloadSkillVersion(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.skillVersion(r.Context(), "", r.PathValue("id"), r.PathValue("version"), true)
+func (k *skillAPI) downloadSkillVersion(w http.ResponseWriter, r *http.Request) error {
+	v, err := k.skillVersion(r.Context(), "", r.PathValue("id"), r.PathValue("version"), true)
 	if err != nil {
 		return err
 	}
 	read := func(ctx context.Context, n int) ([]byte, error) {
-		return s.cfg.Store.ReadSkillChunk(ctx, v.SkillID, v.ID, n)
+		return k.st.ReadSkillChunk(ctx, v.SkillID, v.ID, n)
 	}
-	return s.streamContent(w, r, stored{what: fmt.Sprintf("skill %s version %s", v.SkillID, v.ID), size: v.SizeBytes, sha256: v.SHA256, read: read},
+	return streamContent(k.log, w, r, stored{what: fmt.Sprintf("skill %s version %s", v.SkillID, v.ID), size: v.SizeBytes, sha256: v.SHA256, read: read},
 		"application/zip", v.Name+".zip")
 }
 
-// skillParam is a skill of an agent as the API takes it.
-type skillParam struct {
-	Type    string  `json:"type"`
-	SkillID string  `json:"skill_id"`
-	Version *string `json:"version"`
-}
-
-// resolveSkills checks an agent's skills and pins each to a version: a
-// numeric version must exist; none, "" or "latest" is the skill's latest
-// version now.
-func (s *Server) resolveSkills(ctx context.Context, field string, params []skillParam) ([]ma.SkillRef, error) {
-	if len(params) > maxAgentSkills {
-		return nil, badRequest("%s: at most %d skills, got %d", field, maxAgentSkills, len(params))
-	}
-	out := make([]ma.SkillRef, 0, len(params))
-	names := map[string]int{}
-	for i, p := range params {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		switch p.Type {
-		case "custom":
-		case "anthropic":
-			return nil, badRequest("%s: Anthropic skills (%q) are not available on this server: upload the skill's files as a custom skill (POST /v1/skills) and refer to it as {type: \"custom\", skill_id}", f, p.SkillID)
-		case "":
-			return nil, badRequest("%s.type: required (custom)", f)
-		default:
-			return nil, badRequest("%s.type: must be custom; got %q", f, p.Type)
-		}
-		if p.SkillID == "" {
-			return nil, badRequest("%s.skill_id: required", f)
-		}
-		version := ""
-		if p.Version != nil {
-			version = *p.Version
-		}
-		v, err := s.skillVersion(ctx, f+": ", p.SkillID, version, true)
-		if err != nil {
-			return nil, err
-		}
-		if j, ok := names[v.Name]; ok {
-			return nil, badRequest("%s: skill %s has the name %q, like %s[%d]: an agent's skills need distinct names", f, p.SkillID, v.Name, field, j)
-		}
-		names[v.Name] = i
-		out = append(out, ma.SkillRef{Type: "custom", SkillID: v.SkillID, Version: v.ID})
-	}
-	return out, nil
-}
-
 // checkSkills checks that the skill versions an agent pins still exist.
-func (s *Server) checkSkills(ctx context.Context, field string, refs []ma.SkillRef) error {
+func (k *skillAPI) checkSkills(ctx context.Context, field string, refs []ma.SkillRef) error {
 	for i, ref := range refs {
-		if _, err := s.cfg.Store.GetSkillVersion(ctx, ref.SkillID, ref.Version); err != nil {
+		if _, err := k.st.GetSkillVersion(ctx, ref.SkillID, ref.Version); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return badRequest("%s[%d]: version %s of skill %s was deleted: update the agent's skills", field, i, ref.Version, ref.SkillID)
 			}

@@ -64,8 +64,8 @@ func (u *skillUpload) close() {
 // file names are paths under one top-level directory, or a single zip
 // archive of such a directory, and display_name (withDisplayName only).
 // Every problem is a 400 naming it; content past the size limit is a 413.
-func (s *Server) readSkillUpload(r *http.Request, withDisplayName bool) (*skillUpload, error) {
-	limit := s.cfg.MaxFileSize
+func (k *skillAPI) readSkillUpload(r *http.Request, withDisplayName bool) (*skillUpload, error) {
+	limit := k.maxSize
 	if r.ContentLength > limit+multipartSlack {
 		return nil, skillTooLarge(limit)
 	}
@@ -73,10 +73,10 @@ func (s *Server) readSkillUpload(r *http.Request, withDisplayName bool) (*skillU
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return nil, badRequest("request body: must be multipart/form-data with files[] parts")
 	}
-	if err := os.MkdirAll(s.cfg.FileSpoolDir, 0o700); err != nil {
+	if err := os.MkdirAll(k.spoolDir, 0o700); err != nil {
 		return nil, err
 	}
-	spool, err := os.CreateTemp(s.cfg.FileSpoolDir, "skill-*")
+	spool, err := os.CreateTemp(k.spoolDir, "skill-*")
 	if err != nil {
 		return nil, err
 	}
@@ -87,13 +87,32 @@ func (s *Server) readSkillUpload(r *http.Request, withDisplayName bool) (*skillU
 			u.close()
 		}
 	}()
-	type part struct {
-		name      string
-		off, size int64
+	parts, err := u.readParts(multipart.NewReader(r.Body, params["boundary"]), limit, withDisplayName)
+	if err != nil {
+		return nil, err
 	}
-	var parts []part
+	if err := u.collect(parts, limit); err != nil {
+		return nil, err
+	}
+	if err := u.check(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return u, nil
+}
+
+// uploadPart is a files[] part of a skill upload: its file name, and
+// where its bytes are in the spool.
+type uploadPart struct {
+	name      string
+	off, size int64
+}
+
+// readParts copies the files[] parts of an upload to its spool, up to
+// limit bytes in all, and reads its display name (withDisplayName only).
+func (u *skillUpload) readParts(mr *multipart.Reader, limit int64, withDisplayName bool) ([]uploadPart, error) {
+	var parts []uploadPart
 	var total int64
-	mr := multipart.NewReader(r.Body, params["boundary"])
 	for {
 		p, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -107,14 +126,14 @@ func (s *Server) readSkillUpload(r *http.Request, withDisplayName bool) (*skillU
 			if len(parts) == maxSkillFiles {
 				return nil, badRequest("files[]: at most %d files", maxSkillFiles)
 			}
-			n, err := io.Copy(spool, io.LimitReader(p, limit-total+1))
+			n, err := io.Copy(u.spool, io.LimitReader(p, limit-total+1))
 			if err != nil {
 				return nil, skillReadError(err, limit)
 			}
 			if total += n; total > limit {
 				return nil, skillTooLarge(limit)
 			}
-			parts = append(parts, part{name: partFileName(p), off: total - n, size: n})
+			parts = append(parts, uploadPart{name: partFileName(p), off: total - n, size: n})
 		case withDisplayName && (field == "display_name" || field == "display_title"):
 			b, err := io.ReadAll(io.LimitReader(p, 1024))
 			if err != nil {
@@ -133,24 +152,23 @@ func (s *Server) readSkillUpload(r *http.Request, withDisplayName bool) (*skillU
 	if len(parts) == 0 {
 		return nil, badRequest("files[]: required: the skill's files, or one zip archive of its directory")
 	}
-	if len(parts) == 1 && isZipPart(spool, parts[0].name, parts[0].size) {
+	return parts, nil
+}
+
+// collect makes the upload's files: the entries of its one part when
+// that is a zip archive, else its parts.
+func (u *skillUpload) collect(parts []uploadPart, limit int64) error {
+	if len(parts) == 1 && isZipPart(u.spool, parts[0].name, parts[0].size) {
 		u.archived = true
-		if err := u.readZip(parts[0].name, parts[0].size, limit); err != nil {
-			return nil, err
-		}
-	} else {
-		for _, p := range parts {
-			sec := io.NewSectionReader(spool, p.off, p.size)
-			u.files = append(u.files, skillFile{rel: p.name, open: func() (io.ReadCloser, error) {
-				return io.NopCloser(io.NewSectionReader(sec, 0, sec.Size())), nil
-			}})
-		}
+		return u.readZip(parts[0].name, parts[0].size, limit)
 	}
-	if err := u.check(); err != nil {
-		return nil, err
+	for _, p := range parts {
+		sec := io.NewSectionReader(u.spool, p.off, p.size)
+		u.files = append(u.files, skillFile{rel: p.name, open: func() (io.ReadCloser, error) {
+			return io.NopCloser(io.NewSectionReader(sec, 0, sec.Size())), nil
+		}})
 	}
-	ok = true
-	return u, nil
+	return nil
 }
 
 func skillTooLarge(limit int64) *apiError {

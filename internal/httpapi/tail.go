@@ -9,6 +9,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
 )
 
 // tailRing bounds the recent log entries a tail keeps for its streams, in
@@ -21,11 +22,19 @@ const (
 	tailRingBytes = 8 << 20
 )
 
+// tailStore is what tails read of the store: a session's log, and whether
+// the session still exists.
+type tailStore interface {
+	ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int, maxBytes int64) ([]store.Entry, error)
+	LastSeq(ctx context.Context, sessionID string) (int64, error)
+	GetSession(ctx context.Context, id string) (ma.Session, error)
+}
+
 // tails shares one reader of a session's log among all the streams open on
 // that session: each new entry is read from the store once, whatever the
 // number of subscribers.
 type tails struct {
-	store store.Store
+	store tailStore
 	bus   *bus.Bus
 	poll  time.Duration
 	// ctx is cancelled by close, which then waits for the tails' readers.
@@ -33,12 +42,14 @@ type tails struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// mu guards m and closed. It is held while a tail's subscribers are
+	// added or removed, so that a tail leaves m with its last subscriber.
 	mu     sync.Mutex
 	m      map[string]*tail
 	closed bool
 }
 
-func newTails(st store.Store, b *bus.Bus, poll time.Duration) *tails {
+func newTails(st tailStore, b *bus.Bus, poll time.Duration) *tails {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &tails{store: st, bus: b, poll: poll, ctx: ctx, cancel: cancel, m: map[string]*tail{}}
 }
@@ -55,17 +66,17 @@ func (ts *tails) close() {
 
 // tail is the shared reader of one session.
 type tail struct {
-	t  *tails
-	id string
+	t    *tails
+	id   string
+	stop context.CancelFunc // ends the reader
 
-	readMu sync.Mutex // one read at a time
+	readMu sync.Mutex // held by read: one read of the log at a time
 
-	mu      sync.Mutex
-	ring    ring  // the most recent entries
-	seq     int64 // last seq read
-	deleted bool
+	mu      sync.Mutex // guards the fields below
+	ring    ring       // the most recent entries
+	seq     int64      // last seq read
+	deleted bool       // the session is gone
 	subs    map[chan struct{}]struct{}
-	stop    context.CancelFunc
 }
 
 // subscribe returns the session's tail and a channel that is signalled when

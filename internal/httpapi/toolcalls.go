@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -52,12 +53,53 @@ type toolCallResponse struct {
 	ErrorCode  string            `json:"error_code,omitempty"`
 }
 
+// ToolsTokens verifies the tools tokens of agent-end turns;
+// *turntoken.Issuer is one.
+type ToolsTokens interface {
+	// Verify checks tok, a token of kind, and returns its claims
+	// (also when it expired, with turntoken.ErrExpired).
+	Verify(kind turntoken.Kind, tok string) (turntoken.Claims, error)
+}
+
+// toolCallStore is what the platform tools endpoint keeps in the
+// database: the record of each call, and the log it reads a cut-off
+// call's result from (the store is one).
+type toolCallStore interface {
+	// BeginToolCall records c unless a call of the session has its key:
+	// it returns the recorded call and whether it is c.
+	BeginToolCall(ctx context.Context, c store.ToolCall) (store.ToolCall, bool, error)
+	SetToolCallUse(ctx context.Context, sessionID, key, toolUseID string) error
+	FinishToolCall(ctx context.Context, sessionID, key string, outcome []byte) error
+	DeleteToolCall(ctx context.Context, sessionID, key string) error
+	ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error)
+}
+
+// agentTurns finds the running agent-end turns (Harness is one).
+type agentTurns interface {
+	AgentTurn(sessionID, turnID string) (*harness.ActiveTurn, error)
+}
+
+// toolCallAPI serves the platform tools endpoint.
+type toolCallAPI struct {
+	st    toolCallStore
+	turns agentTurns
+	// tokens is nil when the server has no platform tools endpoint.
+	tokens ToolsTokens
+	log    *slog.Logger
+}
+
+// toolCallRoutes registers the platform tools endpoint.
+func (s *Server) toolCallRoutes() {
+	tc := &toolCallAPI{st: s.cfg.Store, turns: s.cfg.Harness, tokens: s.cfg.TurnTokens, log: s.log}
+	s.handle(toolCallsPattern, toolCallBody, tc.toolCall)
+}
+
 // toolCall serves the platform tools endpoint: an agent end runs a
 // built-in tool of the session's agent through the harness, with the
 // tools token of its turn and an Idempotency-Key.
-func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
+func (tc *toolCallAPI) toolCall(w http.ResponseWriter, r *http.Request) error {
 	sessionID := r.PathValue("id")
-	claims, err := s.toolsToken(r, sessionID)
+	claims, err := tc.toolsToken(r, sessionID)
 	if err != nil {
 		return err
 	}
@@ -82,19 +124,19 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("approval.tool_use_id: required")
 	}
 	ctx := context.WithoutCancel(r.Context()) // the record outlives a client gone
-	rec, created, err := s.cfg.Store.BeginToolCall(ctx, store.ToolCall{SessionID: sessionID, Key: key, RequestHash: requestHash(req), CreatedAt: time.Now()})
+	rec, created, err := tc.st.BeginToolCall(ctx, store.ToolCall{SessionID: sessionID, Key: key, RequestHash: requestHash(req), CreatedAt: time.Now()})
 	if err != nil {
 		return err
 	}
 	if !created {
-		out, err := s.replay(ctx, rec, requestHash(req))
+		out, err := tc.replay(ctx, rec, requestHash(req))
 		if err != nil {
 			return err
 		}
 		writeJSON(w, out)
 		return nil
 	}
-	out, logged, err := s.runToolCall(ctx, claims, key, req)
+	out, logged, err := tc.runToolCall(ctx, claims, key, req)
 	switch {
 	case err != nil && logged:
 		// Its tool use is in the log (the server is stopping): the
@@ -102,7 +144,7 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 		// runner gives the tool use.
 	case err != nil || out.ErrorCode == harness.ToolErrorEnvironmentUnavailable:
 		// Nothing ran: the key may be used again.
-		if derr := s.cfg.Store.DeleteToolCall(ctx, sessionID, key); derr != nil && err == nil {
+		if derr := tc.st.DeleteToolCall(ctx, sessionID, key); derr != nil && err == nil {
 			err = derr
 		}
 	default:
@@ -110,7 +152,7 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 		if merr != nil {
 			return merr
 		}
-		err = s.cfg.Store.FinishToolCall(ctx, sessionID, key, b)
+		err = tc.st.FinishToolCall(ctx, sessionID, key, b)
 	}
 	if err != nil {
 		return err
@@ -121,14 +163,14 @@ func (s *Server) toolCall(w http.ResponseWriter, r *http.Request) error {
 
 // runToolCall hands the call to the turn the token names; logged
 // reports that the call's agent.tool_use is in the log.
-func (s *Server) runToolCall(ctx context.Context, claims turntoken.Claims, key string, req toolCallRequest) (_ toolCallResponse, logged bool, _ error) {
+func (tc *toolCallAPI) runToolCall(ctx context.Context, claims turntoken.Claims, key string, req toolCallRequest) (_ toolCallResponse, logged bool, _ error) {
 	var started atomic.Bool
-	turn, err := s.cfg.Harness.AgentTurn(claims.SessionID, claims.TurnID)
+	turn, err := tc.turns.AgentTurn(claims.SessionID, claims.TurnID)
 	if err == nil {
 		call := harness.PlatformToolCall{Name: req.Name, Input: req.Input, Started: func(toolUseID string) {
 			started.Store(true)
-			if err := s.cfg.Store.SetToolCallUse(ctx, claims.SessionID, key, toolUseID); err != nil {
-				s.log.Warn("tool call: record its tool use", "session", claims.SessionID, "err", err)
+			if err := tc.st.SetToolCallUse(ctx, claims.SessionID, key, toolUseID); err != nil {
+				tc.log.Warn("tool call: record its tool use", "session", claims.SessionID, "err", err)
 			}
 		}}
 		if req.Approval != nil {
@@ -154,9 +196,9 @@ func (s *Server) runToolCall(ctx context.Context, claims turntoken.Claims, key s
 // without outcome whose tool use has a result in the log was cut off (by
 // a server stop) after its tool ran, or the next runner answered it: its
 // outcome is that result, recorded now.
-func (s *Server) replay(ctx context.Context, rec store.ToolCall, hash string) (toolCallResponse, error) {
+func (tc *toolCallAPI) replay(ctx context.Context, rec store.ToolCall, hash string) (toolCallResponse, error) {
 	if rec.Outcome == nil && rec.ToolUseID != "" && rec.RequestHash == hash {
-		res, err := s.toolResult(ctx, rec.SessionID, rec.ToolUseID)
+		res, err := tc.toolResult(ctx, rec.SessionID, rec.ToolUseID)
 		if err != nil || res == nil {
 			return recorded(rec, hash), err
 		}
@@ -168,17 +210,17 @@ func (s *Server) replay(ctx context.Context, rec store.ToolCall, hash string) (t
 		if err != nil {
 			return out, err
 		}
-		return out, s.cfg.Store.FinishToolCall(ctx, rec.SessionID, rec.Key, b)
+		return out, tc.st.FinishToolCall(ctx, rec.SessionID, rec.Key, b)
 	}
 	return recorded(rec, hash), nil
 }
 
 // toolResult returns the agent.tool_result of a tool use, nil if the log
 // has none.
-func (s *Server) toolResult(ctx context.Context, sessionID, toolUseID string) (*ma.Event, error) {
+func (tc *toolCallAPI) toolResult(ctx context.Context, sessionID, toolUseID string) (*ma.Event, error) {
 	const batch = 1000
 	for after := int64(0); ; {
-		entries, err := s.cfg.Store.ReadLog(ctx, sessionID, after, batch)
+		entries, err := tc.st.ReadLog(ctx, sessionID, after, batch)
 		if err != nil {
 			return nil, err
 		}
@@ -213,9 +255,9 @@ func recorded(rec store.ToolCall, hash string) toolCallResponse {
 
 // toolsToken authenticates a platform tool call: the tools token of a
 // turn of the session (an API key is not enough).
-func (s *Server) toolsToken(r *http.Request, sessionID string) (turntoken.Claims, error) {
+func (tc *toolCallAPI) toolsToken(r *http.Request, sessionID string) (turntoken.Claims, error) {
 	unauthorized := func(msg string) error { return errf(http.StatusUnauthorized, ma.ErrAuthentication, "%s", msg) }
-	if s.cfg.TurnTokens == nil {
+	if tc.tokens == nil {
 		return turntoken.Claims{}, notFound("this server has no platform tools endpoint")
 	}
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -223,7 +265,7 @@ func (s *Server) toolsToken(r *http.Request, sessionID string) (turntoken.Claims
 	if tok == "" {
 		return turntoken.Claims{}, unauthorized("the platform tools endpoint takes the tools token of a running agent-end turn (turn.start's tools.token, or tools_token.refresh) as Authorization: Bearer; an API key is not enough")
 	}
-	c, err := s.cfg.TurnTokens.Verify(turntoken.Tools, tok)
+	c, err := tc.tokens.Verify(turntoken.Tools, tok)
 	switch {
 	case errors.Is(err, turntoken.ErrExpired):
 		return c, unauthorized("the tools token expired at " + c.ExpiresAt.Format(time.RFC3339) + ": get a fresh one with tools_token.refresh")

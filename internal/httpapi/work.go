@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -11,6 +12,49 @@ import (
 	"github.com/reinsdev/reins/internal/workqueue"
 	ma "github.com/reinsdev/reins/managedagents"
 )
+
+// WorkQueue runs the work queues of self-hosted environments for their
+// pull workers; *workqueue.Service is one.
+type WorkQueue interface {
+	// Poll claims the oldest claimable item of the environment for
+	// worker, waiting up to block; nil when there is none.
+	Poll(ctx context.Context, envID, worker string, block, reclaim time.Duration) (*store.WorkItem, error)
+	Ack(ctx context.Context, envID, id string) (store.WorkItem, error)
+	Heartbeat(ctx context.Context, envID, id, expected string, desiredTTL time.Duration) (workqueue.HeartbeatResult, error)
+	Stop(ctx context.Context, envID, id string, force bool) (store.WorkItem, error)
+	// Stats counts the environment's queue and the workers polling it.
+	Stats(ctx context.Context, envID string) (store.WorkStats, int, error)
+}
+
+// workStore is what the work endpoints read and change in the database
+// themselves (the store is one).
+type workStore interface {
+	GetEnvironment(ctx context.Context, id string) (ma.Environment, error)
+	GetWork(ctx context.Context, environmentID, id string) (store.WorkItem, error)
+	ListWork(ctx context.Context, environmentID string, q store.ListQuery) ([]store.Item[store.WorkItem], error)
+	// UpdateWork changes an item in one transaction.
+	UpdateWork(ctx context.Context, environmentID, id string, fn func(*store.WorkItem) error) (store.WorkItem, error)
+}
+
+// workAPI serves the work queue endpoints of self-hosted environments.
+type workAPI struct {
+	st workStore
+	// queue is nil when the server runs no work queues.
+	queue WorkQueue
+}
+
+// workRoutes registers the work queue endpoints.
+func (s *Server) workRoutes() {
+	wq := &workAPI{st: s.cfg.Store, queue: s.cfg.Work}
+	s.handle("GET /v1/environments/{id}/work/poll", smallBody, wq.pollWork)
+	s.handle("GET /v1/environments/{id}/work/stats", smallBody, wq.workStats)
+	s.handle("GET /v1/environments/{id}/work", smallBody, wq.listWork)
+	s.handle("GET /v1/environments/{id}/work/{work_id}", smallBody, wq.getWork)
+	s.handle("POST /v1/environments/{id}/work/{work_id}", smallBody, wq.updateWork)
+	s.handle("POST /v1/environments/{id}/work/{work_id}/ack", smallBody, noBody(wq.ackWork))
+	s.handle("POST /v1/environments/{id}/work/{work_id}/heartbeat", smallBody, noBody(wq.heartbeatWork))
+	s.handle("POST /v1/environments/{id}/work/{work_id}/stop", smallBody, wq.stopWork)
+}
 
 // work is the wire form of a work item.
 type work struct {
@@ -46,11 +90,11 @@ func workView(w store.WorkItem) work {
 }
 
 // workEnv checks that the path's environment exists and is self-hosted.
-func (s *Server) workEnv(r *http.Request) (ma.Environment, error) {
-	if s.cfg.Work == nil {
+func (wq *workAPI) workEnv(r *http.Request) (ma.Environment, error) {
+	if wq.queue == nil {
 		return ma.Environment{}, notFound("work queues are not enabled on this server")
 	}
-	env, err := s.cfg.Store.GetEnvironment(r.Context(), r.PathValue("id"))
+	env, err := wq.st.GetEnvironment(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return env, err
 	}
@@ -72,8 +116,8 @@ func workError(err error) error {
 	return err
 }
 
-func (s *Server) pollWork(w http.ResponseWriter, r *http.Request) error {
-	env, err := s.workEnv(r)
+func (wq *workAPI) pollWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := wq.workEnv(r)
 	if err != nil {
 		return err
 	}
@@ -94,7 +138,7 @@ func (s *Server) pollWork(w http.ResponseWriter, r *http.Request) error {
 		}
 		reclaim = time.Duration(n) * time.Millisecond
 	}
-	item, err := s.cfg.Work.Poll(r.Context(), env.ID, r.Header.Get("Anthropic-Worker-ID"), block, reclaim)
+	item, err := wq.queue.Poll(r.Context(), env.ID, r.Header.Get("Anthropic-Worker-ID"), block, reclaim)
 	if err != nil {
 		return err
 	}
@@ -107,12 +151,12 @@ func (s *Server) pollWork(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) ackWork(w http.ResponseWriter, r *http.Request) error {
-	env, err := s.workEnv(r)
+func (wq *workAPI) ackWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := wq.workEnv(r)
 	if err != nil {
 		return err
 	}
-	item, err := s.cfg.Work.Ack(r.Context(), env.ID, r.PathValue("work_id"))
+	item, err := wq.queue.Ack(r.Context(), env.ID, r.PathValue("work_id"))
 	if err != nil {
 		return workError(err)
 	}
@@ -120,8 +164,8 @@ func (s *Server) ackWork(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) heartbeatWork(w http.ResponseWriter, r *http.Request) error {
-	env, err := s.workEnv(r)
+func (wq *workAPI) heartbeatWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := wq.workEnv(r)
 	if err != nil {
 		return err
 	}
@@ -138,7 +182,7 @@ func (s *Server) heartbeatWork(w http.ResponseWriter, r *http.Request) error {
 		}
 		ttl = time.Duration(n) * time.Second
 	}
-	res, err := s.cfg.Work.Heartbeat(r.Context(), env.ID, r.PathValue("work_id"), expected, ttl)
+	res, err := wq.queue.Heartbeat(r.Context(), env.ID, r.PathValue("work_id"), expected, ttl)
 	if err != nil {
 		return workError(err)
 	}
@@ -147,8 +191,8 @@ func (s *Server) heartbeatWork(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) stopWork(w http.ResponseWriter, r *http.Request) error {
-	env, err := s.workEnv(r)
+func (wq *workAPI) stopWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := wq.workEnv(r)
 	if err != nil {
 		return err
 	}
@@ -158,7 +202,7 @@ func (s *Server) stopWork(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &body); err != nil {
 		return err
 	}
-	item, err := s.cfg.Work.Stop(r.Context(), env.ID, r.PathValue("work_id"), body.Force)
+	item, err := wq.queue.Stop(r.Context(), env.ID, r.PathValue("work_id"), body.Force)
 	if err != nil {
 		return workError(err)
 	}
@@ -166,12 +210,12 @@ func (s *Server) stopWork(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getWork(w http.ResponseWriter, r *http.Request) error {
-	env, err := s.workEnv(r)
+func (wq *workAPI) getWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := wq.workEnv(r)
 	if err != nil {
 		return err
 	}
-	item, err := s.cfg.Store.GetWork(r.Context(), env.ID, r.PathValue("work_id"))
+	item, err := wq.st.GetWork(r.Context(), env.ID, r.PathValue("work_id"))
 	if err != nil {
 		return err
 	}
@@ -179,8 +223,8 @@ func (s *Server) getWork(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) updateWork(w http.ResponseWriter, r *http.Request) error {
-	env, err := s.workEnv(r)
+func (wq *workAPI) updateWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := wq.workEnv(r)
 	if err != nil {
 		return err
 	}
@@ -190,7 +234,7 @@ func (s *Server) updateWork(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &body); err != nil {
 		return err
 	}
-	item, err := s.cfg.Store.UpdateWork(r.Context(), env.ID, r.PathValue("work_id"), func(it *store.WorkItem) error {
+	item, err := wq.st.UpdateWork(r.Context(), env.ID, r.PathValue("work_id"), func(it *store.WorkItem) error {
 		next := applyMetadata(it.Metadata, body.Metadata)
 		if err := validateMetadata("metadata", next); err != nil {
 			return err
@@ -205,8 +249,8 @@ func (s *Server) updateWork(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) listWork(w http.ResponseWriter, r *http.Request) error {
-	env, err := s.workEnv(r)
+func (wq *workAPI) listWork(w http.ResponseWriter, r *http.Request) error {
+	env, err := wq.workEnv(r)
 	if err != nil {
 		return err
 	}
@@ -214,7 +258,7 @@ func (s *Server) listWork(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	items, err := s.cfg.Store.ListWork(r.Context(), env.ID, lq)
+	items, err := wq.st.ListWork(r.Context(), env.ID, lq)
 	if err != nil {
 		return err
 	}
@@ -222,12 +266,12 @@ func (s *Server) listWork(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) workStats(w http.ResponseWriter, r *http.Request) error {
-	env, err := s.workEnv(r)
+func (wq *workAPI) workStats(w http.ResponseWriter, r *http.Request) error {
+	env, err := wq.workEnv(r)
 	if err != nil {
 		return err
 	}
-	st, polling, err := s.cfg.Work.Stats(r.Context(), env.ID)
+	st, polling, err := wq.queue.Stats(r.Context(), env.ID)
 	if err != nil {
 		return err
 	}

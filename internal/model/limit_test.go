@@ -14,7 +14,7 @@ import (
 // records the most calls it had at once.
 type gauge struct {
 	release chan struct{}
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the fields below
 	now     int
 	peak    int
 }

@@ -18,14 +18,19 @@ import (
 // so a remembered answer never goes stale; Forget drops it once the
 // environment is deleted, to bound the memory.
 type Hosting struct {
-	envs store.Environments
+	envs EnvironmentReader
 
-	mu    sync.Mutex
-	known map[string]bool
+	mu    sync.Mutex      // guards the field below
+	known map[string]bool // environment id -> self-hosted
+}
+
+// EnvironmentReader reads environments. A store.Store is one.
+type EnvironmentReader interface {
+	GetEnvironment(ctx context.Context, id string) (ma.Environment, error)
 }
 
 // NewHosting returns a Hosting that reads environments from envs.
-func NewHosting(envs store.Environments) *Hosting {
+func NewHosting(envs EnvironmentReader) *Hosting {
 	return &Hosting{envs: envs, known: make(map[string]bool)}
 }
 

@@ -31,7 +31,8 @@ var (
 	// with is rolled back.
 	ErrKeyRecorded = errors.New("store: idempotency key already recorded")
 	// ErrUnavailable: the database could not be reached or could not
-	// write (a connection lost, the server restarting, a disk full). It
+	// write (a connection lost, the server restarting, a disk full, a
+	// lock another connection held past the busy or lock timeout). It
 	// is transient: the same operation may succeed later. A write that
 	// failed with it may still have committed (its connection was lost
 	// during the commit): read before writing again.

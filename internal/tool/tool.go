@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -19,12 +20,19 @@ type Call struct {
 	ID    string
 	Name  string
 	Input json.RawMessage
+	// Timeout bounds the call on the machine that runs it (0: that
+	// machine's default).
+	Timeout time.Duration
 }
 
 // Result is the outcome of a tool call.
 type Result struct {
 	Content []ma.ContentBlock
 	IsError bool
+	// ErrorCode says why an error result failed, when a program should
+	// tell it apart (for example "workspace_boundary", "timeout" or
+	// "tool_outcome_unknown"); the model reads only Content.
+	ErrorCode string
 }
 
 // Runner runs built-in tools (bash, read, write, edit, glob, grep) for a

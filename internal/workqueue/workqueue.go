@@ -72,13 +72,32 @@ type Sessions interface {
 	ServedByExecutor(ctx context.Context, sessionID string) (bool, error)
 }
 
+// Store is what the queue keeps in the database: its items (the store is
+// one).
+type Store interface {
+	// CreateWork stores a new item; a second open item of a session is
+	// store.ErrConflict.
+	CreateWork(ctx context.Context, w store.WorkItem) error
+	GetWork(ctx context.Context, environmentID, id string) (store.WorkItem, error)
+	// UpdateWork changes an item in one transaction.
+	UpdateWork(ctx context.Context, environmentID, id string, fn func(*store.WorkItem) error) (store.WorkItem, error)
+	// ClaimWork hands the oldest claimable queued item to worker.
+	ClaimWork(ctx context.Context, environmentID, worker string, now, reclaimBefore time.Time) (store.WorkItem, error)
+	// OpenWorkForSession returns the session's open item, or
+	// store.ErrNotFound.
+	OpenWorkForSession(ctx context.Context, sessionID string) (store.WorkItem, error)
+	// ExpiredWork returns the items whose lease expired before now.
+	ExpiredWork(ctx context.Context, now time.Time) ([]store.WorkItem, error)
+	WorkStats(ctx context.Context, environmentID string) (store.WorkStats, error)
+}
+
 // Service is the work queue of every self-hosted environment.
 type Service struct {
 	// TTL is the lease of an acknowledged item without a heartbeat, and
 	// the default lease a heartbeat extends to (default 30 s).
 	TTL time.Duration
 
-	st       store.Store
+	st       Store
 	bus      *bus.Bus
 	sessions Sessions
 	log      *slog.Logger
@@ -89,7 +108,7 @@ type Service struct {
 
 // New returns a Service; an Expiry puts the items whose lease lapsed back
 // in the queue.
-func New(st store.Store, b *bus.Bus, sessions Sessions, log *slog.Logger) *Service {
+func New(st Store, b *bus.Bus, sessions Sessions, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // sessions records the queue's notifications.
 type sessions struct {
-	mu            sync.Mutex
+	mu            sync.Mutex // guards the fields below
 	arrived, left []string
 	executor      map[string]bool // sessions an executor serves
 }

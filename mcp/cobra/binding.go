@@ -109,6 +109,8 @@ type Binding struct {
 	roSlots chan struct{}
 	log     *slog.Logger
 
+	// mu guards the fields below; finished is added to under it, after
+	// closing is checked, so that closing waits for every execution.
 	mu       sync.Mutex
 	closing  bool
 	running  map[*execution]struct{}

@@ -8,8 +8,9 @@ import (
 // capture retains at most limit bytes of a stream: the head and the tail,
 // with a marker in between when the middle was dropped.
 type capture struct {
-	mu      sync.Mutex
-	limit   int
+	limit int
+
+	mu      sync.Mutex // guards the fields below
 	head    []byte
 	tail    []byte // ring of the last bytes
 	dropped int64

@@ -44,7 +44,7 @@ type CA struct {
 	certPEM []byte
 	key     crypto.Signer
 
-	mu     sync.Mutex
+	mu     sync.Mutex               // guards the fields below
 	leaves map[string]*list.Element // host → element of lru holding a *cachedLeaf
 	lru    list.List                // most recently used first
 }

@@ -121,7 +121,7 @@ func (cn *conn) upstreamTransport(t target, first net.Conn) *http.Transport {
 		NextProtos: []string{"http/1.1"},
 		MinVersion: tls.VersionTLS12,
 	}
-	var mu sync.Mutex
+	var mu sync.Mutex // guards first
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		mu.Lock()
 		c := first

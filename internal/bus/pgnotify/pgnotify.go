@@ -29,7 +29,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/reinsdev/reins/internal/backoff"
+	"github.com/reinsdev/reins/backoff"
 	"github.com/reinsdev/reins/internal/bus"
 )
 
@@ -105,14 +105,15 @@ type Relay struct {
 	log  *slog.Logger
 	pool *pgxpool.Pool // for sending
 
-	mu        sync.Mutex
+	kick chan struct{} // wakes the sending goroutine when something is pending
+
+	mu        sync.Mutex         // guards the fields below
 	pending   map[bus.Note]int64 // note → its first Send (Unix µs)
 	data      map[string]*queue  // data waiting, by key
 	dataBytes int                // the bytes in data
 	dropped   int                // messages dropped since the last warning
 	droppedAt time.Time          // the last warning about them
 	seq       uint64             // numbers the data payloads
-	kick      chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -44,7 +44,7 @@ type Provider struct {
 	// Dir holds the named scripts ("<name>.txt"); empty disables them.
 	Dir string
 
-	mu       sync.Mutex
+	mu       sync.Mutex     // guards attempts
 	attempts map[string]int // per model call, for @fail counts
 }
 

@@ -93,8 +93,9 @@ func (d driver) IsUnique(err error) bool {
 // Transient implements sqlstore.Driver: a connection lost, refused or
 // cut by the server (SQLSTATE class 08, 57P01-57P03 as the server shuts
 // down, restarts or is told to end the backend, 53300 when it has no
-// connection left) is ErrUnavailable, a full disk (53100) ErrFull. The
-// end of the caller's context is neither.
+// connection left) is ErrUnavailable, and so is a lock waited for past
+// lock_timeout (55P03, as SQLite's SQLITE_BUSY); a full disk (53100) is
+// ErrFull. The end of the caller's context is neither.
 func (d driver) Transient(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
@@ -104,7 +105,7 @@ func (d driver) Transient(err error) error {
 		switch {
 		case pe.Code == "53100":
 			return store.ErrFull
-		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", pe.Code == "53300":
+		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", pe.Code == "53300", pe.Code == "55P03":
 			return store.ErrUnavailable
 		}
 		return nil

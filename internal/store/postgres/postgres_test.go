@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +40,56 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return open(t, freshDB(t))
 	})
+}
+
+func TestErrorMapping(t *testing.T) {
+	storetest.RunErrors(t, func(t *testing.T) (store.Store, storetest.Backdoor) {
+		dsn := freshDB(t)
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		// pgx sends the parameters it does not know to the server.
+		return open(t, dsn+sep+"lock_timeout=200"), backdoor(dsn)
+	})
+}
+
+// backdoor is a storetest.Backdoor on a PostgreSQL database.
+type backdoor string
+
+func (b backdoor) conn(t *testing.T) *pgx.Conn {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(ctx) })
+	return c
+}
+
+// Lock locks table against every write, reads allowed.
+func (b backdoor) Lock(t *testing.T, table string) func() {
+	ctx := context.Background()
+	tx, err := b.conn(t).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+table+` IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := tx.Rollback(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func (b backdoor) FailInserts(t *testing.T, table, msg string) {
+	q := `CREATE FUNCTION fail_inserts() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '%', '` + strings.ReplaceAll(msg, "'", "''") + `'; END $$;
+		CREATE TRIGGER fail_inserts BEFORE INSERT ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION fail_inserts()`
+	if _, err := b.conn(t).Exec(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestReopenKeepsDataAndSchema(t *testing.T) {

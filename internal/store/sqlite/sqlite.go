@@ -39,21 +39,15 @@ type driver struct {
 	w *sql.DB // one connection: every write transaction
 	r *sql.DB // readers
 
-	// Transactions go through one writer goroutine that commits the
-	// transactions waiting at the same moment together (group commit),
-	// each in a savepoint of its own.
+	// Transactions go through one writer goroutine (writer.go) that
+	// commits the transactions waiting at the same moment together (group
+	// commit), each in a savepoint of its own.
 	writes     chan *writeReq
 	maxBatch   int
-	mu         sync.RWMutex // held for reading while sending on writes
-	closed     bool
 	quit, done chan struct{}
-}
 
-// writeReq is a transaction waiting for the writer.
-type writeReq struct {
-	ctx  context.Context
-	fn   func(*sql.Tx) error
-	done chan error
+	mu     sync.RWMutex // held for reading while sending on writes; guards closed
+	closed bool
 }
 
 // defaultMaxBatch bounds the transactions committed together.
@@ -70,6 +64,8 @@ type Option func(*options)
 type options struct {
 	synchronous string
 	maxBatch    int
+	busyTimeout int // milliseconds
+	queue       int // the writer's queue length
 }
 
 // Synchronous sets SQLite's synchronous pragma: "FULL" (the default) syncs
@@ -91,7 +87,7 @@ func MaxBatch(n int) Option {
 // Open opens (creating if needed) the database at path and applies pending
 // migrations.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
-	o := options{synchronous: "FULL", maxBatch: defaultMaxBatch}
+	o := options{synchronous: "FULL", maxBatch: defaultMaxBatch, busyTimeout: 10000, queue: 256}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -105,7 +101,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: max batch %d: want at least 1", o.maxBatch)
 	}
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(" + o.synchronous + ")", "busy_timeout(10000)", "foreign_keys(1)"} {
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(" + o.synchronous + ")", fmt.Sprintf("busy_timeout(%d)", o.busyTimeout), "foreign_keys(1)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -126,7 +122,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
 	qr := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "query_only(1)"} {
+	for _, p := range []string{fmt.Sprintf("busy_timeout(%d)", o.busyTimeout), "query_only(1)"} {
 		qr.Add("_pragma", p)
 	}
 	r, err := sql.Open("sqlite", "file:"+path+"?"+qr.Encode())
@@ -136,7 +132,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	d := &driver{w: w, r: r, writes: make(chan *writeReq, 256), maxBatch: o.maxBatch, quit: make(chan struct{}), done: make(chan struct{})}
+	d := &driver{w: w, r: r, writes: make(chan *writeReq, o.queue), maxBatch: o.maxBatch, quit: make(chan struct{}), done: make(chan struct{})}
 	go d.writer()
 	return &Store{Store: sqlstore.New(d), d: d}, nil
 }
@@ -157,123 +153,6 @@ func (d *driver) Close() error {
 // Reader implements sqlstore.Driver.
 func (d *driver) Reader() sqlstore.Querier { return conn{d.r} }
 
-// WithTx implements sqlstore.Driver. fn may be committed together with
-// other transactions; if it fails, only its own changes are undone.
-func (d *driver) WithTx(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	req := &writeReq{ctx: ctx, fn: func(tx *sql.Tx) error { return fn(conn{tx}) }, done: make(chan error, 1)}
-	d.mu.RLock()
-	if d.closed {
-		d.mu.RUnlock()
-		return ErrClosed
-	}
-	d.writes <- req
-	d.mu.RUnlock()
-	// Wait even if ctx ends: the transaction may already be committed.
-	return <-req.done
-}
-
-func (d *driver) writer() {
-	defer close(d.done)
-	for {
-		var first *writeReq
-		select {
-		case first = <-d.writes:
-		case <-d.quit:
-			for {
-				select {
-				case r := <-d.writes:
-					r.done <- ErrClosed
-				default:
-					return
-				}
-			}
-		}
-		batch := []*writeReq{first}
-	fill:
-		for len(batch) < d.maxBatch {
-			select {
-			case r := <-d.writes:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		d.commit(batch)
-	}
-}
-
-// commit runs a batch in one transaction, each request in a savepoint.
-func (d *driver) commit(batch []*writeReq) {
-	results := make([]error, len(batch))
-	finish := func() {
-		for i, r := range batch {
-			r.done <- results[i]
-		}
-	}
-	defer finish()
-	tx, err := d.w.BeginTx(context.Background(), nil)
-	if err != nil {
-		for i := range results {
-			results[i] = fmt.Errorf("begin: %w", err)
-		}
-		return
-	}
-	ok := 0
-	var cause error // the first disk-full or I/O failure of the batch
-	for i, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			results[i] = err
-			continue
-		}
-		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
-			results[i] = fmt.Errorf("savepoint: %w", err)
-			continue
-		}
-		if err := r.fn(tx); err != nil {
-			results[i] = err
-			if cause == nil && d.Transient(err) != nil {
-				cause = err
-			}
-			if _, rerr := tx.Exec(`ROLLBACK TO w`); rerr != nil {
-				// The transaction is unusable (SQLite rolls it back
-				// itself after some failures): fail the whole batch.
-				tx.Rollback()
-				for j := range results {
-					if results[j] == nil {
-						results[j] = batchFailure("rollback to savepoint", cause, rerr)
-					}
-				}
-				return
-			}
-		} else {
-			ok++
-		}
-		tx.Exec(`RELEASE w`)
-	}
-	if ok == 0 {
-		tx.Rollback()
-		return
-	}
-	if err := tx.Commit(); err != nil {
-		for i := range results {
-			if results[i] == nil {
-				results[i] = batchFailure("commit", cause, err)
-			}
-		}
-	}
-}
-
-// batchFailure is the error of a transaction that failed with the batch
-// it was committed in: what failed, and the batch's earlier disk-full or
-// I/O failure (cause) that may have made it fail, so that it is
-// classified with it.
-func batchFailure(what string, cause, err error) error {
-	if cause != nil {
-		return fmt.Errorf("%s after %w: %w", what, cause, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
 // Lock implements sqlstore.Driver: the single writer runs one transaction
 // at a time, so reads need no locks.
 func (d *driver) Lock(sqlstore.Lock) string { return "" }
@@ -284,9 +163,19 @@ func (d *driver) Now() string {
 	return `CAST((julianday('now') - 2440587.5) * 86400000000000 AS INTEGER)`
 }
 
-// IsUnique implements sqlstore.Driver.
+// IsUnique implements sqlstore.Driver: SQLite's extended result codes of
+// a UNIQUE or PRIMARY KEY constraint (never the message, which a trigger
+// or a caller's error may word the same).
 func (d *driver) IsUnique(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return true
+	}
+	return false
 }
 
 // Transient implements sqlstore.Driver: a disk full (SQLITE_FULL) is

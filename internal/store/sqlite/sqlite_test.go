@@ -301,3 +301,51 @@ func TestStopReasonMigration(t *testing.T) {
 	defer s.Close()
 	storetest.CheckStopReasons(t, s, ss)
 }
+
+func TestErrorMapping(t *testing.T) {
+	storetest.RunErrors(t, func(t *testing.T) (store.Store, storetest.Backdoor) {
+		path := filepath.Join(t.TempDir(), "reins.db")
+		s, err := sqlite.Open(context.Background(), path, sqlite.BusyTimeout(200))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, backdoor(path)
+	})
+}
+
+// backdoor is a storetest.Backdoor on a SQLite file.
+type backdoor string
+
+func (b backdoor) db(t *testing.T) *sql.DB {
+	db, err := sql.Open("sqlite", string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Lock takes the file's write lock: SQLite locks the whole database.
+func (b backdoor) Lock(t *testing.T, _ string) func() {
+	ctx := context.Background()
+	c, err := b.db(t).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if _, err := c.ExecContext(ctx, `ROLLBACK`); err != nil {
+			t.Error(err)
+		}
+		c.Close()
+	}
+}
+
+func (b backdoor) FailInserts(t *testing.T, table, msg string) {
+	q := `CREATE TRIGGER fail_inserts BEFORE INSERT ON ` + table + ` BEGIN SELECT RAISE(ABORT, '` + strings.ReplaceAll(msg, "'", "''") + `'); END`
+	if _, err := b.db(t).Exec(q); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -11,7 +11,7 @@ type Delta struct {
 
 // Recorder is a model.Sink that records every call.
 type Recorder struct {
-	mu       sync.Mutex
+	mu       sync.Mutex // guards the fields below
 	deltas   []Delta
 	thinking int
 }

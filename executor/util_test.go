@@ -1,5 +1,0 @@
-package executor
-
-import "errors"
-
-func errorsIs(err, target error) bool { return errors.Is(err, target) }
