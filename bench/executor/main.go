@@ -170,7 +170,7 @@ func startHub() (*executorhub.Hub, string, string, func()) {
 	return hub, "http://" + ln.Addr().String(), key, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		hub.Shutdown(ctx)
+		hub.Stop(ctx)
 		srv.Close()
 	}
 }

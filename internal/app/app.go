@@ -5,21 +5,17 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/reinsdev/reins/internal/bus"
-	"github.com/reinsdev/reins/internal/bus/pgnotify"
-	"github.com/reinsdev/reins/internal/console"
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	"github.com/reinsdev/reins/internal/telemetry"
@@ -137,18 +133,14 @@ type App struct {
 	tools      *toolhost.Host
 	idle       func() // closes the idle connections of the outbound clients
 	log        *slog.Logger
-	srv        *http.Server
+	http       *httpServer
 	lock       *dirLock // the data dir's, held until Shutdown
 	// relay carries wake-ups and previews to the other replicas
-	// (PostgreSQL only); relayCtx ends at Shutdown, and relayWG waits for
-	// what the relay's notes started.
-	relay       *pgnotify.Relay
-	previews    *previewRelay
-	relayCtx    context.Context
-	relayCancel context.CancelFunc
-	relayWG     sync.WaitGroup
-	metrics     *telemetry.Metrics
-	tracing     *telemetry.Tracing
+	// (PostgreSQL only).
+	relay    *replicaRelay
+	metrics  *telemetry.Metrics
+	tracing  *telemetry.Tracing
+	services service.Group // what Start starts and Shutdown stops, in order
 	// files is how the open-file limit is divided (the listener's bound).
 	files fdBudget
 	// forward sends the calls of agent-end turns running on other
@@ -186,72 +178,57 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	return as.finish(), nil
 }
 
-// Start resumes interrupted sessions and serves the API on ln until
-// Shutdown. It returns at once; serving errors are logged.
+// sequence adds the server's services to a.services in the order Start
+// starts them; Shutdown stops them in the reverse order. Each stops after
+// the ones that use it: the relay last, after the last request, so that
+// the wake-ups of the sessions handed over, and of input accepted
+// meanwhile, go out; the HTTP server after the executors drain and the
+// runners stop (the requests of the turns that drain are answered); the
+// streams first.
+func (a *App) sequence() {
+	if a.tracing != nil {
+		a.services.Add("tracing", a.tracing)
+	}
+	a.services.Add("outbound clients", service.Hooks{OnStop: func(context.Context) error { a.idle(); return nil }})
+	if a.relay != nil {
+		a.services.Add("wake-ups from other replicas", a.relay)
+	}
+	a.services.Add("http", a.http)
+	a.services.Add("executor hub", a.Hub)
+	a.services.Add("tool host", a.tools)
+	a.services.Add("harness", a.Harness)
+	// With replicas, this one tells the others it leaves before its
+	// runners hand their sessions over.
+	a.services.Add("leave", service.Hooks{OnStop: func(ctx context.Context) error { a.tools.Leave(ctx); return nil }})
+	a.services.Add("work lease expiry", &workqueue.Expiry{Queue: a.Work})
+	a.services.Add("api", a.API)
+}
+
+// Start starts the server's services (see sequence): it checks the
+// sandboxes, resumes interrupted sessions and serves the API on ln until
+// Shutdown. It returns once they are started; serving errors are logged.
+// After an error, call Shutdown.
 func (a *App) Start(ctx context.Context, ln net.Listener) error {
-	if err := a.tools.Start(ctx); err != nil {
-		return fmt.Errorf("tool host: %w", err)
-	}
-	// Listening starts before the harness looks for work, so that no
-	// wake-up falls between the two.
-	if err := a.startRelay(ctx); err != nil {
-		return fmt.Errorf("wake-ups from other replicas: %w", err)
-	}
-	handler := console.Mount(a.API)
 	if a.forward != nil {
 		a.tools.Announce(toolhost.AdvertiseURL(a.advertise, ln))
-		handler = a.forward.Wrap(handler)
 	}
-	if err := a.Harness.Start(ctx); err != nil {
-		return fmt.Errorf("resume sessions: %w", err)
+	a.http.listen(newBoundedListener(ln, a.files.connections))
+	if err := a.services.Start(ctx); err != nil {
+		return err
 	}
-	a.Work.Start(time.Second)
-	// No ReadTimeout: the API bounds the time a request body takes
-	// itself (httpapi.Config.BodyTimeout), answering a 408 in its error
-	// envelope, and leaves requests without a body alone.
-	a.srv = &http.Server{Handler: logRequests(handler, a.log), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
-		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
-	ln = newBoundedListener(ln, a.files.connections)
-	go func() {
-		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.log.Error("http server stopped", "err", err)
-		}
-	}()
+	a.http.open()
 	return nil
 }
 
-// Shutdown ends streams cleanly, stops session runners at a safe point
-// (with replicas, each first finishes its step and hands its session over:
-// the wake-ups it sends are flushed when the relay closes, last), drains
-// executors (close code 4005: they reconnect to the next
-// server), stops accepting requests, closes the store and releases the
-// data dir.
+// Shutdown stops the server's services in the reverse order of Start
+// (started or not), each within ctx: it ends streams cleanly, stops lease
+// expiry, stops session runners at a safe point (with replicas, each
+// first finishes its step and hands its session over), stops the local
+// executors and the package installs in flight, drains executors (close
+// code 4005: they reconnect to the next server), stops accepting
+// requests, closes the relay (flushing the wake-ups sent) and sends the
+// traces left; then it closes the store and releases the data dir. Every
+// goroutine the services started has ended when it returns nil.
 func (a *App) Shutdown(ctx context.Context) error {
-	a.API.Shutdown()
-	a.Work.Shutdown()
-	a.tools.Leave(ctx)
-	var errs []error
-	if err := a.Harness.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("harness: %w", err))
-	}
-	if err := a.tools.Stop(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("tool host: %w", err))
-	}
-	if err := a.Hub.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("executor hub: %w", err))
-	}
-	if a.srv != nil {
-		if err := a.srv.Shutdown(ctx); err != nil {
-			a.srv.Close() // cut what is left rather than hang
-			errs = append(errs, fmt.Errorf("http: %w", err))
-		}
-	}
-	// The relay closes after the last request: the wake-ups of the
-	// sessions handed over, and of input accepted meanwhile, go out.
-	a.stopRelay()
-	a.idle()
-	errs = append(errs, a.stopTracing(ctx))
-	errs = append(errs, a.Store.Close())
-	errs = append(errs, a.lock.release())
-	return errors.Join(errs...)
+	return errors.Join(a.services.Stop(ctx), a.Store.Close(), a.lock.release())
 }

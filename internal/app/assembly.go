@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/bus/pgnotify"
+	"github.com/reinsdev/reins/internal/console"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
 	"github.com/reinsdev/reins/internal/model"
@@ -47,6 +49,7 @@ type assembly struct {
 	hosting  *sessions.Hosting
 	runner   replicaRunner
 	writer   *sessions.Writer // the runners' and the API's one write path
+	relay    *pgnotify.Relay  // the wake-ups' across processes (PostgreSQL only)
 }
 
 // undoAll closes what the steps opened.
@@ -142,7 +145,7 @@ func (as *assembly) openReplicas(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	as.a.relay = relay
+	as.relay = relay
 	as.undo = append(as.undo, func() { relay.Close() })
 	return nil
 }
@@ -155,7 +158,7 @@ func (as *assembly) openTelemetry(ctx context.Context) error {
 		return err
 	}
 	if tracing != nil {
-		as.undo = append(as.undo, func() { tracing.Shutdown(context.Background()) })
+		as.undo = append(as.undo, func() { tracing.Stop(context.Background()) })
 	}
 	as.a.tracing, as.observer = tracing, observer
 	return nil
@@ -222,8 +225,9 @@ func (as *assembly) harness(context.Context) error {
 	hcfg.Skills = a.tools.SkillPrompts()
 	hcfg.WebFetch = &webfetch.Fetcher{Transport: guard.Transport(), Policy: toolhost.WebFetchPolicy(a.Store)}
 	a.Harness = harness.New(hcfg)
-	if a.relay != nil {
-		a.previews = newPreviewRelay(a.relay, a.Harness.Previews(), cfg.Logger)
+	if as.relay != nil {
+		a.relay = &replicaRelay{relay: as.relay, previews: newPreviewRelay(as.relay, a.Harness.Previews(), cfg.Logger), bus: a.Bus, h: a.Harness,
+			tools: a.tools, lag: a.notifyLag(), log: cfg.Logger}
 	}
 	return nil
 }
@@ -262,16 +266,20 @@ func (as *assembly) api(context.Context) error {
 	return nil
 }
 
-// finish completes the App: its logger, the relay's lifetime, the
-// forwarding of agent-end turns' calls (replicas) and the metrics.
+// finish completes the App: its logger, the forwarding of agent-end
+// turns' calls (replicas), the HTTP server, the order of its services
+// (see App.sequence) and the metrics.
 func (as *assembly) finish() *App {
 	a := as.a
 	a.log = as.cfg.Logger
-	a.relayCtx, a.relayCancel = context.WithCancel(context.Background())
+	handler := console.Mount(a.API)
 	if as.cfg.DatabaseURL != "" {
 		a.forward = toolhost.NewForwarder(toolhost.ForwarderConfig{Tokens: a.TurnTokens, Turns: a.Harness, Store: a.Store,
 			Replica: as.cfg.ReplicaID, Logger: as.cfg.Logger})
+		handler = a.forward.Wrap(handler)
 	}
+	a.http = newHTTPServer(handler, a.log)
+	a.sequence()
 	a.watch(as.cfg.Metrics)
 	return a
 }

@@ -94,7 +94,10 @@ type boundedListener struct {
 	open  atomic.Int64 // connections accepted and not closed
 	// slots holds a token per refusal being answered.
 	slots chan struct{}
-	wg    sync.WaitGroup
+	wg    sync.WaitGroup // the refusals being answered
+
+	mu     sync.Mutex // guards closed, and wg's additions against Close's Wait
+	closed bool
 }
 
 func newBoundedListener(ln net.Listener, bound int) *boundedListener {
@@ -118,6 +121,9 @@ func (l *boundedListener) Accept() (net.Conn, error) {
 
 // Close closes the listener and waits for the refusals being answered.
 func (l *boundedListener) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 	err := l.Listener.Close()
 	l.wg.Wait()
 	return err
@@ -131,7 +137,15 @@ func (l *boundedListener) refuse(c net.Conn) {
 		c.Close()
 		return
 	}
-	l.wg.Go(func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		<-l.slots
+		c.Close()
+		return
+	}
+	l.wg.Go(func() { // owned by the listener: Close waits for it
+
 		defer func() { <-l.slots }()
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(refuseWithin))

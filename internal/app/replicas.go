@@ -8,11 +8,15 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/bus/pgnotify"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/service"
+	"github.com/reinsdev/reins/internal/toolhost"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -39,56 +43,77 @@ func openRelay(ctx context.Context, dsn, replica string, b *bus.Bus, log *slog.L
 	return r, nil
 }
 
-// startRelay starts receiving the other replicas' wake-ups: each wakes the
+// replicaRelay carries wake-ups and previews between the replicas of a
+// PostgreSQL database. It is a service: Start starts receiving the other
+// replicas' wake-ups, Stop closes the relay (after flushing the wake-ups
+// sent) and waits for what its notes started.
+type replicaRelay struct {
+	relay    *pgnotify.Relay
+	previews *previewRelay
+	bus      *bus.Bus
+	h        *harness.Harness
+	tools    *toolhost.Host
+	lag      func(time.Duration) // the relay's report of a wake-up's delay; nil: none
+	log      *slog.Logger
+
+	life      service.Base // owns the previews' relay and what the notes start
+	closeOnce sync.Once    // of the relay
+}
+
+// Start starts receiving the other replicas' wake-ups: each wakes the
 // local streams, a session's wake-up or interrupt reaches the harness
 // (which runs the session if it gets its lease), and a session's end makes
 // its runner here leave and frees what this replica holds of it. A watch
 // makes this replica relay the session's previews, and the previews other
 // replicas relay reach the streams here. After a reconnect the harness
 // catches up on what the lost wake-ups may have concerned.
-func (a *App) startRelay(ctx context.Context) error {
-	if a.relay == nil {
-		return nil
+func (r *replicaRelay) Start(ctx context.Context) error {
+	life, err := r.life.Begin(ctx)
+	if err != nil {
+		return err
 	}
-	err := a.relay.Start(ctx, pgnotify.Handler{
-		Receive: func(n bus.Note) {
-			if n.Kind == bus.Watch {
-				a.previews.watchedBy(n.Key)
-				return
-			}
-			a.Bus.Deliver(n.Key)
-			switch n.Kind {
-			case bus.Wake:
-				a.Harness.Wake(n.Key)
-			case bus.Interrupt:
-				a.Harness.Interrupt(n.Key)
-			case bus.End:
-				a.Harness.End(n.Key)
-				a.relayWG.Go(func() { a.tools.EndedElsewhere(a.relayCtx, n.Key) })
-			}
-		},
+	err = r.relay.Start(ctx, pgnotify.Handler{
+		Receive: r.receive,
 		Reconnected: func() {
-			if err := a.Harness.CatchUp(a.relayCtx); err != nil {
-				a.log.Warn("catch up after the wake-up listener reconnected", "err", err)
+			if err := r.h.CatchUp(life); err != nil {
+				r.log.Warn("catch up after the wake-up listener reconnected", "err", err)
 			}
 		},
-		Data: a.previews.receive,
-		Lag:  a.notifyLag(),
+		Data: r.previews.receive,
+		Lag:  r.lag,
 	})
 	if err != nil {
 		return err
 	}
-	a.relayWG.Go(func() { a.previews.run(a.relayCtx) })
+	r.life.Go(r.previews.run)
 	return nil
 }
 
-// stopRelay stops the relay and waits for what its notes started.
-func (a *App) stopRelay() {
-	a.relayCancel()
-	if a.relay != nil {
-		a.relay.Close()
+// receive handles a note from another replica.
+func (r *replicaRelay) receive(n bus.Note) {
+	if n.Kind == bus.Watch {
+		r.previews.watchedBy(n.Key)
+		return
 	}
-	a.relayWG.Wait()
+	r.bus.Deliver(n.Key)
+	switch n.Kind {
+	case bus.Wake:
+		r.h.Wake(n.Key)
+	case bus.Interrupt:
+		r.h.Interrupt(n.Key)
+	case bus.End:
+		r.h.End(n.Key)
+		r.life.Go(func(ctx context.Context) { r.tools.EndedElsewhere(ctx, n.Key) })
+	}
+}
+
+// Stop ends what the notes started and waits for it until ctx ends, then
+// closes the relay, which sends the wake-ups not yet sent. It may be
+// called more than once, and before Start (it closes the relay opened).
+func (r *replicaRelay) Stop(ctx context.Context) error {
+	err := r.life.Halt(ctx)
+	r.closeOnce.Do(r.relay.Close)
+	return err
 }
 
 // replicaLifecycle is the tools' lifecycle as the API drives it: a

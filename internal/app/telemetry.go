@@ -63,11 +63,3 @@ func (a *App) notifyLag() func(d time.Duration) {
 	}
 	return a.metrics.NotifyLag
 }
-
-// stopTracing sends the spans not yet sent.
-func (a *App) stopTracing(ctx context.Context) error {
-	if a.tracing == nil {
-		return nil
-	}
-	return a.tracing.Shutdown(ctx)
-}

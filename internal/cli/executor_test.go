@@ -52,7 +52,7 @@ func TestExecutorCommand(t *testing.T) {
 	hub := executorhub.NewHub(executorhub.HubOptions{Credentials: testCreds{hash}})
 	srv := httptest.NewServer(hub)
 	defer srv.Close()
-	defer hub.Shutdown(context.Background())
+	defer hub.Stop(context.Background())
 
 	t.Run("rejected key exits with a clear error", func(t *testing.T) {
 		cmd := newExecutorCommand()

@@ -35,6 +35,6 @@ func BenchmarkToolCall(b *testing.B) {
 	b.StopTimer()
 	c.Stop()
 	<-c.Done()
-	h.Shutdown(context.Background())
+	h.Stop(context.Background())
 	n.close()
 }

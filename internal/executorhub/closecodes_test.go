@@ -106,7 +106,7 @@ func TestDrain4005Reconnects(t *testing.T) {
 	cur.Store(hub1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cur.Load().ServeHTTP(w, r) }))
 	defer srv.Close()
-	defer hub2.Shutdown(context.Background())
+	defer hub2.Stop(context.Background())
 	closes := make(chan int, 10)
 	c := executor.NewClient(executor.Options{URL: srv.URL, EnvironmentKey: key, Sessions: &testSessions{}, Capabilities: testCaps,
 		Executor: executor.ExecutorInfo{Name: "x"}, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond, Logger: testLogger(t),
@@ -119,7 +119,7 @@ func TestDrain4005Reconnects(t *testing.T) {
 	defer func() { c.Stop(); <-c.Done() }()
 	waitFor(t, func() bool { return len(hub1.Executors()) == 1 })
 	cur.Store(hub2)
-	if err := hub1.Shutdown(context.Background()); err != nil {
+	if err := hub1.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if code := <-closes; code != executor.CloseDrained {

@@ -36,7 +36,7 @@ func Example() {
 	})
 	srv := httptest.NewServer(hub)
 	defer srv.Close()
-	defer hub.Shutdown(ctx)
+	defer hub.Stop(ctx)
 
 	workspace, _ := os.MkdirTemp("", "reins-example")
 	defer os.RemoveAll(workspace)
@@ -66,7 +66,7 @@ func Example() {
 func ExampleNewLocal() {
 	ctx := context.Background()
 	hub := executorhub.NewHub(executorhub.HubOptions{})
-	defer hub.Shutdown(ctx)
+	defer hub.Stop(ctx)
 	workspace, _ := os.MkdirTemp("", "reins-local")
 	defer os.RemoveAll(workspace)
 

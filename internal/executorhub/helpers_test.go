@@ -87,7 +87,7 @@ func newFixture(t *testing.T, opts HubOptions) *fixture {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		h.Shutdown(ctx)
+		h.Stop(ctx)
 		srv.Close()
 	})
 	return f

@@ -116,7 +116,7 @@ type Hub struct {
 	expired    recent[string]               // ids of the leases that expired lately, by session id
 	changed    map[string]chan struct{}     // per environment: closed on change
 	conns      map[*hubConn]bool            // every open connection
-	draining   bool                         // Shutdown began: no new connection, registration or lease
+	draining   bool                         // Stop began: no new connection, registration or lease
 
 	wg    sync.WaitGroup // connection handlers
 	local struct {
@@ -258,11 +258,16 @@ func (h *Hub) Executors() []ExecutorStatus {
 	return out
 }
 
-// Shutdown drains the hub: every executor connection is closed with 4005
+// Start does nothing: the hub's goroutines start with the connections it
+// serves, and Stop ends them. It makes the Hub a service.
+func (h *Hub) Start(context.Context) error { return nil }
+
+// Stop drains the hub: every executor connection is closed with 4005
 // (executors reconnect to another node), every lease ends (pending tool
-// calls end with [ErrToolOutcomeUnknown]) and Shutdown waits for the
-// connection handlers to return or ctx to end.
-func (h *Hub) Shutdown(ctx context.Context) error {
+// calls end with [ErrToolOutcomeUnknown]) and Stop waits for the
+// connection handlers to return or ctx to end. It may be called more
+// than once.
+func (h *Hub) Stop(ctx context.Context) error {
 	h.mu.Lock()
 	h.draining = true
 	conns := make([]*hubConn, 0, len(h.conns))

@@ -49,7 +49,7 @@ func (c *hubConn) close(code int, reason string) {
 	c.rpc.CloseWith(code, reason)
 }
 
-// goClose closes c in a goroutine owned by the hub (Shutdown waits for it).
+// goClose closes c in a goroutine owned by the hub (Stop waits for it).
 // It is called while a connection handler runs, so the wait group is
 // already positive.
 func (h *Hub) goClose(c *hubConn, code int, reason string) {

@@ -321,7 +321,7 @@ func (h *Hub) endLeaseLocked(l *Lease, state leaseState, cause error, releaseRea
 		l.conn = nil
 		if releaseReason != "" {
 			h.wg.Add(1)
-			go func() { // owned by the hub: Shutdown waits for it
+			go func() { // owned by the hub: Stop waits for it
 				defer h.wg.Done()
 				ctx, cancel := context.WithTimeout(context.Background(), executor.WriteTimeout)
 				defer cancel()

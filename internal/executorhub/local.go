@@ -34,7 +34,7 @@ type LocalOptions struct {
 // harness process: it connects to h over an in-memory connection and runs
 // exactly the protocol a remote executor runs, so cloud and self-hosted
 // environments share one tool path. Start it with Run and stop it with
-// Stop (or by canceling Run's context) before [Hub.Shutdown] returns.
+// Stop (or by canceling Run's context) before [Hub.Stop] returns.
 func NewLocal(h *Hub, opts LocalOptions) *executor.Client {
 	ln := h.localListener()
 	if opts.Name == "" {
@@ -101,7 +101,7 @@ func (h *Hub) localListener() *memListener {
 		h.local.ln = newMemListener()
 		h.local.done = make(chan struct{})
 		h.local.srv = &http.Server{Handler: h, ConnContext: markLocalConn}
-		go func() { // owned by the hub: Shutdown closes the server
+		go func() { // owned by the hub: Stop closes the server
 			defer close(h.local.done)
 			h.local.srv.Serve(h.local.ln)
 		}()

@@ -211,7 +211,7 @@ func (f *memFixture) shutdown(clients ...*executor.Client) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	f.hub.Shutdown(ctx)
+	f.hub.Stop(ctx)
 	f.net.close()
 }
 

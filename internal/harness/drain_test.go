@@ -78,7 +78,7 @@ func TestDrainHandsOver(t *testing.T) {
 		if err := h.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { h.Shutdown(context.Background()) })
+		t.Cleanup(func() { h.Stop(context.Background()) })
 		return h
 	}
 	a := newReplica("a", busA)
@@ -92,7 +92,7 @@ func TestDrainHandsOver(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		shutdown <- a.Shutdown(ctx)
+		shutdown <- a.Stop(ctx)
 	}()
 	// The call in flight ends after the drain began.
 	waitFor(t, "the drain", a.isDraining)
@@ -139,7 +139,7 @@ func TestDrainIdleSessionStays(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	begin := time.Now()
-	if err := a.Shutdown(ctx); err != nil {
+	if err := a.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(begin); took > 2*time.Second {
@@ -179,7 +179,7 @@ func TestDrainHandsOverQueuedInput(t *testing.T) {
 	sendMessage(t, st, sid) // no Wake: its wake-up came while the harness was closed
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := a.Shutdown(ctx); err != nil {
+	if err := a.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -54,7 +54,7 @@ func TestEndReleasesAtOnce(t *testing.T) {
 		defer st.Close()
 		rel := &releases{at: map[string]time.Time{}}
 		h := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: bus.New(), Model: &fakeModel{script: []error{nil}}, Tools: rel, IdleLinger: time.Minute})
-		defer h.Shutdown(context.Background())
+		defer h.Stop(context.Background())
 		now := ma.Time(time.Now())
 		sess, err := storetest.NewSession(context.Background(), st, ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle,
 			Agent: ma.SessionAgent{ID: "agent_x", Model: ma.ModelConfig{ID: "fake"}}, CreatedAt: now, UpdatedAt: now})

@@ -103,10 +103,10 @@ type Harness struct {
 	obs      Observer
 	previews *Previews
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	// draining is closed when Shutdown starts draining (under leases):
+	ctx    context.Context    // the runners' and the sweep's; ends at Stop
+	cancel context.CancelFunc // ends ctx
+	wg     sync.WaitGroup     // the runners and the sweep
+	// draining is closed when Stop starts draining (under leases):
 	// runners finish the step in flight and hand their sessions over.
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -119,7 +119,7 @@ type Harness struct {
 	closed  bool
 }
 
-// New returns a Harness. Call Start to resume interrupted work and Shutdown
+// New returns a Harness. Call Start to resume interrupted work and Stop
 // to stop.
 func New(cfg Config) *Harness {
 	if cfg.Tools == nil {
@@ -143,7 +143,7 @@ func New(cfg Config) *Harness {
 	h := &Harness{cfg: cfg, log: cfg.Logger, obs: obs, previews: newPreviews(), ctx: ctx, cancel: cancel, draining: make(chan struct{}),
 		runners: make(map[string]*runner)}
 	if cfg.Leases != nil {
-		// Not in wg: the renewer keeps the runners' leases while Shutdown
+		// Not in wg: the renewer keeps the runners' leases while Stop
 		// waits for them to drain.
 		h.renewer = newRenewer(h)
 		go h.renewer.run()
@@ -158,7 +158,7 @@ func (h *Harness) Previews() *Previews { return h.previews }
 // rescheduling sessions, and sessions with queued input. Idle sessions
 // without input get no runner. Under leases, only the sessions no other
 // replica owns are woken (those a crashed process of the same Owner left
-// are its own). Then the sweep starts (it stops on Shutdown).
+// are its own). Then the sweep starts (it ends at Stop).
 func (h *Harness) Start(ctx context.Context) error {
 	if err := h.wakeOrphans(ctx); err != nil {
 		return err
@@ -244,7 +244,8 @@ func (h *Harness) End(sessionID string) {
 	}
 }
 
-// Shutdown stops every runner and waits for them until ctx is done.
+// Stop stops every runner and waits for them (and for the sweep and the
+// leases' renewer) until ctx is done. It may be called more than once.
 //
 // Under leases it drains first: no runner starts another step; each
 // finishes the step in flight (a model call, a tool call), records it,
@@ -256,7 +257,7 @@ func (h *Harness) End(sessionID string) {
 // leases at once, the steps still in flight are abandoned at a safe point
 // (between transactions): a model call is redone by the session's next
 // runner, a tool call is answered "may or may not have run".
-func (h *Harness) Shutdown(ctx context.Context) error {
+func (h *Harness) Stop(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
@@ -289,7 +290,7 @@ func (h *Harness) Shutdown(ctx context.Context) error {
 	}
 }
 
-// maxDrain bounds the drain of a Shutdown whose context has no deadline.
+// maxDrain bounds the drain of a Stop whose context has no deadline.
 const maxDrain = 5 * time.Second
 
 // drainContext returns the context of a drain: it ends halfway to ctx's
@@ -303,7 +304,7 @@ func drainContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)
 }
 
-// isDraining reports whether Shutdown is draining the runners.
+// isDraining reports whether Stop is draining the runners.
 func (h *Harness) isDraining() bool {
 	select {
 	case <-h.draining:

@@ -80,7 +80,7 @@ func newFixture(t *testing.T, script ...error) *fixture {
 	}
 	f := &fixture{t: t, st: st, h: h, model: fm, sid: sess.ID}
 	t.Cleanup(func() {
-		h.Shutdown(context.Background())
+		h.Stop(context.Background())
 		st.Close()
 	})
 	return f
@@ -346,9 +346,9 @@ func TestInternalFailurePolicy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, nil)
 		fs := &flakyStore{Store: f.st}
-		f.h.Shutdown(context.Background())
+		f.h.Stop(context.Background())
 		f.h = New(Config{Store: fs, Writer: sessions.NewWriter(f.st), Bus: bus.New(), Model: f.model})
-		t.Cleanup(func() { f.h.Shutdown(context.Background()) })
+		t.Cleanup(func() { f.h.Stop(context.Background()) })
 
 		// One failure: retried from the log, the turn still completes.
 		fs.set(true)
@@ -394,10 +394,10 @@ func TestLongConversationsAreCompacted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFixture(t, nil)
 		rm := &requestModel{}
-		f.h.Shutdown(context.Background())
+		f.h.Stop(context.Background())
 		const window = 600 // tokens: about 2,400 bytes
 		f.h = New(Config{Store: f.st, Writer: sessions.NewWriter(f.st), Bus: bus.New(), Model: rm, ContextWindow: func(string) int { return window }})
-		t.Cleanup(func() { f.h.Shutdown(context.Background()) })
+		t.Cleanup(func() { f.h.Stop(context.Background()) })
 		for i := range 12 {
 			f.message(fmt.Sprintf("message %d: %s", i, strings.Repeat("words ", 40)))
 			time.Sleep(time.Second)

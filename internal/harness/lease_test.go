@@ -61,7 +61,7 @@ func replica(t *testing.T, st store.Store, owner string, m model.Provider) *Harn
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Shutdown(context.Background()) })
+	t.Cleanup(func() { h.Stop(context.Background()) })
 	return h
 }
 
@@ -236,7 +236,7 @@ func TestLeaseFenceStopsStaleOwner(t *testing.T) {
 	st, sid := leaseFixture(t)
 	m := newGateModel()
 	h := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: bus.New(), Model: m, Leases: blindLeases{st}, Owner: "a", LeaseTTL: 300 * time.Millisecond, IdleLinger: -1})
-	t.Cleanup(func() { h.Shutdown(context.Background()) })
+	t.Cleanup(func() { h.Stop(context.Background()) })
 	sendMessage(t, st, sid)
 	h.Wake(sid)
 	<-m.started
@@ -351,7 +351,7 @@ func TestOutageLongerThanTheLease(t *testing.T) {
 		if err := h.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		defer h.Shutdown(context.Background())
+		defer h.Stop(context.Background())
 		sendMessage(t, st, sid)
 		h.Wake(sid)
 		time.Sleep(time.Second) // the model call is in flight
@@ -410,7 +410,7 @@ func TestSweepWithoutLeases(t *testing.T) {
 		if err := h.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		defer h.Shutdown(context.Background())
+		defer h.Stop(context.Background())
 		sendMessage(t, st, sid)
 		h.Wake(sid)
 		synctest.Wait()

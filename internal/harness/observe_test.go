@@ -70,7 +70,7 @@ func TestObserverTakeover(t *testing.T) {
 	close(m.gate)
 	rec := &recorder{}
 	h := New(Config{Store: st, Writer: sessions.NewWriter(st), Bus: bus.New(), Model: m, Leases: st, Owner: "b", LeaseTTL: 300 * time.Millisecond, IdleLinger: -1, Observer: rec})
-	t.Cleanup(func() { h.Shutdown(context.Background()) })
+	t.Cleanup(func() { h.Stop(context.Background()) })
 	h.Wake(sid)
 	waitFor(t, "the first turn's end", func() bool { return countType(t, st, sid, ma.EventStatusIdle) == 1 })
 	waitFor(t, "the lease's release", func() bool {

@@ -113,7 +113,7 @@ func (f *fixture) on(sid string) *fixture { g := *f; g.sid = sid; return &g }
 // restart replaces f's harness with one built from cfg (Store and Bus
 // filled in).
 func (f *fixture) restart(cfg Config) {
-	f.h.Shutdown(context.Background())
+	f.h.Stop(context.Background())
 	if cfg.Store == nil {
 		cfg.Store = f.st
 	}
@@ -122,7 +122,7 @@ func (f *fixture) restart(cfg Config) {
 	}
 	cfg.Bus = bus.New()
 	f.h = New(cfg)
-	f.t.Cleanup(func() { f.h.Shutdown(context.Background()) })
+	f.t.Cleanup(func() { f.h.Stop(context.Background()) })
 }
 
 func TestModelPanicRetriesThenExhausts(t *testing.T) {

@@ -144,7 +144,7 @@ func (f *logFixture) serve(t *testing.T, cfg Config) (*Server, string) {
 	s := New(cfg)
 	hs := httptest.NewServer(s)
 	t.Cleanup(func() {
-		s.Shutdown()
+		s.Stop(context.Background())
 		hs.Close()
 	})
 	return s, hs.URL

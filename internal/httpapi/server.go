@@ -186,7 +186,7 @@ type Server struct {
 	// streams counts the event streams open.
 	streams atomic.Int64
 
-	// done is closed by Shutdown: streams end cleanly.
+	// done is closed by Stop: streams end cleanly.
 	done     chan struct{}
 	doneOnce sync.Once
 }
@@ -238,15 +238,22 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Shutdown ends every open stream (they send nothing more and close),
-// waits for the readers that fed them, and cancels a pending return of
-// memory to the OS.
-func (s *Server) Shutdown() {
+// Start does nothing: the server's goroutines (the readers that feed
+// streams, the return of memory to the OS) start on demand, and Stop ends
+// them. It makes the Server a service.
+func (s *Server) Start(context.Context) error { return nil }
+
+// Stop ends every open stream (they send nothing more and close), waits
+// for the readers that fed them, and cancels a pending return of memory
+// to the OS. Those end at once: Stop does not wait on ctx. It may be
+// called more than once.
+func (s *Server) Stop(context.Context) error {
 	s.doneOnce.Do(func() {
 		close(s.done)
 		s.tails.close()
 		s.mem.close()
 	})
+	return nil
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error

@@ -98,7 +98,7 @@ func TestShutdownWaitsForTails(t *testing.T) {
 	}
 	b.Publish("sesn_1") // the reader starts a read that hangs
 	<-st.blocked
-	s.Shutdown()
+	s.Stop(context.Background())
 	goleak.VerifyNone(t, ignore) // before release, which would stop the reader
 	release()
 }

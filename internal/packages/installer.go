@@ -2,6 +2,7 @@ package packages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reinsdev/reins/internal/service"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox"
 )
@@ -40,10 +42,15 @@ func (l Layer) Bind() []sandbox.Bind {
 	return []sandbox.Bind{{Source: l.Dir, Target: sandbox.PackagesDir}}
 }
 
+// ErrStopped is the error of an install that could not start because the
+// installer is not running (before Start, after Stop).
+var ErrStopped = errors.New("packages: the installer is stopped")
+
 // An Installer installs layers, each once, by running the package
-// managers in a sandbox whose workspace is the layer being staged. Its
-// fields must not change once it is in use; it is safe for concurrent
-// use.
+// managers in a sandbox whose workspace is the layer being staged. It is
+// a service: installs run between Start and Stop, and Stop cancels those
+// in flight. Its fields must not change once it is in use; it is safe
+// for concurrent use.
 type Installer struct {
 	// Sandboxes starts the install sandboxes.
 	Sandboxes *sandbox.Manager
@@ -62,9 +69,23 @@ type Installer struct {
 	// managers' default registries when set.
 	PipIndexURL, NpmRegistry, GoProxy, GoSumDB string
 
-	mu       sync.Mutex
-	inflight map[string]*install
+	life service.Base // owns the installs' goroutines
+
+	mu       sync.Mutex          // guards inflight
+	inflight map[string]*install // by key
 }
+
+// Start lets Ensure run installs.
+func (i *Installer) Start(ctx context.Context) error {
+	_, err := i.life.Begin(ctx)
+	return err
+}
+
+// Stop cancels the installs in flight and waits for them to end (or for
+// ctx to). A cancelled install leaves no layer, only its staging
+// directory removed: the next Ensure of its key, after the next Start,
+// installs it again. Ensure fails with ErrStopped after Stop.
+func (i *Installer) Stop(ctx context.Context) error { return i.life.Halt(ctx) }
 
 // install is one layer being installed; done closes when layer and err
 // are set.
@@ -77,8 +98,8 @@ type install struct {
 // Ensure returns the layer of p under key (see [Key]), installing it
 // first unless it already is. Concurrent calls for one key share one
 // install. progress, if not nil, receives short lines about the install.
-// The install runs to its end (or its Timeout) even if ctx ends first;
-// Ensure then returns ctx's error.
+// The install runs to its end (or its Timeout, or Stop) even if ctx ends
+// first; Ensure then returns ctx's error.
 func (i *Installer) Ensure(ctx context.Context, key string, p *ma.Packages, progress func(msg string)) (Layer, error) {
 	if Empty(p) {
 		return Layer{}, nil
@@ -95,7 +116,9 @@ func (i *Installer) Ensure(ctx context.Context, key string, p *ma.Packages, prog
 	}
 	in, started := i.join(key)
 	if started {
-		go i.run(context.WithoutCancel(ctx), in, key, p, progress)
+		if !i.life.Go(func(ctx context.Context) { i.run(ctx, in, key, p, progress) }) {
+			i.finish(in, key, Layer{}, ErrStopped)
+		}
 	} else {
 		progress("waiting for the packages being installed for another session")
 	}
@@ -130,7 +153,14 @@ func (i *Installer) run(ctx context.Context, in *install, key string, p *ma.Pack
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	in.layer, in.err = i.install(ctx, key, p, progress)
+	layer, err := i.install(ctx, key, p, progress)
+	i.finish(in, key, layer, err)
+}
+
+// finish records the outcome of the install of key and releases its
+// waiters; the next Ensure of key starts anew.
+func (i *Installer) finish(in *install, key string, layer Layer, err error) {
+	in.layer, in.err = layer, err
 	i.mu.Lock()
 	delete(i.inflight, key)
 	i.mu.Unlock()
@@ -286,9 +316,10 @@ func plural(n int, word string) string {
 
 // tail keeps the last max bytes written to it.
 type tail struct {
-	mu  sync.Mutex
 	max int
-	b   []byte
+
+	mu sync.Mutex // guards b
+	b  []byte
 }
 
 func (t *tail) Write(p []byte) (int, error) {

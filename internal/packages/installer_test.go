@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/reinsdev/reins/internal/pkgmirror"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func newManager(t *testing.T) *sandbox.Manager {
@@ -29,11 +31,26 @@ func newManager(t *testing.T) *sandbox.Manager {
 	return m
 }
 
-// newInstaller returns an installer that installs from m.
+// newInstaller returns a started installer that installs from m; it
+// stops at the test's end.
 func newInstaller(t *testing.T, m *pkgmirror.Mirror) *Installer {
 	t.Helper()
-	return &Installer{Sandboxes: newManager(t), Dir: t.TempDir(), Egress: mirrorEgress,
-		PipIndexURL: m.PipIndexURL(), NpmRegistry: m.NpmRegistry(), Timeout: 2 * time.Minute}
+	return startInstaller(t, &Installer{Sandboxes: newManager(t), Dir: t.TempDir(), Egress: mirrorEgress,
+		PipIndexURL: m.PipIndexURL(), NpmRegistry: m.NpmRegistry(), Timeout: 2 * time.Minute})
+}
+
+// startInstaller starts inst and stops it at the test's end.
+func startInstaller(t *testing.T, inst *Installer) *Installer {
+	t.Helper()
+	if err := inst.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := inst.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return inst
 }
 
 // lines collects progress lines.
@@ -196,7 +213,7 @@ func TestEnsureLeftoverStaging(t *testing.T) {
 
 // TestEnsureNothing: no packages, no layer and no sandbox.
 func TestEnsureNothing(t *testing.T) {
-	inst := &Installer{Dir: t.TempDir()}
+	inst := startInstaller(t, &Installer{Dir: t.TempDir()})
 	l, err := inst.Ensure(context.Background(), "env_5-x", &ma.Packages{Type: "packages", Pip: []string{}}, nil)
 	if err != nil || l.Dir != "" || l.Bind() != nil {
 		t.Errorf("%+v %v", l, err)

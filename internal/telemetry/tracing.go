@@ -75,8 +75,12 @@ func NewTracing(ctx context.Context, cfg TracingConfig) (*Tracing, error) {
 	return &Tracing{tp: tp, tracer: tp.Tracer("github.com/reinsdev/reins")}, nil
 }
 
-// Shutdown sends the spans not yet sent and stops the exporter, within ctx.
-func (t *Tracing) Shutdown(ctx context.Context) error {
+// Start does nothing: the exporter runs from NewTracing, so that what is
+// observed before Start is sent. It makes Tracing a service.
+func (t *Tracing) Start(context.Context) error { return nil }
+
+// Stop sends the spans not yet sent and stops the exporter, within ctx.
+func (t *Tracing) Stop(ctx context.Context) error {
 	if err := t.tp.Shutdown(ctx); err != nil {
 		return fmt.Errorf("telemetry: flush traces: %w", err)
 	}

@@ -115,7 +115,7 @@ func (a agentEnds) noAgentEnd(ctx context.Context, sessionID, envID string, chan
 // then, or when ctx ends.
 func received(ctx context.Context, sub *bus.Sub) <-chan struct{} {
 	out := make(chan struct{})
-	go func() {
+	go func() { // owned by the caller: ends with ctx
 		defer sub.Close()
 		select {
 		case <-sub.C:
@@ -213,7 +213,7 @@ func anyOf(ctx context.Context, chs []<-chan struct{}) <-chan struct{} {
 	out := make(chan struct{})
 	var once sync.Once
 	for _, ch := range chs {
-		go func() {
+		go func() { // owned by the caller: ends with ctx, or once out closes
 			select {
 			case <-ch:
 			case <-out:

@@ -260,15 +260,18 @@ func (t *Host) noExecutor(ctx context.Context, sessionID, envID string, changed 
 // the tools stop; it closes sub then.
 func (t *Host) either(local <-chan struct{}, sub *bus.Sub) <-chan struct{} {
 	out := make(chan struct{})
-	t.wg.Go(func() {
+	wait := func(ctx context.Context) {
 		defer close(out)
 		defer sub.Close()
 		select {
 		case <-local:
 		case <-sub.C:
-		case <-t.ctx.Done():
+		case <-ctx.Done():
 		}
-	})
+	}
+	if !t.life.Go(wait) {
+		wait(t.life.Context()) // stopped: returns at once
+	}
 	return out
 }
 
@@ -280,12 +283,11 @@ func (t *Host) Leave(ctx context.Context) {
 	}
 }
 
-// Announce starts announcing this replica's executors, and url, where
-// the other replicas reach it, until Stop (replicas only; call it once).
+// Announce sets url, where the other replicas reach this one: from Start
+// to Stop the host announces this replica's executors, and url (replicas
+// only; call it before Start).
 func (t *Host) Announce(url string) {
-	if t.hands == nil {
-		return
+	if t.hands != nil {
+		t.hands.url = url
 	}
-	t.hands.url = url
-	t.wg.Go(func() { t.hands.announce(t.ctx) })
 }

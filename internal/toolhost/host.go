@@ -16,6 +16,7 @@ import (
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
 	"github.com/reinsdev/reins/internal/vault"
@@ -44,9 +45,9 @@ type Host struct {
 	outputs   *outputs       // nil: outputs are not kept
 	log       *slog.Logger
 
-	ctx    context.Context // lifetime of the local executors
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// life's context is the lifetime of the local executors; it owns
+	// them, the hands' announcer and the waits of either.
+	life service.Base
 
 	mu      sync.Mutex                    // guards the fields below
 	leases  map[string]*executorhub.Lease // per session: its placement
@@ -97,13 +98,11 @@ type OutputsConfig struct {
 
 // New assembles a tool host; it starts nothing (see Start).
 func New(cfg Config) (*Host, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t := &Host{hub: cfg.Hub, st: cfg.Store, keys: cfg.Keys, workspace: filepath.Join(cfg.DataDir, "workspaces"), log: cfg.Logger, ctx: ctx, cancel: cancel,
+	t := &Host{hub: cfg.Hub, st: cfg.Store, keys: cfg.Keys, workspace: filepath.Join(cfg.DataDir, "workspaces"), log: cfg.Logger,
 		leases: map[string]*executorhub.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}, resources: placedResources{}}
 	var err error
-	t.sandboxes, err = newSandboxes(ctx, cfg.Sandbox, cfg.Packages, cfg.Store, cfg.Keys, cfg.DataDir, cfg.Logger)
+	t.sandboxes, err = newSandboxes(cfg.Sandbox, cfg.Packages, cfg.Store, cfg.Keys, cfg.DataDir, cfg.Logger)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	if r := cfg.Replicas; r != nil {
@@ -130,15 +129,25 @@ func (t *Host) Sandboxed() bool { return t.sandboxes != nil }
 func (t *Host) SlotsInUse() (held, waiting int) { return t.slots.inUse() }
 
 // Start says whether cloud sessions' tools can run (it makes one sandbox)
-// and removes the workspaces of sessions deleted while the server was
-// down.
+// and starts the package installer (or warns that there are no
+// sandboxes), removes the workspaces of sessions deleted while the server
+// was down and, with replicas, starts announcing this replica's executors
+// (see Announce).
 func (t *Host) Start(ctx context.Context) error {
+	if _, err := t.life.Begin(ctx); err != nil {
+		return err
+	}
 	if t.sandboxes != nil {
-		t.sandboxes.check(ctx)
+		if err := t.sandboxes.Start(ctx); err != nil {
+			return err
+		}
 	} else {
 		t.log.Warn("--sandbox=none: cloud sessions' tools run on this host as the server's user, confined by Landlock only; they can read the server's files and reach its network. Use this only on a trusted single-user machine.")
 	}
 	t.sweepWorkspaces(ctx)
+	if t.hands != nil {
+		t.life.Go(t.hands.announce)
+	}
 	return nil
 }
 
@@ -315,9 +324,6 @@ func (t *Host) ensureLocal(envID string) error {
 			return nil
 		}
 	}
-	if t.ctx.Err() != nil {
-		return errors.New("the server is shutting down")
-	}
 	dir := filepath.Join(t.workspace, envID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
@@ -334,12 +340,15 @@ func (t *Host) ensureLocal(envID string) error {
 	// has room for twice as many, for the releases still in flight.
 	c := executorhub.NewLocal(t.hub, executorhub.LocalOptions{EnvironmentID: envID, Sessions: sessions, Capabilities: executor.BuiltinCapabilities(),
 		MaxSessions: 2 * t.slots.size, Logger: t.log})
-	t.locals[envID] = c
-	t.wg.Go(func() {
-		if err := c.Run(t.ctx); err != nil && t.ctx.Err() == nil {
+	started := t.life.Go(func(ctx context.Context) {
+		if err := c.Run(ctx); err != nil && ctx.Err() == nil {
 			t.log.Error("local executor stopped", "environment", envID, "err", err)
 		}
 	})
+	if !started {
+		return errors.New("the server is shutting down")
+	}
+	t.locals[envID] = c
 	return nil
 }
 
@@ -504,13 +513,18 @@ func (t *Host) sweepWorkspaces(ctx context.Context) {
 	}
 }
 
-// Stop stops the local executors and the replica's announcements, and
-// tears down the sandboxes. Call it after the sessions' runners left.
+// Stop stops the sandboxes' proxies and the package installs in flight
+// (the tool calls waiting for them fail), then the local executors and
+// the announcer, waits for them until ctx ends, and tears down the
+// sandboxes. Call it after the sessions' runners left.
 func (t *Host) Stop(ctx context.Context) error {
-	t.cancel()
-	t.wg.Wait()
+	var err error
 	if t.sandboxes != nil {
-		t.sandboxes.close()
+		err = t.sandboxes.Stop(ctx)
 	}
-	return nil
+	err = errors.Join(err, t.life.Halt(ctx))
+	if t.sandboxes != nil {
+		t.sandboxes.closeAll()
+	}
+	return err
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/packages"
+	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/vault"
 	"github.com/reinsdev/reins/internal/webfetch"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -102,25 +103,27 @@ const cleartextHint = "an operator can allow cleartext credentials for a host wi
 
 // sandboxes makes the sandboxes of cloud sessions, one per session, and
 // serves each one's egress proxy with its environment's network policy.
+// It is a service: Stop ends the proxies and the package installs in
+// flight; closeAll then tears down every sandbox.
 type sandboxes struct {
 	m     *sandbox.Manager
 	pkgs  *packages.Installer
 	st    sandboxStore
 	guard *netguard.Guard
 	log   *slog.Logger
-	ctx   context.Context // lifetime of the proxies
+	life  service.Base // its context is the proxies' lifetime; owns the closes of replaced launchers
 
 	cleartext []string // SandboxConfig.CleartextCredentialHosts
 
 	cas *caStore // per-environment CAs of the proxies that substitute credentials
 
-	mu          sync.Mutex                // guards the fields below
+	mu          sync.Mutex                // guards the maps below
 	launchers   map[string]tools.Launcher // by session id
 	credentials map[string]*credentialSet // by session id
 }
 
 // newSandboxes returns nil when cfg.Mode is SandboxNone.
-func newSandboxes(ctx context.Context, cfg SandboxConfig, pkgs PackagesConfig, st sandboxStore, keys *vault.Keyring, dataDir string, log *slog.Logger) (*sandboxes, error) {
+func newSandboxes(cfg SandboxConfig, pkgs PackagesConfig, st sandboxStore, keys *vault.Keyring, dataDir string, log *slog.Logger) (*sandboxes, error) {
 	switch cfg.Mode {
 	case "", SandboxNamespaces:
 	case SandboxNone:
@@ -132,7 +135,7 @@ func newSandboxes(ctx context.Context, cfg SandboxConfig, pkgs PackagesConfig, s
 	if err != nil {
 		return nil, err
 	}
-	s := &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, ctx: ctx, cleartext: cfg.CleartextCredentialHosts,
+	s := &sandboxes{m: m, st: st, guard: &netguard.Guard{Allow: cfg.EgressAllow}, log: log, cleartext: cfg.CleartextCredentialHosts,
 		cas:       &caStore{dir: filepath.Join(dataDir, "ca"), keys: keys, cas: map[string]*egress.CA{}},
 		launchers: map[string]tools.Launcher{}, credentials: map[string]*credentialSet{}}
 	// Installs reach the package registries and the operator's mirrors
@@ -146,6 +149,27 @@ func newSandboxes(ctx context.Context, cfg SandboxConfig, pkgs PackagesConfig, s
 		}}
 	return s, nil
 }
+
+// Start checks the sandboxes (see check) and starts the package
+// installer.
+func (s *sandboxes) Start(ctx context.Context) error {
+	if _, err := s.life.Begin(ctx); err != nil {
+		return err
+	}
+	s.check(ctx)
+	return s.pkgs.Start(ctx)
+}
+
+// Stop cancels the package installs in flight and waits for them (the
+// tool calls waiting for them fail), ends the egress proxies and waits
+// for the launchers being closed. The sandboxes stay up until closeAll,
+// once the executors whose tools run in them have stopped.
+func (s *sandboxes) Stop(ctx context.Context) error {
+	return errors.Join(s.pkgs.Stop(ctx), s.life.Halt(ctx))
+}
+
+// closeAll tears down every sandbox.
+func (s *sandboxes) closeAll() { s.m.Close() }
 
 // check makes one sandbox and runs a program in it, so that `reins
 // serve` says at start whether cloud sessions' tools can run.
@@ -193,7 +217,7 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 		opts.ExtraCA = p.CA.CertPEM()
 	}
 	l := &preparing{prepare: func() (*sandbox.Launcher, error) {
-		layer, err := s.packages(s.ctx, a, &env)
+		layer, err := s.packages(s.life.Context(), a, &env)
 		if err != nil {
 			return nil, err
 		}
@@ -201,11 +225,12 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 		return s.m.Launcher(opts), nil
 	}}
 	s.mu.Lock()
-	if old := s.launchers[a.SessionID]; old != nil {
-		go old.Close()
-	}
+	old := s.launchers[a.SessionID]
 	s.launchers[a.SessionID] = l
 	s.mu.Unlock()
+	if old != nil && !s.life.Go(func(context.Context) { old.Close() }) {
+		old.Close() // stopping: nothing waits for the placement any more
+	}
 	return l, nil
 }
 
@@ -273,7 +298,8 @@ func (p *preparing) Close() error {
 }
 
 func (s *sandboxes) serveEgress(ln net.Listener, p *egress.Proxy) {
-	if err := p.Serve(s.ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
+	ctx := s.life.Context()
+	if err := p.Serve(ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 		p.Logger.Debug("egress proxy stopped", "err", err)
 	}
 }
@@ -416,9 +442,6 @@ func (s *sandboxes) end(sessionID string) {
 		l.Close()
 	}
 }
-
-// close tears down every sandbox.
-func (s *sandboxes) close() { s.m.Close() }
 
 // owner is who must own the files the file tools write, so that the
 // sandboxed processes can change them.

@@ -4,6 +4,7 @@
 package workqueue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/store"
 )
 
@@ -102,12 +104,10 @@ type Service struct {
 
 	mu      sync.Mutex                      // guards polling
 	polling map[string]map[string]time.Time // environment -> worker -> last poll
-
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
-// New returns a Service; call Start to run lease expiry.
+// New returns a Service; an Expiry puts the items whose lease lapsed back
+// in the queue.
 func New(st Store, b *bus.Bus, sessions Sessions, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -365,30 +365,40 @@ func (s *Service) Stats(ctx context.Context, envID string) (store.WorkStats, int
 	return st, n, err
 }
 
-// Start runs lease expiry every interval until Stop.
-func (s *Service) Start(interval time.Duration) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel, s.done = cancel, make(chan struct{})
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.Expire(ctx)
-			}
-		}
-	}()
+// DefaultExpiryInterval is Expiry.Interval's default.
+const DefaultExpiryInterval = time.Second
+
+// Expiry is a service that runs a queue's lease expiry (Service.Expire)
+// every Interval from Start to Stop.
+type Expiry struct {
+	Queue    *Service
+	Interval time.Duration // default DefaultExpiryInterval
+
+	life service.Base // owns the loop
 }
 
-// Shutdown stops lease expiry.
-func (s *Service) Shutdown() {
-	if s.cancel != nil {
-		s.cancel()
-		<-s.done
+// Start starts the loop.
+func (e *Expiry) Start(ctx context.Context) error {
+	if _, err := e.life.Begin(ctx); err != nil {
+		return err
+	}
+	e.life.Go(e.run)
+	return nil
+}
+
+// Stop ends the loop and waits for it until ctx ends.
+func (e *Expiry) Stop(ctx context.Context) error { return e.life.Halt(ctx) }
+
+func (e *Expiry) run(ctx context.Context) {
+	t := time.NewTicker(cmp.Or(e.Interval, DefaultExpiryInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.Queue.Expire(ctx)
+		}
 	}
 }
 

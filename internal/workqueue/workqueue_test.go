@@ -62,8 +62,11 @@ func TestLeaseLapsesAfterTTL(t *testing.T) {
 		ctx := context.Background()
 		q, ss, st := newService(t)
 		q.TTL = 10 * time.Second
-		q.Start(time.Second)
-		defer q.Shutdown()
+		expiry := &Expiry{Queue: q, Interval: time.Second}
+		if err := expiry.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer expiry.Stop(ctx)
 		w, err := q.Enqueue(ctx, "env_1", "sesn_1", nil)
 		if err != nil {
 			t.Fatal(err)
