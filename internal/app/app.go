@@ -5,6 +5,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -115,6 +116,9 @@ type Config struct {
 	// by default.
 	Metrics *telemetry.Metrics
 	Tracing *telemetry.TracingConfig
+	// TLS, if set, makes Start serve HTTPS (and HTTP/2 when its
+	// NextProtos offer h2) on its listener.
+	TLS *tls.Config
 }
 
 // outboundAllowHint follows a refusal of an internal address by the
@@ -165,6 +169,8 @@ type App struct {
 	// replicas there (replicas only); advertise is Config.AdvertiseURL.
 	forward   *turnForwarder
 	advertise string
+	// tls is Config.TLS.
+	tls *tls.Config
 }
 
 // DBFile is the database file name inside the data dir.
@@ -349,6 +355,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		a.forward = &turnForwarder{tokens: turnTokens, h: h, st: st, replica: cfg.ReplicaID, log: cfg.Logger,
 			client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	}
+	a.tls = cfg.TLS
 	a.watch(cfg.Metrics)
 	return a, nil
 }
@@ -383,6 +390,10 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	a.srv = &http.Server{Handler: logRequests(handler, a.log), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
 	ln = newBoundedListener(ln, a.files.connections)
+	if a.tls != nil {
+		// Over the bound: the bound counts connections, TLS or not.
+		ln = tls.NewListener(ln, a.tls)
+	}
 	go func() {
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("http server stopped", "err", err)
