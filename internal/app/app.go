@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -101,6 +102,9 @@ type Config struct {
 	// by default.
 	Metrics *telemetry.Metrics
 	Tracing *telemetry.TracingConfig
+	// TLS, if set, makes Start serve HTTPS (and HTTP/2 when its
+	// NextProtos offer h2) on its listener.
+	TLS *tls.Config
 }
 
 // outboundAllowHint follows a refusal of an internal address by the
@@ -147,6 +151,8 @@ type App struct {
 	// replicas there (replicas only); advertise is Config.AdvertiseURL.
 	forward   *toolhost.Forwarder
 	advertise string
+	// tls is Config.TLS.
+	tls *tls.Config
 }
 
 // DBFile is the database file name inside the data dir.
@@ -160,7 +166,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	as := &assembly{cfg: cfg, a: &App{metrics: cfg.Metrics, advertise: cfg.AdvertiseURL}}
+	as := &assembly{cfg: cfg, a: &App{metrics: cfg.Metrics, advertise: cfg.AdvertiseURL, tls: cfg.TLS}}
 	defer func() {
 		if err != nil {
 			as.undoAll()
@@ -212,7 +218,12 @@ func (a *App) Start(ctx context.Context, ln net.Listener) error {
 	if a.forward != nil {
 		a.tools.Announce(toolhost.AdvertiseURL(a.advertise, ln))
 	}
-	a.http.listen(newBoundedListener(ln, a.files.connections))
+	var l net.Listener = newBoundedListener(ln, a.files.connections)
+	if a.tls != nil {
+		// Over the bound: the bound counts connections, TLS or not.
+		l = tls.NewListener(l, a.tls)
+	}
+	a.http.listen(l)
 	if err := a.services.Start(ctx); err != nil {
 		return err
 	}

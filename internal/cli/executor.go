@@ -28,6 +28,7 @@ import (
 func newExecutorCommand() *cobra.Command {
 	var (
 		url, key, workspace, name string
+		caCert, logFormat         string
 		maxSessions, maxReconnect int
 		confirm, noSandbox        bool
 		confirmTimeout            time.Duration
@@ -76,7 +77,17 @@ executor with the same name, a refused registration).`,
 
 			out := cmd.ErrOrStderr()
 			st := &executorStatus{w: out, started: make(map[string]time.Time)}
-			logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			logger, err := newLogger(cmd.Flags(), out, logFormat, slog.LevelWarn)
+			if err != nil {
+				return fmt.Errorf("reins executor: %w", err)
+			}
+			if logFormat == "json" || logFormat == "JSON" {
+				st.log = slog.New(slog.NewJSONHandler(out, nil))
+			}
+			httpClient, err := caClient(caCert)
+			if err != nil {
+				return fmt.Errorf("reins executor: %w", err)
+			}
 			if noSandbox {
 				sbx.mode = toolhost.SandboxNone
 			}
@@ -88,6 +99,7 @@ executor with the same name, a refused registration).`,
 			defer closeSandboxes()
 			opts := executor.Options{
 				URL:                  url,
+				HTTPClient:           httpClient,
 				EnvironmentKey:       key,
 				Executor:             executor.ExecutorInfo{Name: name, Version: executorVersion()},
 				MaxSessions:          maxSessions,
@@ -102,7 +114,11 @@ executor with the same name, a refused registration).`,
 				opts.Confirm = p.ask
 				opts.ConfirmTimeout = confirmTimeout
 			}
-			fmt.Fprintf(out, "reins executor %q: workspace %s, up to %d session(s), server %s\n", name, dir, max(maxSessions, 1), url)
+			if st.log != nil {
+				st.log.Info("reins executor starting", "name", name, "workspace", dir, "max_sessions", max(maxSessions, 1), "server", url)
+			} else {
+				fmt.Fprintf(out, "reins executor %q: workspace %s, up to %d session(s), server %s\n", name, dir, max(maxSessions, 1), url)
+			}
 			err = executor.NewClient(opts).Run(ctx)
 			if errors.Is(err, executor.ErrClientStopped) && ctx.Err() != nil {
 				fmt.Fprintln(out, "reins executor: stopped")
@@ -121,6 +137,9 @@ executor with the same name, a refused registration).`,
 	f.BoolVar(&confirm, "confirm", false, "ask at this terminal before each bash, write or edit call")
 	f.DurationVar(&confirmTimeout, "confirm-timeout", time.Minute, "how long a --confirm question waits for an answer")
 	f.BoolVar(&noSandbox, "no-sandbox", false, "no confinement at all: --sandbox=none, and without Landlock either")
+	f.StringVar(&caCert, "ca-cert", "", "PEM file of CA certificates to trust for an https:// server, besides the system's, e.g. a private CA's (REINS_CA_CERT); SSL_CERT_FILE instead replaces the system's")
+	registerLogFormat(f, &logFormat)
+	bindEnv(f, envFallback{"ca-cert", "REINS_CA_CERT"})
 	sbx.register(f, "the sessions'")
 	return cmd
 }
@@ -146,8 +165,10 @@ func explainExecutorError(err error) string {
 
 // executorStatus prints the connection state and the running tools.
 type executorStatus struct {
-	mu        sync.Mutex
-	w         io.Writer
+	mu sync.Mutex
+	w  io.Writer
+	// log, if set (--log-format json), gets the lines instead of w.
+	log       *slog.Logger
 	connected bool
 	started   map[string]time.Time
 }
@@ -155,27 +176,26 @@ type executorStatus struct {
 func (s *executorStatus) event(e executor.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now().Format("15:04:05")
 	switch e.Type {
 	case executor.EventConnecting:
-		fmt.Fprintf(s.w, "%s connecting (attempt %d)\n", now, e.Attempt)
+		s.line("connecting (attempt %d)", e.Attempt)
 	case executor.EventRegistered:
 		s.connected = true
-		fmt.Fprintf(s.w, "%s connected: serving\n", now)
+		s.line("connected: serving")
 	case executor.EventDisconnected:
 		if s.connected {
-			fmt.Fprintf(s.w, "%s disconnected: %v\n", now, e.Err)
+			s.line("disconnected: %v", e.Err)
 		} else {
-			fmt.Fprintf(s.w, "%s could not connect: %v\n", now, e.Err)
+			s.line("could not connect: %v", e.Err)
 		}
 		s.connected = false
 	case executor.EventSessionAssigned:
-		fmt.Fprintf(s.w, "%s session %s assigned\n", now, e.SessionID)
+		s.line("session %s assigned", e.SessionID)
 	case executor.EventSessionReleased:
-		fmt.Fprintf(s.w, "%s session %s released\n", now, e.SessionID)
+		s.line("session %s released", e.SessionID)
 	case executor.EventToolStarted:
 		s.started[e.ToolCallID] = time.Now()
-		fmt.Fprintf(s.w, "%s ▶ %s [%s] running (%d running)\n", now, e.Tool, e.SessionID, len(s.started))
+		s.line("▶ %s [%s] running (%d running)", e.Tool, e.SessionID, len(s.started))
 	case executor.EventToolFinished:
 		d := time.Since(s.started[e.ToolCallID]).Round(time.Millisecond)
 		delete(s.started, e.ToolCallID)
@@ -183,8 +203,17 @@ func (s *executorStatus) event(e executor.Event) {
 		if e.Result != nil && e.Result.IsError {
 			outcome = "error " + e.Result.ErrorCode
 		}
-		fmt.Fprintf(s.w, "%s ■ %s [%s] %s in %s (%d running)\n", now, e.Tool, e.SessionID, outcome, d, len(s.started))
+		s.line("■ %s [%s] %s in %s (%d running)", e.Tool, e.SessionID, outcome, d, len(s.started))
 	}
+}
+
+// line prints a status line, or logs it with --log-format json.
+func (s *executorStatus) line(format string, args ...any) {
+	if s.log != nil {
+		s.log.Info(fmt.Sprintf(format, args...))
+		return
+	}
+	fmt.Fprintf(s.w, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
 // confirmPrompt asks the person at the terminal, one question at a time.

@@ -63,6 +63,8 @@ type serveOptions struct {
 	debugAddr            string
 	metricsAddr          string
 	otlpEndpoint         string
+	tls                  tlsFlags
+	logFormat            string
 	// flags are the command's flags, for errors that name them.
 	flags *pflag.FlagSet
 }
@@ -139,6 +141,8 @@ refused at start.`,
 		"address of a separate listener serving /metrics in the Prometheus text format, without authentication, e.g. 127.0.0.1:9090. Off by default (REINS_METRICS_ADDR)")
 	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "",
 		"OTLP/HTTP collector that traces are sent to (a turn, its model calls and tool calls), e.g. http://127.0.0.1:4318; OTEL_EXPORTER_OTLP_ENDPOINT also turns them on. Off by default (REINS_OTLP_ENDPOINT)")
+	o.tls.register(f)
+	registerLogFormat(f, &o.logFormat)
 	o.flags = f
 	bindEnv(f, []envFallback{
 		{"addr", "REINS_ADDR"}, {"data-dir", "REINS_DATA_DIR"}, {"database-url", "REINS_DATABASE_URL"},
@@ -202,6 +206,9 @@ func (o *serveOptions) check() (slog.Level, error) {
 	case o.dataDir == "":
 		return 0, flagError(o.flags, "data-dir", "want a directory")
 	}
+	if err := o.checkTLS(); err != nil {
+		return 0, err
+	}
 	for name, n := range o.providerConc {
 		if name != "anthropic" && name != "openai" && name != "scripted" {
 			return 0, flagError(o.flags, "model-provider-concurrency", "unknown provider %q (anthropic, openai, scripted)", name)
@@ -218,9 +225,16 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	logger, err := newLogger(o.flags, cmd.ErrOrStderr(), o.logFormat, level)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	tlsConfig, err := serverTLS(ctx, &o.tls, logger)
+	if err != nil {
+		return err
+	}
 
 	models, err := buildModels(o, logger)
 	if err != nil {
@@ -256,7 +270,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	url := "http://" + ln.Addr().String()
+	url := o.tls.scheme() + "://" + ln.Addr().String()
 	if err := checkNotSelf(o.anthropicBaseURL, ln.Addr()); err != nil {
 		ln.Close()
 		return err
@@ -279,7 +293,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, AdvertiseURL: o.advertiseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
-		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing})
+		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing, TLS: tlsConfig})
 	if err != nil {
 		ln.Close()
 		return err

@@ -70,13 +70,15 @@ func (h *Hub) serveToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // baseURL is the server's base URL as an executor reaches it: PublicURL,
-// else the request's scheme and host.
+// else the request's scheme and host. A reverse proxy that terminates
+// TLS says so with X-Forwarded-Proto: https (the answer only tells the
+// executor that sent it where to connect).
 func (h *Hub) baseURL(r *http.Request) string {
 	if h.opts.PublicURL != "" {
 		return strings.TrimSuffix(strings.TrimRight(h.opts.PublicURL, "/"), "/v1/executor/connect")
 	}
 	scheme := "http"
-	if r.TLS != nil {
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host

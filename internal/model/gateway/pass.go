@@ -59,6 +59,8 @@ func (g *Gateway) passBody(w http.ResponseWriter, c call, res *http.Response) (m
 // reads the usage its events carry. An error event or a stream that
 // breaks is a failed call.
 func (g *Gateway) passStream(w http.ResponseWriter, c call, body io.Reader) (model.Usage, error) {
+	// A reverse proxy (nginx) passes the events on as they come.
+	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
