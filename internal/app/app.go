@@ -115,6 +115,9 @@ type Config struct {
 	// by default.
 	Metrics *telemetry.Metrics
 	Tracing *telemetry.TracingConfig
+	// DataDirLock, if set, is the data dir's lock the caller took with
+	// LockDataDir; New adopts it instead of taking one.
+	DataDirLock *DataDirLock
 }
 
 // outboundAllowHint follows a refusal of an internal address by the
@@ -192,7 +195,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	// The data dir holds sandboxes, workspaces and CA files even when the
 	// store is in PostgreSQL, so it is locked either way.
-	lock, err := lockDataDir(cfg.DataDir)
+	lock, err := cfg.DataDirLock.take(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}

@@ -249,13 +249,24 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	// Bind before anything is created: a start that cannot listen leaves
-	// the data dir as it was, so the next start is still a first start.
+	// Lock the data dir first, so a second server on it names the first
+	// whatever port it asks for; then bind before anything is created: a
+	// start that cannot listen leaves the data dir as it was (but for the
+	// lock file), so the next start is still a first start.
+	lock, err := app.LockDataDir(o.dataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Release() // a no-op once app.New adopted it
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	url := "http://" + ln.Addr().String()
+	url := reachableURL(ln.Addr())
+	if err := lock.SetURL(url); err != nil {
+		ln.Close()
+		return err
+	}
 	if err := checkNotSelf(o.anthropicBaseURL, ln.Addr()); err != nil {
 		ln.Close()
 		return err
@@ -278,7 +289,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, AdvertiseURL: o.advertiseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
-		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing})
+		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing, DataDirLock: lock})
 	if err != nil {
 		ln.Close()
 		return err
@@ -312,6 +323,21 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// reachableURL is the URL a client on this machine reaches a listener at:
+// an unspecified address (":8080", "0.0.0.0:8080", "[::]:8080") is not
+// one, so it becomes 127.0.0.1 (IPv4) or localhost (IPv6) with the port.
+func reachableURL(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return "http://" + addr.String()
+	}
+	host := "127.0.0.1"
+	if tcp.IP.To4() == nil {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
 // checkNotSelf refuses an Anthropic base URL that is this server: reins
