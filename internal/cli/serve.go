@@ -262,7 +262,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	url := reachableURL(ln.Addr())
+	url := reachableURL(o.addr, ln.Addr())
 	if err := lock.SetURL(url); err != nil {
 		ln.Close()
 		return err
@@ -325,16 +325,18 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	return nil
 }
 
-// reachableURL is the URL a client on this machine reaches a listener at:
-// an unspecified address (":8080", "0.0.0.0:8080", "[::]:8080") is not
-// one, so it becomes 127.0.0.1 (IPv4) or localhost (IPv6) with the port.
-func reachableURL(addr net.Addr) string {
-	tcp, ok := addr.(*net.TCPAddr)
+// reachableURL is the URL a client on this machine reaches a listener at,
+// bound as asked by addr (--addr): an unspecified address (":8080",
+// "0.0.0.0:8080", "[::]:8080", all of which Go reports as "[::]") is not
+// one, so it becomes 127.0.0.1 with the port, or localhost for an IPv6
+// "::" asked for explicitly (which may not accept IPv4).
+func reachableURL(addr string, bound net.Addr) string {
+	tcp, ok := bound.(*net.TCPAddr)
 	if !ok || !tcp.IP.IsUnspecified() {
-		return "http://" + addr.String()
+		return "http://" + bound.String()
 	}
 	host := "127.0.0.1"
-	if tcp.IP.To4() == nil {
+	if h, _, err := net.SplitHostPort(addr); err == nil && strings.Contains(h, ":") {
 		host = "localhost"
 	}
 	return "http://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))

@@ -14,7 +14,7 @@ import (
 // (":PORT", "0.0.0.0:PORT") prints URLs a client on this machine can use,
 // and its hints work as printed.
 func TestFirstStartWildcardAddr(t *testing.T) {
-	for _, c := range []struct{ host, want string }{{"", "localhost"}, {"0.0.0.0", "127.0.0.1"}} {
+	for _, c := range []struct{ host, want string }{{"", "127.0.0.1"}, {"0.0.0.0", "127.0.0.1"}} {
 		t.Run("addr="+c.host, func(t *testing.T) {
 			_, port, _ := net.SplitHostPort(freePort(t))
 			env := reinsEnv(t, reinsDir(t), "HOME="+t.TempDir())
@@ -36,6 +36,27 @@ func TestFirstStartWildcardAddr(t *testing.T) {
 				t.Fatalf("the curl hint did not work: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestReachableURL: what the banner prints for each form of --addr (IPv6
+// may be absent here, so an IPv6 listener is not bound).
+func TestReachableURL(t *testing.T) {
+	for _, c := range []struct {
+		addr  string
+		bound net.Addr
+		want  string
+	}{
+		{":8080", &net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, "http://127.0.0.1:8080"},
+		{"0.0.0.0:8080", &net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, "http://127.0.0.1:8080"},
+		{"0.0.0.0:8080", &net.TCPAddr{IP: net.IPv4zero, Port: 8080}, "http://127.0.0.1:8080"},
+		{"[::]:8080", &net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, "http://localhost:8080"},
+		{"127.0.0.1:0", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4180}, "http://127.0.0.1:4180"},
+		{"[::1]:4180", &net.TCPAddr{IP: net.IPv6loopback, Port: 4180}, "http://[::1]:4180"},
+	} {
+		if got := reachableURL(c.addr, c.bound); got != c.want {
+			t.Errorf("reachableURL(%q, %v) = %q, want %q", c.addr, c.bound, got, c.want)
+		}
 	}
 }
 
