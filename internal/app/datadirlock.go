@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,12 +65,29 @@ func lockDataDir(dir string) (*dirLock, error) {
 		}
 		return nil, fmt.Errorf("data dir lock %s: %w", path, err)
 	}
+	// A start that failed before New removes the lock file it created
+	// (DataDirLock.Release): a file locked after its removal is not the
+	// lock, so take it again from the path.
+	if !samePath(f, path) {
+		f.Close()
+		return lockDataDir(dir)
+	}
 	l := &dirLock{f: f, info: fmt.Sprintf("pid %d, started %s", os.Getpid(), time.Now().UTC().Format(time.RFC3339))}
 	if err := l.write(l.info); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("data dir lock %s: %w", path, err)
 	}
 	return l, nil
+}
+
+// samePath reports whether f is still the file at path.
+func samePath(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // write replaces the lock file's holder line with line.
@@ -116,20 +134,31 @@ func (l *dirLock) release() error {
 // the same one). New adopts it through Config.DataDirLock.
 type DataDirLock struct {
 	l *dirLock // nil once released or adopted by New
+	// created are the data dir and lock file LockDataDir created, removed
+	// by Release so that a start refused before New leaves nothing.
+	created []string
 }
 
 // LockDataDir creates the data dir if needed and takes its lock without
 // waiting; it fails with ErrDataDirInUse, naming the holder, when another
 // process or App has it.
 func LockDataDir(dir string) (*DataDirLock, error) {
+	var created []string
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		created = append(created, dir)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	path := filepath.Join(dir, LockFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		created = append(created, path)
 	}
 	l, err := lockDataDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &DataDirLock{l: l}, nil
+	return &DataDirLock{l: l, created: created}, nil
 }
 
 // SetURL records in the lock file the URL the holder serves, so that a
@@ -152,6 +181,14 @@ func (d *DataDirLock) Release() error {
 	}
 	l := d.l
 	d.l = nil
+	if l == nil {
+		return nil
+	}
+	// Removed while still locked: another start that opened the file
+	// meanwhile finds it is not the path's any more (lockDataDir).
+	for i := len(d.created) - 1; i >= 0; i-- {
+		os.Remove(d.created[i]) // the dir only if it is empty
+	}
 	return l.release()
 }
 

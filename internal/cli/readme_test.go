@@ -79,7 +79,7 @@ func TestREADME(t *testing.T) {
 	script := strings.Join(blocks, "\n") + "\nkill $(jobs -p) 2>/dev/null || true\n"
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	out, err := shell(t, ctx, env, home, script)
+	out, err := shell(t, ctx, env, root, script) // in the checkout, as `go install ./cmd/reins` needs
 	if err != nil {
 		t.Fatalf("README blocks failed: %v\n%s", err, out)
 	}

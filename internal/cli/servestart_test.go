@@ -14,8 +14,9 @@ import (
 // (":PORT", "0.0.0.0:PORT") prints URLs a client on this machine can use,
 // and its hints work as printed.
 func TestFirstStartWildcardAddr(t *testing.T) {
-	for _, c := range []struct{ host, want string }{{"", "127.0.0.1"}, {"0.0.0.0", "127.0.0.1"}} {
-		t.Run("addr="+c.host, func(t *testing.T) {
+	// (The subtests' names are in the data dir's path: not the addresses.)
+	for _, c := range []struct{ name, host, want string }{{"port only", "", "127.0.0.1"}, {"any IPv4", "0.0.0.0", "127.0.0.1"}} {
+		t.Run(c.name, func(t *testing.T) {
 			_, port, _ := net.SplitHostPort(freePort(t))
 			env := reinsEnv(t, reinsDir(t), "HOME="+t.TempDir())
 			s := startServe(t, env, net.JoinHostPort(c.host, port), filepath.Join(t.TempDir(), "data"))
