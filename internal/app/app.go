@@ -105,6 +105,9 @@ type Config struct {
 	// TLS, if set, makes Start serve HTTPS (and HTTP/2 when its
 	// NextProtos offer h2) on its listener.
 	TLS *tls.Config
+	// DataDirLock, if set, is the data dir's lock the caller took with
+	// LockDataDir; New adopts it instead of taking one.
+	DataDirLock *DataDirLock
 }
 
 // outboundAllowHint follows a refusal of an internal address by the

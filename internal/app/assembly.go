@@ -66,7 +66,7 @@ func (as *assembly) lockDir(context.Context) error {
 	if err := os.MkdirAll(as.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	lock, err := lockDataDir(as.cfg.DataDir)
+	lock, err := as.cfg.DataDirLock.take(as.cfg.DataDir)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,8 @@ func (e *dataDirInUseError) Unwrap() error { return ErrDataDirInUse }
 // releases it when its file is closed or the process dies, SIGKILL
 // included, so a crash never leaves a stale lock.
 type dirLock struct {
-	f *os.File
+	f    *os.File
+	info string // the holder line: pid and start time
 }
 
 // lockDataDir takes the data dir's lock without waiting and records this
@@ -63,16 +65,38 @@ func lockDataDir(dir string) (*dirLock, error) {
 		}
 		return nil, fmt.Errorf("data dir lock %s: %w", path, err)
 	}
-	info := fmt.Sprintf("pid %d, started %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339))
-	err = f.Truncate(0)
-	if err == nil {
-		_, err = f.WriteAt([]byte(info), 0)
+	// A start that failed before New removes the lock file it created
+	// (DataDirLock.Release): a file locked after its removal is not the
+	// lock, so take it again from the path.
+	if !samePath(f, path) {
+		f.Close()
+		return lockDataDir(dir)
 	}
-	if err != nil {
+	l := &dirLock{f: f, info: fmt.Sprintf("pid %d, started %s", os.Getpid(), time.Now().UTC().Format(time.RFC3339))}
+	if err := l.write(l.info); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("data dir lock %s: %w", path, err)
 	}
-	return &dirLock{f: f}, nil
+	return l, nil
+}
+
+// samePath reports whether f is still the file at path.
+func samePath(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// write replaces the lock file's holder line with line.
+func (l *dirLock) write(line string) error {
+	if err := l.f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := l.f.WriteAt([]byte(line+"\n"), 0)
+	return err
 }
 
 // readHolder returns the holder line of a lock file, or "" when it has
@@ -104,14 +128,79 @@ func (l *dirLock) release() error {
 	return nil
 }
 
-// LockDataDir takes the data dir's lock as New does, for the offline
-// commands (restore, master-key rotation) that must not run beside a
-// server on the same data dir: it fails with ErrDataDirInUse, naming the
-// holder, while one runs. The returned func releases the lock.
-func LockDataDir(dir string) (release func() error, err error) {
+// DataDirLock is a data dir's lock taken before New, so that a server can
+// name the process holding its data dir before it binds its port (where
+// it would otherwise fail with "address already in use" when both ask for
+// the same one). New adopts it through Config.DataDirLock.
+type DataDirLock struct {
+	l *dirLock // nil once released or adopted by New
+	// created are the data dir and lock file LockDataDir created, removed
+	// by Release so that a start refused before New leaves nothing.
+	created []string
+}
+
+// LockDataDir creates the data dir if needed and takes its lock without
+// waiting; it fails with ErrDataDirInUse, naming the holder, when another
+// process or App has it. `reins serve` takes it before binding its port;
+// the offline commands (restore, master-key rotation) take it so that they
+// never run beside a server on the same data dir.
+func LockDataDir(dir string) (*DataDirLock, error) {
+	var created []string
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		created = append(created, dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	path := filepath.Join(dir, LockFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		created = append(created, path)
+	}
 	l, err := lockDataDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	return l.release, nil
+	return &DataDirLock{l: l, created: created}, nil
+}
+
+// SetURL records in the lock file the URL the holder serves, so that a
+// second server on the same data dir names it.
+func (d *DataDirLock) SetURL(url string) error {
+	if d == nil || d.l == nil {
+		return nil
+	}
+	if err := d.l.write(d.l.info + ", serving " + url); err != nil {
+		return fmt.Errorf("data dir lock: %w", err)
+	}
+	return nil
+}
+
+// Release unlocks the data dir unless New adopted the lock (then Shutdown
+// releases it). It may be called more than once.
+func (d *DataDirLock) Release() error {
+	if d == nil {
+		return nil
+	}
+	l := d.l
+	d.l = nil
+	if l == nil {
+		return nil
+	}
+	// Removed while still locked: another start that opened the file
+	// meanwhile finds it is not the path's any more (lockDataDir).
+	for i := len(d.created) - 1; i >= 0; i-- {
+		os.Remove(d.created[i]) // the dir only if it is empty
+	}
+	return l.release()
+}
+
+// take returns the lock New holds: the one the caller took, adopted, or
+// a new one.
+func (d *DataDirLock) take(dir string) (*dirLock, error) {
+	if d == nil || d.l == nil {
+		return lockDataDir(dir)
+	}
+	l := d.l
+	d.l = nil
+	return l, nil
 }

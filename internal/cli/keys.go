@@ -66,11 +66,13 @@ func newKeysCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keys",
 		Short: "Manage API keys in the server's store (the data dir, or --database-url)",
-		Long: `Manage the API keys of a reins server. API keys have no HTTP endpoint (a key
-that could mint keys over the API would outlive its revocation), so these
-commands work on the server's store directly: the SQLite database in the
-data dir, or the PostgreSQL database of --database-url. A server that is
-running sees the changes at once.`,
+		Long: `Manage the API keys of a reins server. These commands work on the server's
+store directly: the SQLite database in the data dir, or the PostgreSQL
+database of --database-url, so they need no key and no running server (the
+first key of a deployment is made this way). A server that is running sees
+the changes at once. The server also has an HTTP endpoint, /v1/api_keys
+(list, create, POST /v1/api_keys/{id}/revoke: a reins extension the
+console uses), open to any API key.`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&t.dataDir, "data-dir", envOr("REINS_DATA_DIR", defaultDataDir()), "data directory of the server (REINS_DATA_DIR)")

@@ -264,13 +264,24 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	// Bind before anything is created: a start that cannot listen leaves
-	// the data dir as it was, so the next start is still a first start.
+	// Lock the data dir first, so a second server on it names the first
+	// whatever port it asks for; then bind before anything is created: a
+	// start that cannot listen leaves the data dir as it was (but for the
+	// lock file), so the next start is still a first start.
+	lock, err := app.LockDataDir(o.dataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Release() // a no-op once app.New adopted it
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	url := o.tls.scheme() + "://" + ln.Addr().String()
+	url := reachableURL(o.tls.scheme(), o.addr, ln.Addr())
+	if err := lock.SetURL(url); err != nil {
+		ln.Close()
+		return err
+	}
 	if err := checkNotSelf(o.anthropicBaseURL, ln.Addr()); err != nil {
 		ln.Close()
 		return err
@@ -293,7 +304,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, AdvertiseURL: o.advertiseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
-		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing, TLS: tlsConfig})
+		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing, TLS: tlsConfig, DataDirLock: lock})
 	if err != nil {
 		ln.Close()
 		return err
@@ -327,6 +338,24 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// reachableURL is the URL a client on this machine reaches a listener at,
+// bound as asked by addr (--addr): an unspecified address (":8080",
+// "0.0.0.0:8080", "[::]:8080", all of which Go reports as "[::]") is not
+// one, so it becomes 127.0.0.1 with the port, or localhost for an IPv6
+// "::" asked for explicitly (which may not accept IPv4). scheme is http or
+// https.
+func reachableURL(scheme, addr string, bound net.Addr) string {
+	tcp, ok := bound.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return scheme + "://" + bound.String()
+	}
+	host := "127.0.0.1"
+	if h, _, err := net.SplitHostPort(addr); err == nil && strings.Contains(h, ":") {
+		host = "localhost"
+	}
+	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
 }
 
 // checkNotSelf refuses an Anthropic base URL that is this server: reins

@@ -18,11 +18,21 @@ func newVersionCommand() *cobra.Command {
 	}
 }
 
-// version is the binary's version from its build information: the module
+// stampedVersion is the version a release build stamps in at link time
+// (make release: -ldflags "-X github.com/reinsdev/reins/internal/cli.stampedVersion=…");
+// empty in other builds. It is the one package-level variable here because
+// the linker can set only a variable.
+var stampedVersion string
+
+// version is the binary's version: the one a release build stamped in,
+// else from its build information: the module
 // version when built from a tagged module (go install …@v1.2.3), else the
 // VCS revision, its time and whether the tree was modified (a build in a
 // checkout), else "(devel)".
 func version() string {
+	if stampedVersion != "" {
+		return stampedVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "(devel)"

@@ -87,11 +87,11 @@ func Restore(ctx context.Context, src, dataDir, envKey string, replace bool) (Re
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return r, fmt.Errorf("restore: %w", err)
 	}
-	release, err := app.LockDataDir(dataDir)
+	lock, err := app.LockDataDir(dataDir)
 	if err != nil {
 		return r, fmt.Errorf("restore: %w", err)
 	}
-	defer release()
+	defer lock.Release()
 	if err := checkKey(r.VaultKeyID, envKey, dataDir); err != nil {
 		return r, fmt.Errorf("restore: %w", err)
 	}

@@ -84,11 +84,11 @@ func RotateMasterKey(ctx context.Context, r Rotation) (Rotated, error) {
 	if err := os.MkdirAll(r.DataDir, 0o700); err != nil {
 		return out, err
 	}
-	release, err := app.LockDataDir(r.DataDir)
+	lock, err := app.LockDataDir(r.DataDir)
 	if err != nil {
 		return out, err
 	}
-	defer release()
+	defer lock.Release()
 	cur, source, err := vault.ReadKey(r.CurrentEnv, r.DataDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, fmt.Errorf("no master key: %s is unset and %s does not exist, so nothing was ever sealed here; check --data-dir", vault.EnvKey, source)

@@ -131,14 +131,14 @@ func TestBackupAndRestoreChecks(t *testing.T) {
 	}
 
 	// Not while a server holds the data dir.
-	release, err := app.LockDataDir(dst)
+	lock, err := app.LockDataDir(dst)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ops.Restore(ctx, file, dst, "", true); !errors.Is(err, app.ErrDataDirInUse) {
 		t.Fatalf("restore into a data dir in use: %v", err)
 	}
-	release()
+	lock.Release()
 }
 
 func TestRestoreRefusesBadFiles(t *testing.T) {
