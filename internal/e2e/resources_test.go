@@ -195,7 +195,7 @@ func TestWebToolsRefused(t *testing.T) {
 	}
 	// Nor can a session override its model.
 	_, err = s.client.Beta.Sessions.New(context.Background(), anthropic.BetaSessionNewParams{
-		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfBetaManagedAgentsAgentWithOverridess: &anthropic.BetaManagedAgentsAgentWithOverridesParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfBetaManagedAgentsAgentWithOverrides: &anthropic.BetaManagedAgentsAgentWithOverridesParams{
 			ID: a.ID, Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted/demo"},
 		}},
 		EnvironmentID: s.newEnv(t, "web").ID,

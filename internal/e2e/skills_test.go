@@ -419,7 +419,7 @@ func TestSkillInSession(t *testing.T) {
 
 	// A session that clears the agent's skills: no skills section.
 	cleared, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfBetaManagedAgentsAgentWithOverridess: &anthropic.BetaManagedAgentsAgentWithOverridesParams{
+		Agent: anthropic.BetaSessionNewParamsAgentUnion{OfBetaManagedAgentsAgentWithOverrides: &anthropic.BetaManagedAgentsAgentWithOverridesParams{
 			ID: a.ID, Skills: []anthropic.BetaManagedAgentsSkillParamsUnion{}}},
 		EnvironmentID: sess.EnvironmentID,
 	})

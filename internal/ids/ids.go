@@ -50,4 +50,6 @@ const (
 	Event       = "sevt_"
 	Request     = "req_"
 	APIKey      = "key_"
+	Workspace   = "wrkspc_"
+	AuditEvent  = "audit_"
 )

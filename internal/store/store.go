@@ -86,6 +86,17 @@ type APIKey struct {
 	Hint      string // the last characters of the key, to recognise it
 	CreatedAt time.Time
 	RevokedAt *time.Time
+	// Role is RoleAdmin, RoleDeveloper or RoleReadOnly. Keys made
+	// before roles existed are admins.
+	Role string
+	// WorkspaceID binds a developer or read-only key to its workspace;
+	// "" for an admin (organization scope).
+	WorkspaceID string
+	// Status is KeyActive, KeyInactive or KeyArchived (revoked).
+	Status string
+	// CreatedByKeyID is the key that created this one ("" for the
+	// command line or the bootstrap key).
+	CreatedByKeyID string
 }
 
 // EnvironmentKeys stores the hashed keys of environments.
