@@ -2,10 +2,11 @@
 // versions with a diff between two of them.
 import { get, post, qs } from "./api.js";
 import { h, append, clear, ago, errorBox, field, pretty, confirmDialog, toast } from "./util.js";
+import { writeControl } from "./access.js";
 
 export async function agentsPage(main) {
   const r = await get("/v1/agents" + qs({ limit: 100 }));
-  append(main, [h("div", { class: "head" }, h("h1", {}, "Agents"), h("a", { class: "button", href: "#/agents/new" }, "New agent")),
+  append(main, [h("div", { class: "head" }, h("h1", {}, "Agents"), writeControl(h("a", { class: "button", href: "#/agents/new" }, "New agent"))),
     h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, ["Name", "Model", "Version", "Updated"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, r.data.map((a) => h("tr", {}, h("td", {}, h("a", { href: `#/agents/${a.id}` }, a.name), h("div", { class: "id" }, a.id)),
         h("td", {}, a.model?.id), h("td", {}, String(a.version)), h("td", { title: a.updated_at }, ago(a.updated_at))))))),
@@ -48,6 +49,7 @@ export function newAgentPage(main) {
   const form = h("form", { class: "card" }, h("h1", {}, "New agent"),
     h("fieldset", { class: "row" }, h("legend", {}, "Describe it with"), modeForm, h("label", { for: "mode-form" }, "a form"), modeJSON, h("label", { for: "mode-json" }, "JSON")),
     formPart, jsonPart, h("button", { type: "submit" }, "Create agent"), out);
+  writeControl(form);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     clear(out);
@@ -101,9 +103,10 @@ export async function agentPage(main, id) {
     if (!(await confirmDialog(`Archive agent ${a.name}? New sessions can no longer use it.`, "Archive"))) return;
     try { await post(`/v1/agents/${id}/archive`); toast("Agent archived"); location.hash = "#/agents"; } catch (err) { toast(err.message, "error"); }
   } }, "Archive");
+  writeControl(archive);
   main.append(h("p", {}, h("a", { href: "#/agents" }, "← Agents")),
     h("div", { class: "head" }, h("h1", {}, a.name), h("span", { class: "badge" }, `v${a.version}`), a.archived_at ? h("span", { class: "badge" }, "archived") : null),
-    h("p", { class: "id" }, a.id), h("div", { class: "row" }, h("a", { class: "button", href: "#/sessions/new" }, "Start a session"), archive),
+    h("p", { class: "id" }, a.id), h("div", { class: "row" }, writeControl(h("a", { class: "button", href: "#/sessions/new" }, "Start a session")), archive),
     h("h2", {}, "Current version"), h("pre", { class: "code" }, pretty(a)),
     h("h2", {}, "Compare versions"), h("div", { class: "row" }, field("From", from), field("To", to)), diff);
   show();

@@ -1,11 +1,31 @@
 // The API client: the key lives in sessionStorage only and travels in the
-// x-api-key header, never in a URL.
+// x-api-key header, never in a URL. The workspace an admin key works in
+// (picked in the header) lives there too and travels in the
+// anthropic-workspace-id header of every request.
 
 const KEY = "reins.apiKey";
+const WORKSPACE = "reins.workspace";
 
 export function getKey() { return sessionStorage.getItem(KEY); }
 export function setKey(k) { sessionStorage.setItem(KEY, k); }
-export function clearKey() { sessionStorage.removeItem(KEY); }
+// clearKey signs out: the key and the workspace picked with it are
+// forgotten.
+export function clearKey() { sessionStorage.removeItem(KEY); sessionStorage.removeItem(WORKSPACE); }
+
+// getWorkspace is the workspace requests are made in, or null: the key's
+// own (a developer or read-only key's), or the default one (an admin's).
+export function getWorkspace() { return sessionStorage.getItem(WORKSPACE); }
+export function setWorkspace(id) {
+  if (id) sessionStorage.setItem(WORKSPACE, id); else sessionStorage.removeItem(WORKSPACE);
+}
+
+// headers are those of every request: the key, the workspace, and extra.
+function headers(key, extra) {
+  const hs = { "x-api-key": key, ...extra };
+  const ws = getWorkspace();
+  if (ws) hs["anthropic-workspace-id"] = ws;
+  return hs;
+}
 
 // APIError carries the API's error envelope.
 export class APIError extends Error {
@@ -42,10 +62,10 @@ function notSignedIn() { return new APIError(401, "authentication_error", "not s
 // A 401 signs out only when the key refused is the one in use.
 export async function request(method, path, body, key = getKey()) {
   if (!key) throw notSignedIn();
-  const headers = { "x-api-key": key, "anthropic-version": "2023-06-01" };
-  const init = { method, headers, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" };
+  const hs = headers(key, { "anthropic-version": "2023-06-01" });
+  const init = { method, headers: hs, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" };
   if (body !== undefined) {
-    headers["content-type"] = "application/json";
+    hs["content-type"] = "application/json";
     init.body = JSON.stringify(body);
   }
   const res = await fetch(path, init);
@@ -89,7 +109,7 @@ export function stream(sessionID, { from = 0, onEvent, onState }) {
     const key = getKey();
     if (!key) throw notSignedIn();
     const res = await fetch(path, {
-      headers: { "x-api-key": key, "Last-Event-ID": String(last), accept: "text/event-stream" },
+      headers: headers(key, { "Last-Event-ID": String(last), accept: "text/event-stream" }),
       signal: ctl.signal, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
     });
     if (!res.ok) {

@@ -1,8 +1,9 @@
 // Environments (with their keys and work queue) and vaults (with their
 // credentials). Secrets are write-only: a key is shown once when made, a
 // credential's secret never comes back.
-import { get, post, del, qs } from "./api.js";
+import { get, post, del, qs, getWorkspace } from "./api.js";
 import { h, clear, ago, errorBox, field, pretty, confirmDialog, onceDialog, toast } from "./util.js";
+import { writeControl, workspaces, workspaceLabel, hasWorkspaces } from "./access.js";
 
 function table(cols, rows) {
   return h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, cols.map((c) => h("th", { scope: "col" }, c)))), h("tbody", {}, rows)));
@@ -14,7 +15,7 @@ export async function environmentsPage(main) {
   const type = h("select", { name: "type" }, h("option", { value: "cloud" }, "cloud: tools run in a sandbox here"),
     h("option", { value: "self_hosted" }, "self_hosted: tools run on your executors"));
   const out = h("div");
-  const form = h("form", { class: "card inline" }, h("h2", {}, "New environment"), field("Name", name), field("Type", type), h("button", { type: "submit" }, "Create"), out);
+  const form = writeControl(h("form", { class: "card inline" }, h("h2", {}, "New environment"), field("Name", name), field("Type", type), h("button", { type: "submit" }, "Create"), out));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     clear(out);
@@ -38,23 +39,23 @@ export async function environmentPage(main, id) {
     return;
   }
   const keys = h("div"), work = h("div"), execs = h("div");
-  const newKey = h("button", { type: "button", onclick: async () => {
+  const newKey = writeControl(h("button", { type: "button", onclick: async () => {
     try {
       const k = await post(`/v1/environments/${id}/keys`);
       onceDialog("Environment key", k.key, "Copy it now: it is shown this once. Executors and workers connect with it.");
       loadKeys();
     } catch (err) { toast(err.message, "error"); }
-  } }, "Create key");
+  } }, "Create key"));
   async function loadKeys() {
     try {
       const r = await get(`/v1/environments/${id}/keys` + qs({ limit: 100 }));
       clear(keys).append(table(["Key", "Created", "State", ""], r.data.map((k) => h("tr", {},
         h("td", {}, h("span", { class: "id" }, k.id), ` …${k.hint}`), h("td", { title: k.created_at }, ago(k.created_at)),
         h("td", {}, k.revoked_at ? "revoked" : "active"),
-        h("td", {}, k.revoked_at ? null : h("button", { type: "button", class: "danger", onclick: async () => {
+        h("td", {}, k.revoked_at ? null : writeControl(h("button", { type: "button", class: "danger", onclick: async () => {
           if (!(await confirmDialog(`Revoke key …${k.hint}? Executors connected with it are cut off.`, "Revoke"))) return;
           try { await post(`/v1/environments/${id}/keys/${k.id}/revoke`); loadKeys(); } catch (err) { toast(err.message, "error"); }
-        } }, "Revoke"))))));
+        } }, "Revoke")))))));
     } catch (err) { clear(keys).append(errorBox(err)); }
   }
   async function loadExecutors() {
@@ -89,7 +90,7 @@ export async function vaultsPage(main) {
   const r = await get("/v1/vaults" + qs({ limit: 100 }));
   const name = h("input", { name: "display_name", required: true });
   const out = h("div");
-  const form = h("form", { class: "card inline" }, h("h2", {}, "New vault"), field("Name", name), h("button", { type: "submit" }, "Create"), out);
+  const form = writeControl(h("form", { class: "card inline" }, h("h2", {}, "New vault"), field("Name", name), h("button", { type: "submit" }, "Create"), out));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     clear(out);
@@ -108,10 +109,10 @@ export async function vaultPage(main, id) {
       clear(list).append(table(["Credential", "Kind", "For", ""], r.data.map((c) => h("tr", {},
         h("td", {}, c.display_name || "", h("div", { class: "id" }, c.id)), h("td", {}, c.auth?.type),
         h("td", {}, c.auth?.mcp_server_url || c.auth?.secret_name || ""),
-        h("td", {}, h("button", { type: "button", class: "danger", onclick: async () => {
+        h("td", {}, writeControl(h("button", { type: "button", class: "danger", onclick: async () => {
           if (!(await confirmDialog(`Delete credential ${c.display_name || c.id}?`))) return;
           try { await del(`/v1/vaults/${id}/credentials/${c.id}`); load(); } catch (err) { toast(err.message, "error"); }
-        } }, "Delete"))))));
+        } }, "Delete")))))));
     } catch (err) { clear(list).append(errorBox(err)); }
   }
   const kind = h("select", { name: "kind" }, h("option", { value: "static_bearer" }, "static_bearer: a token for an MCP server"),
@@ -147,34 +148,70 @@ export async function vaultPage(main, id) {
     } catch (err) { out.append(errorBox(err)); }
   });
   sync();
+  writeControl(form);
   main.append(h("p", {}, h("a", { href: "#/vaults" }, "← Vaults")), h("h1", {}, v.display_name), h("p", { class: "id" }, v.id),
     h("h2", {}, "Credentials"), list, form);
   load();
 }
 
+// keyState is what a key's State column says.
+function keyState(k) {
+  if (k.revoked_at || k.status === "archived") return "revoked";
+  return k.status === "inactive" ? "inactive" : "active";
+}
+
+const ROLES = {
+  developer: "developer: works in one workspace",
+  read_only: "read_only: reads one workspace, changes nothing",
+  admin: "admin: every workspace, keys and the audit log",
+};
+
 export async function keysPage(main) {
+  const withSpaces = hasWorkspaces();
+  const spaces = withSpaces ? await workspaces().catch(() => []) : [];
+  const spaceNames = new Map(spaces.map((w) => [w.id, workspaceLabel(w)]));
   const list = h("div");
+  const cols = withSpaces ? ["Key", "Name", "Role", "Workspace", "Created", "State", ""] : ["Key", "Name", "Created", "State", ""];
   async function load() {
     try {
       const r = await get("/v1/api_keys");
-      clear(list).append(table(["Key", "Name", "Created", "State", ""], r.data.map((k) => h("tr", { dataset: { id: k.id } },
-        h("td", {}, h("span", { class: "id" }, k.id), ` …${k.hint}`), h("td", {}, k.name), h("td", { title: k.created_at }, ago(k.created_at)),
-        h("td", {}, k.revoked_at ? "revoked" : "active"),
-        h("td", {}, k.revoked_at ? null : h("button", { type: "button", class: "danger", onclick: async () => {
+      clear(list).append(table(cols, r.data.map((k) => h("tr", { dataset: { id: k.id } },
+        h("td", {}, h("span", { class: "id" }, k.id), ` …${k.hint}`), h("td", {}, k.name),
+        withSpaces ? [h("td", {}, k.role || "admin"), h("td", {}, k.workspace_id ? spaceNames.get(k.workspace_id) || k.workspace_id : h("span", { class: "muted" }, "all"))] : null,
+        h("td", { title: k.created_at }, ago(k.created_at)),
+        h("td", {}, keyState(k)),
+        h("td", {}, keyState(k) === "revoked" ? null : h("button", { type: "button", class: "danger", onclick: async () => {
           if (!(await confirmDialog(`Revoke key ${k.name} (…${k.hint})? Every client using it is refused from now on — this tab too, if it is this tab's key.`, "Revoke"))) return;
           try { await post(`/v1/api_keys/${k.id}/revoke`); load(); } catch (err) { toast(err.message, "error"); }
         } }, "Revoke"))))));
     } catch (err) { clear(list).append(errorBox(err)); }
   }
   const name = h("input", { name: "key-name", required: true, maxlength: "256" });
+  // A new key is a developer of the workspace in view unless said
+  // otherwise: the least a key usually needs.
+  const role = h("select", { name: "key-role" }, Object.entries(ROLES).map(([v, l]) => h("option", { value: v }, l)));
+  const space = h("select", { name: "key-workspace" }, spaces.filter((w) => !w.archived_at).map((w) => h("option", { value: w.id }, workspaceLabel(w))));
+  space.value = getWorkspace() || "wrkspc_default";
+  const spaceField = field("Workspace", space, "A developer or read-only key sees this workspace only.");
+  const syncRole = () => { spaceField.hidden = space.disabled = role.value === "admin"; };
+  role.addEventListener("change", syncRole);
+  syncRole();
   const out = h("div");
-  const form = h("form", { class: "card inline" }, h("h2", {}, "New API key"), field("Name", name), h("button", { type: "submit" }, "Create key"), out);
+  const form = h("form", { class: "card inline" }, h("h2", {}, "New API key"), field("Name", name),
+    withSpaces ? [field("Role", role), spaceField] : null, h("button", { type: "submit" }, "Create key"), out);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     clear(out);
+    const body = { name: name.value };
+    if (withSpaces) {
+      body.role = role.value;
+      if (role.value !== "admin") body.workspace_id = space.value;
+    }
     try {
-      const k = await post("/v1/api_keys", { name: name.value });
+      const k = await post("/v1/api_keys", body);
       form.reset();
+      space.value = getWorkspace() || "wrkspc_default";
+      syncRole();
       onceDialog("API key", k.key, "Copy it now: it is shown this once. Only its hash is kept.");
       load();
     } catch (err) { out.append(errorBox(err)); }

@@ -4,6 +4,7 @@ import { get, post, del, stream } from "./api.js";
 import { h, clear, errorBox, field, confirmDialog, toast, pretty } from "./util.js";
 import { statusBadge } from "./sessions.js";
 import { markdown } from "./markdown.js";
+import { isReadOnly, writeControl, READ_ONLY_NOTE } from "./access.js";
 
 const FOLD_CHARS = 1500, FOLD_LINES = 20;
 
@@ -41,6 +42,9 @@ export async function sessionPage(main, id) {
   let stopReason = sess.stop_reason?.type || null;
   let deleted = false;
   let interruptSent = false;
+  // A read-only key follows the session: every control that would
+  // change it is disabled, and tool calls waiting on a user say so.
+  const ro = isReadOnly();
 
   const title = h("h1", {}, sess.title || "Untitled session");
   const badge = h("span", {}, statusBadge(sess.status, stopReason));
@@ -97,18 +101,20 @@ export async function sessionPage(main, id) {
   function controls() {
     const waiting = sess.status === "idle" && stopReason === "requires_action";
     const closed = closedBecause();
-    interrupt.disabled = interruptSent || !!closed || !(sess.status === "running" || sess.status === "rescheduling" || waiting);
+    interrupt.disabled = ro || interruptSent || !!closed || !(sess.status === "running" || sess.status === "rescheduling" || waiting);
     form.hidden = !!closed;
     closedNote.hidden = !closed;
     closedNote.textContent = closed;
-    archive.disabled = deleted || !!sess.archived_at;
-    remove.disabled = deleted;
+    archive.disabled = ro || deleted || !!sess.archived_at;
+    remove.disabled = ro || deleted;
     for (const tid of closed ? pending : []) if (tools.has(tid)) clear(tools.get(tid).actions);
   }
 
   const sendButton = h("button", { type: "submit" }, "Send");
   const form = h("form", { class: "composer", "aria-label": "Send a message" }, field("Message", text),
     h("div", { class: "row" }, sendButton, interrupt), sendOut);
+  for (const c of [archive, remove]) writeControl(c);
+  writeControl(form);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const t = text.value;
@@ -172,6 +178,10 @@ export async function sessionPage(main, id) {
     const t = tools.get(toolID);
     if (!t || closedBecause()) return;
     clear(t.actions);
+    if (ro) {
+      t.actions.append(h("p", { class: "muted", title: READ_ONLY_NOTE }, t.kind === "custom" ? "Waiting for a result from a key that may write." : "Waiting for approval from a key that may write."));
+      return;
+    }
     if (t.kind === "custom") {
       const answer = h("textarea", { rows: "2", name: "custom-result" });
       const isErr = h("input", { type: "checkbox" });

@@ -2,6 +2,7 @@
 // that starts a session.
 import { get, post, qs } from "./api.js";
 import { h, clear, ago, errorBox, field } from "./util.js";
+import { writeControl } from "./access.js";
 
 const PAGE = 25;
 const REFRESH_MS = 2000;
@@ -53,7 +54,7 @@ export async function sessionsPage(main) {
   let stopped = false, timer = null, inflight = false;
 
   main.append(
-    h("div", { class: "head" }, h("h1", {}, "Sessions"), h("a", { class: "button", href: "#/sessions/new" }, "New session")),
+    h("div", { class: "head" }, h("h1", {}, "Sessions"), writeControl(h("a", { class: "button", href: "#/sessions/new" }, "New session"))),
     h("form", { class: "filters", role: "search", onsubmit: (e) => e.preventDefault() },
       field("Agent", agentSel), field("Environment", envSel), field("Status", statusSel),
       h("div", { class: "field check" }, archived, h("label", { for: archived.id = "f-archived" }, "Include archived")),
@@ -169,6 +170,7 @@ export async function newSessionPage(main) {
     h("h1", {}, "New session"),
     field("Agent", agent), field("Environment", env), field("Title (optional)", title),
     h("button", { type: "submit" }, "Start session"), out);
+  writeControl(form);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     clear(out);
