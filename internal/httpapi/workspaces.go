@@ -548,7 +548,7 @@ func (a *workspaceAPI) listAudit(w http.ResponseWriter, r *http.Request) error {
 func (a *workspaceAPI) me(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
 	v := map[string]any{"type": "api_key", "id": nil, "name": "bootstrap (REINS_API_KEY)", "role": p.Role,
-		"workspace_id": requestWorkspace(r), "scope": map[string]string{"type": "organization"}}
+		"workspace_id": p.Workspace, "scope": map[string]string{"type": "organization"}}
 	if p.KeyID != "" {
 		k, err := a.st.GetAPIKey(r.Context(), p.KeyID)
 		if err != nil {
