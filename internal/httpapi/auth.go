@@ -176,7 +176,8 @@ func (a *Authenticator) RecheckPrincipal(ctx context.Context, p Principal) error
 	case a.cached(p.hash, a.RecheckInterval()):
 		return nil
 	}
-	return a.checkAPIKey(ctx, p.hash)
+	_, err := a.checkAPIKey(ctx, p.hash)
+	return err
 }
 
 // Check authenticates r.
@@ -203,11 +204,7 @@ func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, 
 	if p, ok := a.cachedKey(hash); ok {
 		return p, nil
 	}
-	if err := a.checkAPIKey(ctx, hash); err != nil {
-		return Principal{}, err
-	}
-	p, _ := a.cachedKey(hash)
-	return p, nil
+	return a.checkAPIKey(ctx, hash)
 }
 
 // cachedKey returns the principal of the API key with that hash if it was
@@ -235,25 +232,26 @@ func keyPrincipal(k store.APIKey, hash string) Principal {
 // checkAPIKey reads the API key whose hash is hash: it must be known,
 // active and not revoked (an inactive or archived key is refused like a
 // revoked one).
-func (a *Authenticator) checkAPIKey(ctx context.Context, hash string) error {
+func (a *Authenticator) checkAPIKey(ctx context.Context, hash string) (Principal, error) {
 	k, err := a.Keys.APIKeyByHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && (k.RevokedAt != nil || k.Status == store.KeyArchived)) {
-		return errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked API key")
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked API key")
 	}
 	if err == nil && k.Status != "" && k.Status != store.KeyActive {
-		return errf(http.StatusUnauthorized, ma.ErrAuthentication, "API key %s is %s: an admin can make it active again", k.ID, k.Status)
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "API key %s is %s: an admin can make it active again", k.ID, k.Status)
 	}
 	if err != nil {
-		return err
+		return Principal{}, err
 	}
+	p := keyPrincipal(k, hash)
 	a.mu.Lock()
 	if a.keys == nil || len(a.keys) > 10_000 {
 		a.keys = map[string]Principal{}
 	}
-	a.keys[hash] = keyPrincipal(k, hash)
+	a.keys[hash] = p
 	a.mu.Unlock()
 	a.remember(hash)
-	return nil
+	return p, nil
 }
 
 // checkEnvironmentKey authenticates an environment key by its hash: it
