@@ -157,8 +157,11 @@ func TestOpenWorkIndex(t *testing.T) {
 // unaddColumns drop the columns later migrations add (ALTER TABLE … ADD
 // COLUMN has no IF NOT EXISTS in SQLite), and first their indexes, for the
 // tests that rewind the schema and replay them.
-var unaddColumns = []string{`ALTER TABLE sessions DROP COLUMN stop_reason`, `ALTER TABLE vault_credentials DROP COLUMN version`, `ALTER TABLE vault_credentials DROP COLUMN refresh_until`,
-	`DROP INDEX agents_workspace`, `DROP INDEX sessions_workspace`, `DROP INDEX vaults_workspace`, `DROP INDEX files_workspace`, `DROP INDEX skills_workspace`, `DROP INDEX machines_workspace`,
+var unaddColumns = append([]string{`ALTER TABLE sessions DROP COLUMN stop_reason`, `ALTER TABLE vault_credentials DROP COLUMN version`, `ALTER TABLE vault_credentials DROP COLUMN refresh_until`},
+	unaddWorkspaces...)
+
+// unaddWorkspaces drop the columns migration 22 adds, and their indexes.
+var unaddWorkspaces = []string{`DROP INDEX agents_workspace`, `DROP INDEX sessions_workspace`, `DROP INDEX vaults_workspace`, `DROP INDEX files_workspace`, `DROP INDEX skills_workspace`, `DROP INDEX machines_workspace`,
 	`ALTER TABLE agents DROP COLUMN workspace_id`, `ALTER TABLE sessions DROP COLUMN workspace_id`, `ALTER TABLE vaults DROP COLUMN workspace_id`,
 	`ALTER TABLE files DROP COLUMN workspace_id`, `ALTER TABLE skills DROP COLUMN workspace_id`, `ALTER TABLE machines DROP COLUMN workspace_id`,
 	`ALTER TABLE api_keys DROP COLUMN role`, `ALTER TABLE api_keys DROP COLUMN workspace_id`, `ALTER TABLE api_keys DROP COLUMN status`, `ALTER TABLE api_keys DROP COLUMN created_by_key_id`}
