@@ -59,3 +59,42 @@ func TestKeysRefuseMissingDatabase(t *testing.T) {
 		t.Errorf("revoke missing: %v", r.err)
 	}
 }
+
+// TestKeysWorkspaces: `reins workspaces create` makes a workspace, `reins
+// keys create --role developer --workspace` a key bound to it, which the
+// server lets read its workspace but not the Admin API; `keys list` shows
+// the role and workspace; the default workspace cannot be archived.
+func TestKeysWorkspaces(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	r := execute(ctx, "", "workspaces", "create", "team", "--data-dir", s.dataDir)
+	ws := strings.TrimSpace(r.stdout)
+	if r.err != nil || !strings.HasPrefix(ws, "wrkspc_") {
+		t.Fatalf("workspaces create: %v %q", r.err, r.stdout)
+	}
+	if r = execute(ctx, "", "keys", "create", "--role", "developer", "--data-dir", s.dataDir); r.err == nil || !strings.Contains(r.err.Error(), "--workspace") {
+		t.Fatalf("developer without workspace: %v", r.err)
+	}
+	r = execute(ctx, "", "keys", "create", "--name", "dev", "--role", "developer", "--workspace", ws, "--data-dir", s.dataDir)
+	if r.err != nil {
+		t.Fatalf("%v %s", r.err, r.stderr)
+	}
+	key := strings.TrimSpace(r.stdout)
+	if ok := execute(ctx, "", "agents", "list", "--url", s.url, "--api-key", key); ok.err != nil {
+		t.Fatalf("developer key refused: %v", ok.err)
+	}
+	r = execute(ctx, "", "keys", "list", "--data-dir", s.dataDir)
+	if !strings.Contains(r.stdout, "developer") || !strings.Contains(r.stdout, ws) || !strings.Contains(r.stdout, "ROLE") {
+		t.Fatalf("keys list:\n%s", r.stdout)
+	}
+	r = execute(ctx, "", "workspaces", "list", "--data-dir", s.dataDir)
+	if !strings.Contains(r.stdout, ws) || !strings.Contains(r.stdout, "wrkspc_default") {
+		t.Fatalf("workspaces list:\n%s", r.stdout)
+	}
+	if r = execute(ctx, "", "workspaces", "archive", "wrkspc_default", "--data-dir", s.dataDir); r.err == nil {
+		t.Fatal("archived the default workspace")
+	}
+	if r = execute(ctx, "", "workspaces", "archive", ws, "--data-dir", s.dataDir); r.err != nil {
+		t.Fatal(r.err)
+	}
+}

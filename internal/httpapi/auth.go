@@ -33,10 +33,21 @@ type KeyCreator interface {
 	CreateAPIKey(ctx context.Context, k store.APIKey) error
 }
 
-// CreateKey makes a key, stores its hash and returns the key (shown once).
+// CreateKey makes an admin key, stores its hash and returns the key
+// (shown once).
 func CreateKey(ctx context.Context, st KeyCreator, name string) (string, store.APIKey, error) {
+	return CreateKeyAs(ctx, st, store.APIKey{Name: name, Role: store.RoleAdmin})
+}
+
+// CreateKeyAs makes a key like k (name, role, workspace, creator), stores
+// its hash and returns the key (shown once).
+func CreateKeyAs(ctx context.Context, st KeyCreator, k store.APIKey) (string, store.APIKey, error) {
 	key := NewKey()
-	k := store.APIKey{ID: ids.New(ids.APIKey), Name: name, Hash: HashKey(key), Hint: key[len(key)-4:], CreatedAt: time.Now().UTC()}
+	k.ID, k.Hash, k.Hint, k.CreatedAt = ids.New(ids.APIKey), HashKey(key), key[len(key)-4:], time.Now().UTC()
+	if k.Role == "" {
+		k.Role = store.RoleAdmin
+	}
+	k.Status = store.KeyActive
 	return key, k, st.CreateAPIKey(ctx, k)
 }
 
@@ -64,8 +75,9 @@ type Authenticator struct {
 	// it. One store read per key and period serves every stream of the key.
 	Recheck time.Duration
 
-	mu    sync.Mutex           // guards valid
+	mu    sync.Mutex           // guards valid and keys
 	valid map[string]time.Time // key hash -> when it was last found valid
+	keys  map[string]Principal // API key hash -> its principal, as last read
 }
 
 // EnvironmentKeyStore is what an [Authenticator] reads to check
@@ -116,10 +128,23 @@ type MachineTokenStore interface {
 	MachineByHash(ctx context.Context, hash string) (store.Machine, error)
 }
 
-// Principal is who a request acts for: an API key (full access), an
-// environment key (that environment's work queue and the tool work of its
-// sessions only) or a machine token (nothing on this API).
+// Principal is who a request acts for: an API key (what its Role allows,
+// in its workspace or, for an admin, any), an environment key (that
+// environment's work queue and the tool work of its sessions only) or a
+// machine token (nothing on this API).
 type Principal struct {
+	// KeyID is the API key's id ("" for the bootstrap key and the other
+	// kinds of credential).
+	KeyID string
+	// Role is an API key's role (store.RoleAdmin for the bootstrap key
+	// and keys made before roles existed); "" for the other kinds.
+	Role string
+	// KeyWorkspace is the workspace a developer or read-only key is bound
+	// to ("" for an admin).
+	KeyWorkspace string
+	// Workspace is the workspace the request works in (set by the server
+	// once the anthropic-workspace-id header is checked).
+	Workspace string
 	// EnvironmentID is set for an environment key.
 	EnvironmentID string
 	// MachineID is set for a machine token.
@@ -151,7 +176,8 @@ func (a *Authenticator) RecheckPrincipal(ctx context.Context, p Principal) error
 	case a.cached(p.hash, a.RecheckInterval()):
 		return nil
 	}
-	return a.checkAPIKey(ctx, p.hash)
+	_, err := a.checkAPIKey(ctx, p.hash)
+	return err
 }
 
 // Check authenticates r.
@@ -172,29 +198,60 @@ func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, 
 		return a.checkMachineToken(ctx, secret.Hash(key))
 	}
 	if a.Bootstrap != "" && subtle.ConstantTimeCompare([]byte(key), []byte(a.Bootstrap)) == 1 {
-		return Principal{}, nil
+		return Principal{Role: store.RoleAdmin}, nil
 	}
 	hash := HashKey(key)
-	if a.cached(hash, a.cacheTTL()) {
-		return Principal{hash: hash}, nil
+	if p, ok := a.cachedKey(hash); ok {
+		return p, nil
 	}
-	if err := a.checkAPIKey(ctx, hash); err != nil {
-		return Principal{}, err
-	}
-	return Principal{hash: hash}, nil
+	return a.checkAPIKey(ctx, hash)
 }
 
-// checkAPIKey reads the API key whose hash is hash: it must be known and
-// not revoked.
-func (a *Authenticator) checkAPIKey(ctx context.Context, hash string) error {
+// cachedKey returns the principal of the API key with that hash if it was
+// found valid within the cache's time.
+func (a *Authenticator) cachedKey(hash string) (Principal, bool) {
+	if !a.cached(hash, a.cacheTTL()) {
+		return Principal{}, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.keys[hash]
+	return p, ok
+}
+
+// keyPrincipal is the principal of an API key: keys made before roles
+// existed are admins.
+func keyPrincipal(k store.APIKey, hash string) Principal {
+	p := Principal{KeyID: k.ID, Role: k.Role, KeyWorkspace: k.WorkspaceID, hash: hash}
+	if p.Role == "" {
+		p.Role = store.RoleAdmin
+	}
+	return p
+}
+
+// checkAPIKey reads the API key whose hash is hash: it must be known,
+// active and not revoked (an inactive or archived key is refused like a
+// revoked one).
+func (a *Authenticator) checkAPIKey(ctx context.Context, hash string) (Principal, error) {
 	k, err := a.Keys.APIKeyByHash(ctx, hash)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && k.RevokedAt != nil) {
-		return errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked API key")
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (k.RevokedAt != nil || k.Status == store.KeyArchived)) {
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "invalid or revoked API key")
 	}
-	if err == nil {
-		a.remember(hash)
+	if err == nil && k.Status != "" && k.Status != store.KeyActive {
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "API key %s is %s: an admin can make it active again", k.ID, k.Status)
 	}
-	return err
+	if err != nil {
+		return Principal{}, err
+	}
+	p := keyPrincipal(k, hash)
+	a.mu.Lock()
+	if a.keys == nil || len(a.keys) > 10_000 {
+		a.keys = map[string]Principal{}
+	}
+	a.keys[hash] = p
+	a.mu.Unlock()
+	a.remember(hash)
+	return p, nil
 }
 
 // checkEnvironmentKey authenticates an environment key by its hash: it

@@ -586,7 +586,8 @@ func (v *vaultAPI) createCredential(w http.ResponseWriter, r *http.Request) erro
 	if c.Sealed, err = v.keys.SealSecrets(sec, c.ID); err != nil {
 		return err
 	}
-	if err := v.st.CreateCredential(r.Context(), c); err != nil {
+	ctx := withAudit(r, "vault_credential.created", "vault_credential", c.ID, requestWorkspace(r), map[string]string{"vault_id": vaultID})
+	if err := v.st.CreateCredential(ctx, c); err != nil {
 		return credentialErr(err, auth)
 	}
 	writeJSON(w, c.Credential)
@@ -635,7 +636,9 @@ func (v *vaultAPI) updateCredential(w http.ResponseWriter, r *http.Request) erro
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	c, err := v.st.UpdateCredential(r.Context(), r.PathValue("id"), r.PathValue("cid"), func(cur *store.Credential) error {
+	ctx := withAudit(r, "vault_credential.updated", "vault_credential", r.PathValue("cid"), requestWorkspace(r),
+		map[string]any{"vault_id": r.PathValue("id"), "auth_changed": len(p.Auth) > 0 && string(p.Auth) != "null"})
+	c, err := v.st.UpdateCredential(ctx, r.PathValue("id"), r.PathValue("cid"), func(cur *store.Credential) error {
 		if cur.ArchivedAt != nil {
 			return conflict("credential %s is archived and read-only", cur.ID)
 		}
@@ -679,7 +682,8 @@ func (v *vaultAPI) updateCredential(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (v *vaultAPI) archiveCredential(w http.ResponseWriter, r *http.Request) error {
-	c, err := v.st.UpdateCredential(r.Context(), r.PathValue("id"), r.PathValue("cid"), func(cur *store.Credential) error {
+	ctx := withAudit(r, "vault_credential.archived", "vault_credential", r.PathValue("cid"), requestWorkspace(r), map[string]string{"vault_id": r.PathValue("id")})
+	c, err := v.st.UpdateCredential(ctx, r.PathValue("id"), r.PathValue("cid"), func(cur *store.Credential) error {
 		if cur.ArchivedAt == nil {
 			now := ma.Time(time.Now())
 			cur.ArchivedAt, cur.UpdatedAt = &now, now
@@ -695,7 +699,8 @@ func (v *vaultAPI) archiveCredential(w http.ResponseWriter, r *http.Request) err
 
 func (v *vaultAPI) deleteCredential(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("cid")
-	if err := v.st.DeleteCredential(r.Context(), r.PathValue("id"), id); err != nil {
+	ctx := withAudit(r, "vault_credential.deleted", "vault_credential", id, requestWorkspace(r), map[string]string{"vault_id": r.PathValue("id")})
+	if err := v.st.DeleteCredential(ctx, r.PathValue("id"), id); err != nil {
 		return v.credentialNotFound(r, err)
 	}
 	writeJSON(w, ma.Deleted{ID: id, Type: "vault_credential_deleted"})

@@ -112,6 +112,9 @@ type Config struct {
 	// or changed: an id no configured provider serves is refused (400)
 	// instead of failing the session's first turn.
 	Models ModelChecker
+	// Workspaces holds workspaces, API keys' roles and statuses and the
+	// audit log; nil uses Store.
+	Workspaces WorkspaceStore
 }
 
 // Harness is what the API asks of the harness; *harness.Harness is one.
@@ -198,6 +201,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Workspaces == nil && cfg.Store != nil {
+		cfg.Workspaces = cfg.Store
 	}
 	if cfg.MaxFileSize <= 0 {
 		cfg.MaxFileSize = DefaultMaxFileSize
@@ -292,6 +298,7 @@ func (s *Server) routes() {
 	s.environmentKeyRoutes()
 	s.executorRoutes()
 	s.apiKeyRoutes()
+	s.workspaceRoutes()
 	s.machineRoutes()
 
 	s.handle("POST /v1/sessions", big, s.bodyBudget(s.createSession))
@@ -372,7 +379,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer release()
-		r = r.WithContext(context.WithValue(r.Context(), principalKey, p))
+		ctx := context.WithValue(r.Context(), principalKey, p)
+		if p.Workspace != "" {
+			// The one rule that keeps workspaces apart: the store scopes
+			// every call made with this context to the workspace.
+			ctx = store.WithWorkspace(ctx, p.Workspace)
+		}
+		r = r.WithContext(ctx)
 	}
 	// Go's mux answers a wrong method with its own 405 text; answer in
 	// the JSON envelope instead.
@@ -400,6 +413,8 @@ func (s *Server) authorize(r *http.Request, pattern string) (p Principal, releas
 			"a machine token authenticates an executor on the executor protocol only (POST /v1/executor/tokens); this API needs an API key")
 	case p.EnvironmentID != "":
 		err = s.scope(r, p.EnvironmentID)
+	default:
+		err = s.authorizeKey(r, &p)
 	}
 	if err != nil {
 		release()

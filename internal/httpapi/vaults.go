@@ -88,7 +88,8 @@ func (v *vaultAPI) createVault(w http.ResponseWriter, r *http.Request) error {
 	}
 	now := ma.Time(time.Now())
 	vt := ma.Vault{ID: ids.New(ids.Vault), Type: "vault", DisplayName: *p.DisplayName, Metadata: meta, CreatedAt: now, UpdatedAt: now}
-	if err := v.st.CreateVault(r.Context(), vt); err != nil {
+	ctx := withAudit(r, "vault.created", "vault", vt.ID, requestWorkspace(r), map[string]string{"display_name": vt.DisplayName})
+	if err := v.st.CreateVault(ctx, vt); err != nil {
 		return err
 	}
 	writeJSON(w, vt)
@@ -114,7 +115,8 @@ func (v *vaultAPI) updateVault(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	vt, err := v.st.UpdateVault(r.Context(), r.PathValue("id"), func(cur *ma.Vault) error {
+	ctx := withAudit(r, "vault.updated", "vault", r.PathValue("id"), requestWorkspace(r), p.auditDetails())
+	vt, err := v.st.UpdateVault(ctx, r.PathValue("id"), func(cur *ma.Vault) error {
 		if cur.ArchivedAt != nil {
 			return conflict("vault %s is archived and read-only", cur.ID)
 		}
@@ -149,7 +151,8 @@ func (v *vaultAPI) updateVault(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (v *vaultAPI) archiveVault(w http.ResponseWriter, r *http.Request) error {
-	vt, err := v.st.ArchiveVault(r.Context(), r.PathValue("id"), ma.Time(time.Now()))
+	ctx := withAudit(r, "vault.archived", "vault", r.PathValue("id"), requestWorkspace(r), nil)
+	vt, err := v.st.ArchiveVault(ctx, r.PathValue("id"), ma.Time(time.Now()))
 	if err != nil {
 		return err
 	}
@@ -159,7 +162,7 @@ func (v *vaultAPI) archiveVault(w http.ResponseWriter, r *http.Request) error {
 
 func (v *vaultAPI) deleteVault(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := v.st.DeleteVault(r.Context(), id); err != nil {
+	if err := v.st.DeleteVault(withAudit(r, "vault.deleted", "vault", id, requestWorkspace(r), nil), id); err != nil {
 		return err
 	}
 	writeJSON(w, ma.Deleted{ID: id, Type: "vault_deleted"})
@@ -177,4 +180,16 @@ func (v *vaultAPI) listVaults(w http.ResponseWriter, r *http.Request) error {
 	}
 	writePage(w, items, lq, order)
 	return nil
+}
+
+// auditDetails names what an update changes (no values but the name).
+func (p vaultUpdate) auditDetails() map[string]any {
+	d := map[string]any{}
+	if p.DisplayName.Set {
+		d["display_name"] = p.DisplayName.Value
+	}
+	if p.Metadata != nil {
+		d["metadata"] = "changed"
+	}
+	return d
 }

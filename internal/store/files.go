@@ -35,6 +35,10 @@ type Files interface {
 type File struct {
 	ma.File
 	SHA256 string
+	// WorkspaceID is the file's workspace; the store sets it from the
+	// context it is created with (WithWorkspace), or, without one, from
+	// the session of its scope.
+	WorkspaceID string
 }
 
 // FileQuery adds the files list's filters to ListQuery.

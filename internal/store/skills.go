@@ -45,6 +45,9 @@ type Skills interface {
 type Skill struct {
 	ma.Skill
 	Name string
+	// WorkspaceID is the skill's workspace; the store sets it from the
+	// context it is created with (WithWorkspace).
+	WorkspaceID string
 }
 
 // SkillVersion is a stored skill version: its API object, and the size

@@ -59,6 +59,9 @@ type Store interface {
 	ToolCalls
 	Idempotency
 	RepositoryTokens
+	Workspaces
+	KeyAdmin
+	Audit
 	// CheckWrite commits a small write and reports whether the database
 	// takes writes now (ErrUnavailable, ErrFull when it does not): the
 	// server's readiness.
@@ -144,6 +147,9 @@ type Machine struct {
 	Hint           string // the last characters of the token
 	CreatedAt      time.Time
 	RevokedAt      *time.Time
+	// WorkspaceID is the machine's workspace; the store sets it from the
+	// context it is created with (WithWorkspace).
+	WorkspaceID string
 }
 
 // Agents stores agents as immutable versions.
@@ -163,7 +169,8 @@ type Agents interface {
 	ListAgentVersions(ctx context.Context, id string, q ListQuery) ([]Item[ma.Agent], error)
 }
 
-// Environments stores environments. Names are unique (ErrConflict).
+// Environments stores environments. Names are unique within a workspace
+// (ErrConflict).
 type Environments interface {
 	// CreateEnvironment stores a new environment, and the outcome of
 	// ctx's WithOutcome, if any, in the same transaction.

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -153,9 +155,24 @@ func TestOpenWorkIndex(t *testing.T) {
 }
 
 // unaddColumns drop the columns later migrations add (ALTER TABLE … ADD
-// COLUMN has no IF NOT EXISTS in SQLite), for the tests that rewind the
-// schema and replay them.
-var unaddColumns = []string{`ALTER TABLE sessions DROP COLUMN stop_reason`, `ALTER TABLE vault_credentials DROP COLUMN version`, `ALTER TABLE vault_credentials DROP COLUMN refresh_until`}
+// COLUMN has no IF NOT EXISTS in SQLite), and first their indexes, for the
+// tests that rewind the schema and replay them.
+var unaddColumns = append([]string{`ALTER TABLE sessions DROP COLUMN stop_reason`, `ALTER TABLE vault_credentials DROP COLUMN version`, `ALTER TABLE vault_credentials DROP COLUMN refresh_until`},
+	unaddWorkspaces...)
+
+// unaddWorkspaces drop the columns migration 22 adds, and their indexes.
+var unaddWorkspaces = []string{`DROP INDEX agents_workspace`, `DROP INDEX sessions_workspace`, `DROP INDEX vaults_workspace`, `DROP INDEX files_workspace`, `DROP INDEX skills_workspace`, `DROP INDEX machines_workspace`,
+	`ALTER TABLE agents DROP COLUMN workspace_id`, `ALTER TABLE sessions DROP COLUMN workspace_id`, `ALTER TABLE vaults DROP COLUMN workspace_id`,
+	`ALTER TABLE files DROP COLUMN workspace_id`, `ALTER TABLE skills DROP COLUMN workspace_id`, `ALTER TABLE machines DROP COLUMN workspace_id`,
+	`ALTER TABLE api_keys DROP COLUMN role`, `ALTER TABLE api_keys DROP COLUMN workspace_id`, `ALTER TABLE api_keys DROP COLUMN status`, `ALTER TABLE api_keys DROP COLUMN created_by_key_id`}
+
+// rewind returns the statements that take a migrated database back to the
+// schema before migration version, with the statements extra (run after
+// unaddColumns) for what else the migrations from version changed.
+func rewind(version int, extra ...string) []string {
+	qs := append(slices.Clone(unaddColumns), extra...)
+	return append(qs, fmt.Sprintf(`DELETE FROM schema_migrations WHERE version >= %d`, version))
+}
 
 // TestOpenWorkMigration: a database where a race opened two work items for
 // one session migrates to the unique index, keeping the newest open.
@@ -164,8 +181,7 @@ func TestOpenWorkMigration(t *testing.T) {
 	db := migratedDB(t, path)
 	// Back to the schema before the index, with the race's duplicates
 	// (the later migrations run again too).
-	for _, q := range append([]string{`DROP INDEX work_open_session`, `DROP TABLE session_leases`, `DROP TABLE replica_hands`, `DROP TABLE session_workspaces`, `DROP TABLE machines`},
-		append(unaddColumns, `DELETE FROM schema_migrations WHERE version >= 7`)...) {
+	for _, q := range rewind(7, `DROP INDEX work_open_session`, `DROP TABLE session_leases`, `DROP TABLE replica_hands`, `DROP TABLE session_workspaces`, `DROP TABLE machines`) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -241,14 +257,14 @@ func TestEventsRowidMigration(t *testing.T) {
 	}
 	defer db.Close()
 	// Back to the table before migration 9.
-	for _, q := range append([]string{
+	for _, q := range rewind(9,
 		`CREATE TABLE events_old (session_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, live INTEGER NOT NULL,
 			pending INTEGER NOT NULL, processed_at INTEGER, body BLOB NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID`,
 		`INSERT INTO events_old SELECT session_id, seq, id, type, live, pending, processed_at, body FROM events`,
 		`DROP TABLE events`, `ALTER TABLE events_old RENAME TO events`,
 		`CREATE INDEX events_by_id ON events (session_id, id)`, `CREATE INDEX events_pending ON events (session_id, seq) WHERE pending`,
 		`DROP TABLE replica_hands`, `DROP TABLE session_workspaces`, `DROP TABLE machines`,
-	}, append(unaddColumns, `DELETE FROM schema_migrations WHERE version >= 9`)...) {
+	) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -289,8 +305,7 @@ func TestStopReasonMigration(t *testing.T) {
 	ss := storetest.SeedStopReasons(t, s)
 	s.Close()
 	db := migratedDB(t, path)
-	for _, q := range append([]string{`UPDATE sessions SET body = json_remove(CAST(body AS TEXT), '$.stop_reason')`},
-		append(unaddColumns, `DELETE FROM schema_migrations WHERE version >= 18`)...) {
+	for _, q := range rewind(18, `UPDATE sessions SET body = json_remove(CAST(body AS TEXT), '$.stop_reason')`) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -56,6 +56,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Idempotency", testIdempotency},
 		{"IdempotentCreates", testIdempotentCreates},
 		{"RepositoryTokens", testRepositoryTokens},
+		{"WorkspaceScoping", testWorkspaceScoping},
+		{"Workspaces", testWorkspaces},
+		{"KeyAdmin", testKeyAdmin},
+		{"Audit", testAudit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

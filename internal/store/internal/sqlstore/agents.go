@@ -16,8 +16,8 @@ func (s *Store) CreateAgent(ctx context.Context, a ma.Agent) error {
 		return err
 	}
 	return s.d.WithTx(ctx, func(tx Querier) error {
-		_, err := tx.Exec(ctx, `INSERT INTO agents (id, version, created_at, archived) VALUES (?, ?, ?, ?)`,
-			a.ID, a.Version, unixOf(a.CreatedAt), a.ArchivedAt != nil)
+		_, err := tx.Exec(ctx, `INSERT INTO agents (id, version, created_at, archived, workspace_id) VALUES (?, ?, ?, ?, ?)`,
+			a.ID, a.Version, unixOf(a.CreatedAt), a.ArchivedAt != nil, workspaceOf(ctx))
 		if err != nil {
 			return s.conflict(err, "agent "+a.ID)
 		}
@@ -33,15 +33,17 @@ func (s *Store) GetAgent(ctx context.Context, id string, version int64) (ma.Agen
 	return getAgent(ctx, s.r, id, version, "")
 }
 
-// getAgent reads a version of an agent (the latest when version is 0);
-// lock ends the query.
+// getAgent reads a version of an agent of ctx's workspace (the latest
+// when version is 0); lock ends the query.
 func getAgent(ctx context.Context, db Querier, id string, version int64, lock string) (ma.Agent, error) {
 	var a ma.Agent
 	var err error
 	if version == 0 {
-		a, err = scanJSON[ma.Agent](db.QueryRow(ctx, `SELECT v.body FROM agents a JOIN agent_versions v ON v.agent_id = a.id AND v.version = a.version WHERE a.id = ?`+lock, id))
+		cond, args := inWorkspace(ctx, "a.workspace_id")
+		a, err = scanJSON[ma.Agent](db.QueryRow(ctx, `SELECT v.body FROM agents a JOIN agent_versions v ON v.agent_id = a.id AND v.version = a.version WHERE a.id = ?`+cond+lock, append([]any{id}, args...)...))
 	} else {
-		a, err = scanJSON[ma.Agent](db.QueryRow(ctx, `SELECT body FROM agent_versions WHERE agent_id = ? AND version = ?`+lock, id, version))
+		cond, args := inParentWorkspace(ctx, "agent_id", "agents")
+		a, err = scanJSON[ma.Agent](db.QueryRow(ctx, `SELECT body FROM agent_versions WHERE agent_id = ? AND version = ?`+cond+lock, append([]any{id, version}, args...)...))
 	}
 	if err != nil {
 		what := "agent"
@@ -98,6 +100,7 @@ func (s *Store) putAgent(ctx context.Context, tx Querier, cur, next ma.Agent) er
 // ListAgents implements store.Agents.
 func (s *Store) ListAgents(ctx context.Context, l store.ListQuery) ([]store.Item[ma.Agent], error) {
 	var q query
+	q.scope(ctx, "a.workspace_id")
 	if !l.IncludeArchived {
 		q.and("NOT a.archived")
 	}

@@ -16,8 +16,8 @@ func (s *Store) CreateEnvironment(ctx context.Context, e ma.Environment) error {
 		return err
 	}
 	return s.d.WithTx(ctx, func(tx Querier) error {
-		_, err := tx.Exec(ctx, `INSERT INTO environments (id, name, created_at, archived, body) VALUES (?, ?, ?, ?, ?)`,
-			e.ID, e.Name, unixOf(e.CreatedAt), e.ArchivedAt != nil, body)
+		_, err := tx.Exec(ctx, `INSERT INTO environments (id, name, created_at, archived, body, workspace_id) VALUES (?, ?, ?, ?, ?, ?)`,
+			e.ID, e.Name, unixOf(e.CreatedAt), e.ArchivedAt != nil, body, workspaceOf(ctx))
 		if err != nil {
 			return s.conflict(err, fmt.Sprintf("environment named %q", e.Name))
 		}
@@ -26,7 +26,8 @@ func (s *Store) CreateEnvironment(ctx context.Context, e ma.Environment) error {
 }
 
 func getEnv(ctx context.Context, db Querier, id, lock string) (ma.Environment, error) {
-	e, err := scanJSON[ma.Environment](db.QueryRow(ctx, `SELECT body FROM environments WHERE id = ?`+lock, id))
+	cond, args := inWorkspace(ctx, "workspace_id")
+	e, err := scanJSON[ma.Environment](db.QueryRow(ctx, `SELECT body FROM environments WHERE id = ?`+cond+lock, append([]any{id}, args...)...))
 	return e, notFound(err, "environment", id)
 }
 
@@ -62,6 +63,7 @@ func (s *Store) UpdateEnvironment(ctx context.Context, id string, fn func(*ma.En
 // ListEnvironments implements store.Environments.
 func (s *Store) ListEnvironments(ctx context.Context, l store.ListQuery) ([]store.Item[ma.Environment], error) {
 	var q query
+	q.scope(ctx, "workspace_id")
 	if !l.IncludeArchived {
 		q.and("NOT archived")
 	}
@@ -70,5 +72,6 @@ func (s *Store) ListEnvironments(ctx context.Context, l store.ListQuery) ([]stor
 
 // DeleteEnvironment implements store.Environments.
 func (s *Store) DeleteEnvironment(ctx context.Context, id string) error {
-	return s.mustChange(ctx, "environment "+id, `DELETE FROM environments WHERE id = ?`, id)
+	cond, args := inWorkspace(ctx, "workspace_id")
+	return s.mustChange(ctx, "environment "+id, `DELETE FROM environments WHERE id = ?`+cond, append([]any{id}, args...)...)
 }

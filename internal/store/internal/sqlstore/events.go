@@ -163,21 +163,25 @@ func eventFilter(sessionID string, eq store.EventQuery) *query {
 
 // ReadLog implements store.Sessions.
 func (s *Store) ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error) {
-	return collect(ctx, s.r, scanEntry, `SELECT seq, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	cond, args := inParentWorkspace(ctx, "session_id", "sessions")
+	args = append([]any{sessionID, after}, append(args, limit)...)
+	return collect(ctx, s.r, scanEntry, `SELECT seq, body FROM events WHERE session_id = ? AND seq > ?`+cond+` ORDER BY seq LIMIT ?`, args...)
 }
 
 // ReadLogRaw implements store.Sessions.
 func (s *Store) ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int, maxBytes int64) ([]store.Entry, error) {
-	const from = ` FROM events WHERE session_id = ? AND seq > ?`
+	cond, scope := inParentWorkspace(ctx, "session_id", "sessions")
+	from := ` FROM events WHERE session_id = ? AND seq > ?` + cond
+	args := append([]any{sessionID, after}, scope...)
 	if maxBytes <= 0 {
-		return collect(ctx, s.r, scanRawEntry, `SELECT `+rawCols+from+` ORDER BY seq LIMIT ?`, sessionID, after, limit)
+		return collect(ctx, s.r, scanRawEntry, `SELECT `+rawCols+from+` ORDER BY seq LIMIT ?`, append(args, limit)...)
 	}
-	heads, err := collect(ctx, s.r, scanHead, `SELECT `+headCols+from+` ORDER BY seq LIMIT ?`, sessionID, after, limit)
+	heads, err := collect(ctx, s.r, scanHead, `SELECT `+headCols+from+` ORDER BY seq LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, err
 	}
 	return withinBytes(heads, maxBytes, func(_, hi int64) ([]store.Entry, error) {
-		return collect(ctx, s.r, scanRawEntry, `SELECT `+rawCols+from+` AND seq <= ? ORDER BY seq`, sessionID, after, hi)
+		return collect(ctx, s.r, scanRawEntry, `SELECT `+rawCols+from+` AND seq <= ? ORDER BY seq`, append(args, hi)...)
 	})
 }
 

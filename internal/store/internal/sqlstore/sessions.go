@@ -16,8 +16,8 @@ func (s *Store) CreateSession(ctx context.Context, sess ma.Session, fn func(stor
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO sessions (id, status, agent_id, agent_version, environment_id, created_at, archived, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			sess.ID, sess.Status, sess.Agent.ID, sess.Agent.Version, sess.EnvironmentID, unixOf(sess.CreatedAt), sess.ArchivedAt != nil, body); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO sessions (id, status, agent_id, agent_version, environment_id, created_at, archived, body, workspace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sess.ID, sess.Status, sess.Agent.ID, sess.Agent.Version, sess.EnvironmentID, unixOf(sess.CreatedAt), sess.ArchivedAt != nil, body, workspaceOf(ctx)); err != nil {
 			return s.conflict(err, "session "+sess.ID)
 		}
 		if fn == nil {
@@ -33,11 +33,13 @@ func (s *Store) CreateSession(ctx context.Context, sess ma.Session, fn func(stor
 	return sess, err
 }
 
-// getSession reads a session and its last seq; lock ends the query.
+// getSession reads a session of ctx's workspace and its last seq; lock
+// ends the query.
 func getSession(ctx context.Context, db Querier, id, lock string) (ma.Session, int64, error) {
 	var body []byte
 	var last int64
-	if err := db.QueryRow(ctx, `SELECT body, last_seq FROM sessions WHERE id = ?`+lock, id).Scan(&body, &last); err != nil {
+	cond, args := inWorkspace(ctx, "workspace_id")
+	if err := db.QueryRow(ctx, `SELECT body, last_seq FROM sessions WHERE id = ?`+cond+lock, append([]any{id}, args...)...).Scan(&body, &last); err != nil {
 		return ma.Session{}, 0, notFound(err, "session", id)
 	}
 	var sess ma.Session
@@ -54,6 +56,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (ma.Session, error) {
 // ListSessions implements store.Sessions.
 func (s *Store) ListSessions(ctx context.Context, sq store.SessionQuery) ([]store.Item[ma.Session], error) {
 	var q query
+	q.scope(ctx, "workspace_id")
 	if !sq.IncludeArchived {
 		q.and("NOT archived")
 	}
@@ -107,7 +110,8 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(store.Tx) 
 // DeleteSession implements store.Sessions.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	return s.d.WithTx(ctx, func(tx Querier) error {
-		n, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+		cond, args := inWorkspace(ctx, "workspace_id")
+		n, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = ?`+cond, append([]any{id}, args...)...)
 		if err != nil {
 			return err
 		}
@@ -131,6 +135,7 @@ func (s *Store) SessionIDsByStatus(ctx context.Context, statuses ...string) ([]s
 	}
 	var q query
 	q.in("status", statuses)
+	q.scope(ctx, "workspace_id")
 	return collect(ctx, s.r, scanString, `SELECT id FROM sessions`+q.clause()+` ORDER BY pos`, q.args...)
 }
 

@@ -35,8 +35,8 @@ func (s *Store) CreateSkill(ctx context.Context, sk store.Skill, v store.SkillVe
 		return err
 	}
 	return s.d.WithTx(ctx, func(tx Querier) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO skills (id, name, created_at, body) VALUES (?, ?, ?, ?)`,
-			sk.ID, sk.Name, unixOf(sk.CreatedAt), body); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO skills (id, name, created_at, body, workspace_id) VALUES (?, ?, ?, ?, ?)`,
+			sk.ID, sk.Name, unixOf(sk.CreatedAt), body, workspaceOf(ctx)); err != nil {
 			return s.conflict(err, "skill "+sk.ID)
 		}
 		return putSkillVersion(ctx, tx, v, content)
@@ -101,16 +101,20 @@ func putSkill(ctx context.Context, tx Querier, sk store.Skill) error {
 func scanSkill(row Row) (store.Item[store.Skill], error) {
 	var it store.Item[store.Skill]
 	var body []byte
-	if err := row.Scan(&it.Pos, &it.Value.Name, &body); err != nil {
+	if err := row.Scan(&it.Pos, &it.Value.Name, &body, &it.Value.WorkspaceID); err != nil {
 		return it, err
 	}
 	err := json.Unmarshal(body, &it.Value.Skill)
 	return it, err
 }
 
-// getSkill reads a skill; lock ends the query.
+// skillCols are the columns scanSkill reads.
+const skillCols = `pos, name, body, workspace_id`
+
+// getSkill reads a skill of ctx's workspace; lock ends the query.
 func getSkill(ctx context.Context, db Querier, id, lock string) (store.Skill, error) {
-	it, err := scanSkill(db.QueryRow(ctx, `SELECT pos, name, body FROM skills WHERE id = ?`+lock, id))
+	cond, args := inWorkspace(ctx, "workspace_id")
+	it, err := scanSkill(db.QueryRow(ctx, `SELECT `+skillCols+` FROM skills WHERE id = ?`+cond+lock, append([]any{id}, args...)...))
 	return it.Value, notFound(err, "skill", id)
 }
 
@@ -122,8 +126,9 @@ func (s *Store) GetSkill(ctx context.Context, id string) (store.Skill, error) {
 // ListSkills implements store.Skills.
 func (s *Store) ListSkills(ctx context.Context, l store.ListQuery) ([]store.Item[store.Skill], error) {
 	var q query
+	q.scope(ctx, "workspace_id")
 	q.since("created_at", nil, l.CreatedGTE, nil, l.CreatedLTE)
-	return list(ctx, s.r, scanSkill, `SELECT pos, name, body FROM skills`, "pos", &q, l)
+	return list(ctx, s.r, scanSkill, `SELECT `+skillCols+` FROM skills`, "pos", &q, l)
 }
 
 // DeleteSkill implements store.Skills.
@@ -162,7 +167,8 @@ func (s *Store) GetSkillVersion(ctx context.Context, skillID, version string) (s
 	if err != nil {
 		return store.SkillVersion{}, err
 	}
-	it, err := scanSkillVersion(s.r.QueryRow(ctx, skillVersionColumns+` WHERE skill_id = ? AND version = ?`, skillID, n))
+	cond, args := inParentWorkspace(ctx, "skill_id", "skills")
+	it, err := scanSkillVersion(s.r.QueryRow(ctx, skillVersionColumns+` WHERE skill_id = ? AND version = ?`+cond, append([]any{skillID, n}, args...)...))
 	return it.Value, notFound(err, "version "+version+" of skill", skillID)
 }
 
@@ -170,6 +176,7 @@ func (s *Store) GetSkillVersion(ctx context.Context, skillID, version string) (s
 func (s *Store) ListSkillVersions(ctx context.Context, skillID string, l store.ListQuery) ([]store.Item[store.SkillVersion], error) {
 	var q query
 	q.and("skill_id = ?", skillID)
+	q.scopeParent(ctx, "skill_id", "skills")
 	return list(ctx, s.r, scanSkillVersion, skillVersionColumns, "version", &q, l)
 }
 
@@ -209,6 +216,10 @@ func (s *Store) DeleteSkillVersion(ctx context.Context, skillID, version string)
 
 // ReadSkillChunk implements store.Skills.
 func (s *Store) ReadSkillChunk(ctx context.Context, skillID, version string, n int) ([]byte, error) {
-	data, err := s.readChunk(ctx, skillKey(skillID, version), n)
+	cond, args := inWorkspace(ctx, "workspace_id")
+	if cond != "" {
+		cond, args = " AND EXISTS (SELECT 1 FROM skills WHERE id = ?"+cond+")", append([]any{skillID}, args...)
+	}
+	data, err := s.readChunk(ctx, skillKey(skillID, version), n, cond, args)
 	return data, notFound(err, fmt.Sprintf("piece %d of skill", n), skillKey(skillID, version))
 }

@@ -16,12 +16,17 @@ func (s *Store) CreateVault(ctx context.Context, v ma.Vault) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.exec(ctx, `INSERT INTO vaults (id, created_at, archived, body) VALUES (?, ?, ?, ?)`, v.ID, unixOf(v.CreatedAt), v.ArchivedAt != nil, body)
-	return s.conflict(err, "vault "+v.ID)
+	return s.withAudit(ctx, func(tx Querier) error {
+		_, err := tx.Exec(ctx, `INSERT INTO vaults (id, created_at, archived, body, workspace_id) VALUES (?, ?, ?, ?, ?)`,
+			v.ID, unixOf(v.CreatedAt), v.ArchivedAt != nil, body, workspaceOf(ctx))
+		return s.conflict(err, "vault "+v.ID)
+	})
 }
 
+// getVault reads a vault of ctx's workspace; lock ends the query.
 func getVault(ctx context.Context, db Querier, id, lock string) (ma.Vault, error) {
-	v, err := scanJSON[ma.Vault](db.QueryRow(ctx, `SELECT body FROM vaults WHERE id = ?`+lock, id))
+	cond, args := inWorkspace(ctx, "workspace_id")
+	v, err := scanJSON[ma.Vault](db.QueryRow(ctx, `SELECT body FROM vaults WHERE id = ?`+cond+lock, append([]any{id}, args...)...))
 	return v, notFound(err, "vault", id)
 }
 
@@ -42,7 +47,7 @@ func putVault(ctx context.Context, tx Querier, v ma.Vault) error {
 // UpdateVault implements store.Vaults.
 func (s *Store) UpdateVault(ctx context.Context, id string, fn func(*ma.Vault) error) (ma.Vault, error) {
 	var out ma.Vault
-	err := s.d.WithTx(ctx, func(tx Querier) error {
+	err := s.withAudit(ctx, func(tx Querier) error {
 		v, err := getVault(ctx, tx, id, s.lock(LockUpdate))
 		if err != nil {
 			return err
@@ -60,7 +65,7 @@ func (s *Store) UpdateVault(ctx context.Context, id string, fn func(*ma.Vault) e
 // ArchiveVault implements store.Vaults.
 func (s *Store) ArchiveVault(ctx context.Context, id string, at string) (ma.Vault, error) {
 	var out ma.Vault
-	err := s.d.WithTx(ctx, func(tx Querier) error {
+	err := s.withAudit(ctx, func(tx Querier) error {
 		v, err := getVault(ctx, tx, id, s.lock(LockUpdate))
 		if err != nil {
 			return err
@@ -98,6 +103,7 @@ func (s *Store) archiveCredentials(ctx context.Context, tx Querier, vaultID, at 
 // ListVaults implements store.Vaults.
 func (s *Store) ListVaults(ctx context.Context, l store.ListQuery) ([]store.Item[ma.Vault], error) {
 	var q query
+	q.scope(ctx, "workspace_id")
 	if !l.IncludeArchived {
 		q.and("NOT archived")
 	}
@@ -106,16 +112,16 @@ func (s *Store) ListVaults(ctx context.Context, l store.ListQuery) ([]store.Item
 
 // DeleteVault implements store.Vaults.
 func (s *Store) DeleteVault(ctx context.Context, id string) error {
-	return s.d.WithTx(ctx, func(tx Querier) error {
+	return s.withAudit(ctx, func(tx Querier) error {
+		if _, err := getVault(ctx, tx, id, s.lock(LockUpdate)); err != nil {
+			return err
+		}
 		// Explicit, so deletion does not depend on ON DELETE CASCADE (or
 		// on SQLite's foreign_keys pragma).
 		if _, err := tx.Exec(ctx, `DELETE FROM vault_credentials WHERE vault_id = ?`, id); err != nil {
 			return err
 		}
-		n, err := tx.Exec(ctx, `DELETE FROM vaults WHERE id = ?`, id)
-		if err == nil && n == 0 {
-			return fmt.Errorf("vault %s: %w", id, store.ErrNotFound)
-		}
+		_, err := tx.Exec(ctx, `DELETE FROM vaults WHERE id = ?`, id)
 		return err
 	})
 }
@@ -158,7 +164,7 @@ func (s *Store) CreateCredential(ctx context.Context, c store.Credential) error 
 	if err != nil {
 		return err
 	}
-	return s.d.WithTx(ctx, func(tx Querier) error {
+	return s.withAudit(ctx, func(tx Querier) error {
 		// LockShare keeps the vault from being deleted meanwhile.
 		if _, err := getVault(ctx, tx, c.VaultID, s.lock(LockShare)); err != nil {
 			return err
@@ -172,8 +178,12 @@ func (s *Store) CreateCredential(ctx context.Context, c store.Credential) error 
 // credentialColumns are the columns scanCredentialRow reads.
 const credentialColumns = `body, sealed, version, refresh_until`
 
+// getCredential reads a credential of a vault of ctx's workspace; lock
+// ends the query.
 func getCredential(ctx context.Context, db Querier, vaultID, id, lock string) (store.Credential, error) {
-	c, err := scanCredentialRow(db.QueryRow(ctx, `SELECT `+credentialColumns+` FROM vault_credentials WHERE id = ? AND vault_id = ?`+lock, id, vaultID))
+	cond, args := inParentWorkspace(ctx, "vault_id", "vaults")
+	c, err := scanCredentialRow(db.QueryRow(ctx, `SELECT `+credentialColumns+` FROM vault_credentials WHERE id = ? AND vault_id = ?`+cond+lock,
+		append([]any{id, vaultID}, args...)...))
 	return c, notFound(err, "credential "+id+" in vault", vaultID)
 }
 
@@ -218,7 +228,7 @@ func (s *Store) GetCredential(ctx context.Context, vaultID, id string) (store.Cr
 // UpdateCredential implements store.Vaults.
 func (s *Store) UpdateCredential(ctx context.Context, vaultID, id string, fn func(*store.Credential) error) (store.Credential, error) {
 	var out store.Credential
-	err := s.d.WithTx(ctx, func(tx Querier) error {
+	err := s.withAudit(ctx, func(tx Querier) error {
 		c, err := getCredential(ctx, tx, vaultID, id, s.lock(LockUpdate))
 		if err != nil {
 			return err
@@ -258,6 +268,7 @@ func scanCredential(row Row) (store.Item[store.Credential], error) {
 func (s *Store) ListCredentials(ctx context.Context, vaultID string, l store.ListQuery) ([]store.Item[store.Credential], error) {
 	var q query
 	q.and("vault_id = ?", vaultID)
+	q.scopeParent(ctx, "vault_id", "vaults")
 	if !l.IncludeArchived {
 		q.and("NOT archived")
 	}
@@ -266,5 +277,12 @@ func (s *Store) ListCredentials(ctx context.Context, vaultID string, l store.Lis
 
 // DeleteCredential implements store.Vaults.
 func (s *Store) DeleteCredential(ctx context.Context, vaultID, id string) error {
-	return s.mustChange(ctx, fmt.Sprintf("credential %s in vault %s", id, vaultID), `DELETE FROM vault_credentials WHERE id = ? AND vault_id = ?`, id, vaultID)
+	cond, args := inParentWorkspace(ctx, "vault_id", "vaults")
+	return s.withAudit(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, `DELETE FROM vault_credentials WHERE id = ? AND vault_id = ?`+cond, append([]any{id, vaultID}, args...)...)
+		if err == nil && n == 0 {
+			return fmt.Errorf("credential %s in vault %s: %w", id, vaultID, store.ErrNotFound)
+		}
+		return err
+	})
 }
