@@ -83,7 +83,7 @@ func TestConsoleWorkspaces(t *testing.T) {
 	signIn(t, ctx, base, s.key)
 	run(t, ctx, "admin header", waitJS(textIn("#who-role", "admin")), waitJS(`!document.getElementById("ws-pick").hidden`),
 		waitJS(`[...document.querySelectorAll("#workspace option")].map(o => o.value).join() .includes("wrkspc_default")`),
-		waitJS(fmt.Sprintf(`document.querySelector("#workspace option[value=%q]")`, b.ws)),
+		waitJS(fmt.Sprintf(`!!document.querySelector('#workspace option[value=%q]')`, b.ws)),
 		waitJS(`document.getElementById("workspace").value === "wrkspc_default"`),
 		waitJS(textIn("main table", "No sessions match.")))
 	run(t, ctx, "switch to B", setValue("#workspace", b.ws), waitJS(rowOf(b.session)))
