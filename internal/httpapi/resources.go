@@ -27,6 +27,17 @@ const (
 	resourcePrefix = "sesrsc_"
 )
 
+// resourceStore is what the resource handlers read and write of the store
+// themselves (adding and removing a resource goes through the sessions
+// service): the file a file resource names, the session whose resources
+// are listed, and the sealed tokens of repositories, kept apart from the
+// session.
+type resourceStore interface {
+	fileStore
+	GetSession(ctx context.Context, id string) (ma.Session, error)
+	SetRepositoryToken(ctx context.Context, sessionID, resourceID string, sealed []byte) error
+}
+
 type resourceParam struct {
 	Type      string  `json:"type"`
 	FileID    string  `json:"file_id"`
@@ -89,7 +100,7 @@ func (s *Server) resourceOf(ctx context.Context, field string, p *resourceParam,
 		if p.FileID == "" {
 			return res, badRequest("%s.file_id: required", field)
 		}
-		f, err := s.cfg.Store.GetFile(ctx, p.FileID)
+		f, err := s.resourceRows.GetFile(ctx, p.FileID)
 		if errors.Is(err, store.ErrNotFound) || err == nil && expired(f.File, time.Now()) {
 			return res, notFound("%s.file_id: file %s not found", field, p.FileID)
 		}
@@ -223,7 +234,7 @@ func (s *Server) storeToken(ctx context.Context, sessionID, resourceID, tok stri
 	if err != nil {
 		return err
 	}
-	return s.cfg.Store.SetRepositoryToken(ctx, sessionID, resourceID, sealed)
+	return s.resourceRows.SetRepositoryToken(ctx, sessionID, resourceID, sealed)
 }
 
 func (s *Server) resourceRoutes() {
@@ -248,7 +259,7 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = c.Pos
 	}
-	sess, err := s.cfg.Store.GetSession(r.Context(), r.PathValue("id"))
+	sess, err := s.resourceRows.GetSession(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -268,7 +279,7 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) findResource(r *http.Request) (ma.SessionResource, error) {
-	sess, err := s.cfg.Store.GetSession(r.Context(), r.PathValue("id"))
+	sess, err := s.resourceRows.GetSession(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return ma.SessionResource{}, err
 	}
@@ -349,7 +360,7 @@ func (s *Server) deleteResource(w http.ResponseWriter, r *http.Request) error {
 	if err := s.cfg.Sessions.RemoveResource(r.Context(), r.PathValue("id"), rid); err != nil {
 		return sessionError(err)
 	}
-	if err := s.cfg.Store.SetRepositoryToken(r.Context(), r.PathValue("id"), rid, nil); err != nil {
+	if err := s.resourceRows.SetRepositoryToken(r.Context(), r.PathValue("id"), rid, nil); err != nil {
 		return err
 	}
 	writeJSON(w, ma.Deleted{ID: rid, Type: "session_resource_deleted"})

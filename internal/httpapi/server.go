@@ -32,9 +32,10 @@ const (
 
 // Config configures a Server. Store, Bus, Harness and Auth are required.
 type Config struct {
-	// Store is the database. Each resource's handlers see it through an
-	// interface of the few methods they call, declared beside them.
-	Store   store.Store
+	// Store is the database (a store.Store is one). Each resource's
+	// handlers see it through an interface of the few methods they call,
+	// declared beside them.
+	Store   Store
 	Bus     *bus.Bus
 	Harness Harness
 	Auth    *Authenticator
@@ -181,6 +182,10 @@ type Server struct {
 	*keeper
 	// skills pins the skills of agents and sessions to versions.
 	skills *skillAPI
+	// sessionRows and resourceRows are cfg.Store as the session and
+	// resource handlers see it.
+	sessionRows  sessionStore
+	resourceRows resourceStore
 
 	tails  *tails
 	limits *limiter
@@ -237,6 +242,7 @@ func New(cfg Config) *Server {
 		cfg.Sessions = sessions.New(sc)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), keeper: newKeeper(cfg.Store, cfg.Logger),
+		sessionRows: cfg.Store, resourceRows: cfg.Store,
 		limits: newLimiter(cfg.Limits), shed: newShedder(cfg.MaxRequests, cfg.MaxStreams), done: make(chan struct{})}
 	s.tails = newTails(cfg.Store, cfg.Bus, cfg.PollInterval)
 	s.mem = newMemory(cfg)
@@ -465,7 +471,7 @@ func (s *Server) scope(r *http.Request, envID string) error {
 		if !ok {
 			return denied
 		}
-		sess, err := s.cfg.Store.GetSession(r.Context(), parts[2])
+		sess, err := s.sessionRows.GetSession(r.Context(), parts[2])
 		if err != nil {
 			return err
 		}

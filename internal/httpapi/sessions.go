@@ -44,6 +44,15 @@ func (a *agentRef) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &a.raw)
 }
 
+// sessionStore is what the session handlers read of the store themselves
+// (their changes go through the sessions service): the agent a new
+// session runs, and sessions. Server.scope reads sessions through it too.
+type sessionStore interface {
+	GetAgent(ctx context.Context, id string, version int64) (ma.Agent, error)
+	GetSession(ctx context.Context, id string) (ma.Session, error)
+	ListSessions(ctx context.Context, q store.SessionQuery) ([]store.Item[ma.Session], error)
+}
+
 // resolveAgent returns the agent snapshot a new session runs with.
 func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, error) {
 	switch ref.Type {
@@ -56,7 +65,7 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 	if ref.ID == "" {
 		return ma.SessionAgent{}, badRequest("agent: an agent id is required")
 	}
-	a, err := s.cfg.Store.GetAgent(r.Context(), ref.ID, ref.Version)
+	a, err := s.sessionRows.GetAgent(r.Context(), ref.ID, ref.Version)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return ma.SessionAgent{}, notFound("agent: %s", trimStore(err))
@@ -176,7 +185,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}))
 	if err != nil {
 		for rid := range tokens {
-			s.cfg.Store.SetRepositoryToken(context.WithoutCancel(r.Context()), id, rid, nil)
+			s.resourceRows.SetRepositoryToken(context.WithoutCancel(r.Context()), id, rid, nil)
 		}
 		return s.keyRecorded(w, r, idem, err)
 	}
@@ -260,7 +269,7 @@ func withStats(s ma.Session) ma.Session {
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
-	sess, err := s.cfg.Store.GetSession(r.Context(), r.PathValue("id"))
+	sess, err := s.sessionRows.GetSession(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -290,7 +299,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	if sq.CreatedLT, err = q.time("created_at[lt]"); err != nil {
 		return err
 	}
-	items, err := s.cfg.Store.ListSessions(r.Context(), sq)
+	items, err := s.sessionRows.ListSessions(r.Context(), sq)
 	if err != nil {
 		return err
 	}

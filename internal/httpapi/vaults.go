@@ -37,7 +37,11 @@ type vaultAPI struct {
 func (s *Server) vaultRoutes(cfg VaultConfig) {
 	st := cfg.Store
 	if st == nil {
-		st = any(s.cfg.Store).(store.Vaults)
+		v, ok := any(s.cfg.Store).(store.Vaults)
+		if !ok {
+			panic("httpapi: VaultConfig.Store is required when Config.Store holds no vaults")
+		}
+		st = v
 	}
 	if cfg.Keyring == nil {
 		panic("httpapi: VaultConfig.Keyring is required")
