@@ -36,7 +36,7 @@ type previewRelay struct {
 	previews *harness.Previews
 	log      *slog.Logger
 
-	mu      sync.Mutex
+	mu      sync.Mutex           // guards watched and full
 	watched map[string]time.Time // sessions other replicas stream: until when
 	full    bool                 // a watch was refused since the last purge
 }

@@ -2,9 +2,8 @@
 // from its client: tool confirmations, custom tool results, pull workers'
 // tool results, and whether a turn is in progress. It is a leaf: it knows
 // the API's event types and nothing of the store, the harness or HTTP, so
-// the sessions service (which checks client input against it) and the
-// harness (whose projection follows the same rules, checked by its tests)
-// both may use it.
+// that the sessions service (which checks client input against it) and
+// the harness's runner (which acts on it) share one rule.
 package awaiting
 
 import (
@@ -28,53 +27,67 @@ type Actions struct {
 	TurnActive bool
 }
 
-// use is a tool use the model asked for, as the log records it.
-type use struct {
-	ev ma.Event
-	// clientRuns: a pull worker runs this built-in tool and answers with
+// Use is a tool use the model asked for that is not settled: it has no
+// result, and no new user message or end of its turn left it unanswered.
+type Use struct {
+	// Event is the tool use as the log records it.
+	Event ma.Event
+	// ClientRuns: a pull worker runs this built-in tool and answers with
 	// user.tool_result.
-	clientRuns bool
-	decision   string // "", "allow" or "deny" (from user.tool_confirmation)
-	resolved   bool   // a result exists
-	abandoned  bool   // the turn ended before it resolved
+	ClientRuns bool
+	// Decision is "" or "allow", from a user.tool_confirmation (a deny
+	// settles the use).
+	Decision string
 }
 
-// awaiting reports whether the tool use waits for the client: a custom tool
-// without result, an always_ask tool without confirmation, or a tool a
-// pull worker runs without result.
-func (u *use) awaiting() bool {
-	if u.resolved || u.abandoned {
-		return false
-	}
+// Allowed reports whether the tool use may run: its permission policy
+// allows it, or the user confirmed it.
+func (u Use) Allowed() bool {
+	return u.Event.EvaluatedPermission == "allow" || u.Decision == "allow"
+}
+
+// Awaiting reports whether the tool use waits for the client: a custom
+// tool without result, an always_ask tool without confirmation, or a tool
+// a pull worker runs without result.
+func (u Use) Awaiting() bool {
 	switch {
-	case u.ev.Type == ma.EventAgentCustomToolUse:
+	case u.Event.Type == ma.EventAgentCustomToolUse:
 		return true
-	case u.ev.EvaluatedPermission == "ask" && u.decision == "":
+	case u.Event.EvaluatedPermission == "ask" && u.Decision == "":
 		return true
 	default:
-		return u.allowedOnClient()
+		return u.AwaitsWorker()
 	}
 }
 
-// allowedOnClient reports whether a pull worker may run the tool use.
-func (u *use) allowedOnClient() bool {
-	return u.clientRuns && (u.ev.EvaluatedPermission == "allow" || u.decision == "allow")
+// AwaitsWorker reports whether the tool use waits for a pull worker's
+// user.tool_result.
+func (u Use) AwaitsWorker() bool {
+	return u.ClientRuns && u.Allowed()
+}
+
+// use is a tool use in the fold, settled or not.
+type use struct {
+	Use
+	resolved  bool // a result exists, or the user denied it
+	abandoned bool // a new user message or the turn's end left it unanswered
 }
 
 // Fold folds a session's log, entry by entry and in seq order, into what
-// the session waits for, with the rules the harness's projection uses. It
-// keeps only the tool uses that are not settled (resolved or abandoned),
-// so it stays small however long the log grows, and it can be fed every
-// entry including echoes: a queued client event counts at its processed
-// echo. It is not safe for concurrent use; Clone it to try events out.
+// the session waits for: the one rule the sessions service checks client
+// input against and the harness's runner acts on. It keeps only the tool
+// uses that are not settled (resolved or abandoned), so it stays small
+// however long the log grows, and it can be fed every entry including
+// echoes: a queued client event counts at its processed echo. It is not
+// safe for concurrent use; Clone it to try events out.
 type Fold struct {
-	client     bool
-	uses       []*use          // unsettled, in the order the model asked
+	client bool
+	// uses are the unsettled tool uses, in the order the model asked:
+	// those of the current model response(s), which a new user message
+	// or the turn's end abandons.
+	uses       []*use
 	byID       map[string]*use // uses by event id
 	turnActive bool
-	// open: tool uses of the current model response(s) that a new user
-	// message or the turn's end abandons.
-	open []*use
 }
 
 // NewFold returns the fold of an empty log. client says whether pull
@@ -92,7 +105,7 @@ func (f *Fold) Feed(ev ma.Event) {
 	switch ev.Type {
 	case ma.EventUserMessage, ma.EventSystemMessage:
 		if ev.ProcessedAt != nil {
-			f.abandonOpen()
+			f.abandon()
 		}
 	case ma.EventAgentToolUse, ma.EventAgentToolResult:
 		switch {
@@ -106,8 +119,8 @@ func (f *Fold) Feed(ev ma.Event) {
 	case ma.EventAgentCustomToolUse, ma.EventAgentMCPToolUse:
 		f.use(ev)
 	case ma.EventUserToolConfirmation:
-		if u := f.byID[ev.ToolUseID]; u != nil && u.decision == "" {
-			u.decision = ev.Result
+		if u := f.byID[ev.ToolUseID]; u != nil && u.Decision == "" {
+			u.Decision = ev.Result
 			u.resolved = ev.Result == "deny"
 		}
 	case ma.EventUserCustomToolResult, ma.EventUserToolResult, ma.EventAgentMCPToolResult:
@@ -117,7 +130,7 @@ func (f *Fold) Feed(ev ma.Event) {
 	case ma.EventStatusIdle:
 		if ev.StopReason == nil || ev.StopReason.Type != ma.StopRequiresAction {
 			f.turnActive = false
-			f.abandonOpen()
+			f.abandon()
 		}
 	case ma.EventStatusTerminated:
 		f.turnActive = false
@@ -127,10 +140,9 @@ func (f *Fold) Feed(ev ma.Event) {
 
 // use folds a tool use.
 func (f *Fold) use(ev ma.Event) {
-	u := &use{ev: ev, clientRuns: f.client && ev.Type == ma.EventAgentToolUse && ev.EvaluatedPermission != "deny" && ev.Name != toolset.WebFetch}
+	u := &use{Use: Use{Event: ev, ClientRuns: f.client && ev.Type == ma.EventAgentToolUse && ev.EvaluatedPermission != "deny" && ev.Name != toolset.WebFetch}}
 	f.uses = append(f.uses, u)
 	f.byID[ev.ID] = u
-	f.open = append(f.open, u)
 }
 
 // result folds the result of the tool use with that id.
@@ -140,15 +152,14 @@ func (f *Fold) result(id string) {
 	}
 }
 
-// abandonOpen abandons the open tool uses without a result: a new user
-// message or the end of the turn leaves them unanswered for good.
-func (f *Fold) abandonOpen() {
-	for _, u := range f.open {
+// abandon abandons the tool uses without a result: a new user message or
+// the end of the turn leaves them unanswered for good.
+func (f *Fold) abandon() {
+	for _, u := range f.uses {
 		if !u.resolved {
 			u.abandoned = true
 		}
 	}
-	f.open = nil
 }
 
 // prune forgets settled tool uses: nothing later makes them await again.
@@ -156,21 +167,57 @@ func (f *Fold) prune() {
 	keep := f.uses[:0]
 	for _, u := range f.uses {
 		if u.resolved || u.abandoned {
-			delete(f.byID, u.ev.ID)
+			delete(f.byID, u.Event.ID)
 			continue
 		}
 		keep = append(keep, u)
 	}
 	clear(f.uses[len(keep):])
 	f.uses = keep
-	open := f.open[:0]
-	for _, u := range f.open {
-		if f.byID[u.ev.ID] == u {
-			open = append(open, u)
+}
+
+// TurnActive reports a turn in progress (running, or idle waiting on
+// requires_action).
+func (f *Fold) TurnActive() bool { return f.turnActive }
+
+// Pending returns the tool uses that are not settled, in the order the
+// model asked: those a new user message or the turn's end abandons.
+func (f *Fold) Pending() []Use {
+	out := make([]Use, 0, len(f.uses))
+	for _, u := range f.uses {
+		out = append(out, u.Use)
+	}
+	return out
+}
+
+// Find returns the unsettled tool use with that event id.
+func (f *Fold) Find(id string) (Use, bool) {
+	if u := f.byID[id]; u != nil {
+		return u.Use, true
+	}
+	return Use{}, false
+}
+
+// Awaiting returns the ids of the tool uses that wait for the client, in
+// the order the model asked.
+func (f *Fold) Awaiting() []string {
+	var ids []string
+	for _, u := range f.uses {
+		if u.Awaiting() {
+			ids = append(ids, u.Event.ID)
 		}
 	}
-	clear(f.open[len(open):])
-	f.open = open
+	return ids
+}
+
+// AwaitsWorker reports whether some tool use waits for a pull worker.
+func (f *Fold) AwaitsWorker() bool {
+	for _, u := range f.uses {
+		if u.AwaitsWorker() {
+			return true
+		}
+	}
+	return false
 }
 
 // Actions returns what the session waits for now.
@@ -178,13 +225,13 @@ func (f *Fold) Actions() Actions {
 	a := Actions{Confirm: map[string]bool{}, CustomResults: map[string]bool{}, ToolResults: map[string]bool{}, TurnActive: f.turnActive}
 	for _, u := range f.uses {
 		switch {
-		case !u.awaiting():
-		case u.ev.Type == ma.EventAgentCustomToolUse:
-			a.CustomResults[u.ev.ID] = true
-		case u.allowedOnClient():
-			a.ToolResults[u.ev.ID] = true
+		case !u.Awaiting():
+		case u.Event.Type == ma.EventAgentCustomToolUse:
+			a.CustomResults[u.Event.ID] = true
+		case u.AwaitsWorker():
+			a.ToolResults[u.Event.ID] = true
 		default:
-			a.Confirm[u.ev.ID] = true
+			a.Confirm[u.Event.ID] = true
 		}
 	}
 	return a
@@ -196,10 +243,7 @@ func (f *Fold) Clone() *Fold {
 	for _, u := range f.uses {
 		cu := *u
 		c.uses = append(c.uses, &cu)
-		c.byID[cu.ev.ID] = &cu
-	}
-	for _, u := range f.open {
-		c.open = append(c.open, c.byID[u.ev.ID])
+		c.byID[cu.Event.ID] = &cu
 	}
 	return c
 }

@@ -165,7 +165,7 @@ func explainExecutorError(err error) string {
 
 // executorStatus prints the connection state and the running tools.
 type executorStatus struct {
-	mu sync.Mutex
+	mu sync.Mutex // guards the fields below; held for each line written
 	w  io.Writer
 	// log, if set (--log-format json), gets the lines instead of w.
 	log       *slog.Logger
@@ -218,7 +218,7 @@ func (s *executorStatus) line(format string, args ...any) {
 
 // confirmPrompt asks the person at the terminal, one question at a time.
 type confirmPrompt struct {
-	mu    sync.Mutex
+	mu    sync.Mutex // held for a whole question: one at a time on out
 	in    io.Reader
 	out   io.Writer
 	once  sync.Once

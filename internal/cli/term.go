@@ -29,7 +29,7 @@ func useColor(w io.Writer) bool {
 // the current line while the session works. Writes clear the spinner
 // first, so output never mixes with it.
 type console struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the fields below; held for each write to w
 	w       io.Writer
 	color   bool
 	spin    bool // spinning wanted

@@ -40,7 +40,7 @@ type Server[R any] struct {
 	done  chan struct{}
 	once  sync.Once
 
-	mu         sync.Mutex
+	mu         sync.Mutex // guards the fields below
 	queue      []R
 	reqs       []Request
 	unscripted int

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/reinsdev/reins/internal/awaiting"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/tools/toolset"
@@ -34,7 +35,7 @@ const toolNotRunText = "The turn ended before this tool ran; it did not run."
 // saying so, and drops every older mark (those of turns that ended). A
 // runner calls it once, in the transaction of its first mark: its own
 // marks go with their results. It reports whether it answered any.
-func (r *runner) answerInterrupted(tx store.Tx, uses []*toolUse) (bool, error) {
+func (r *runner) answerInterrupted(tx store.Tx, uses []awaiting.Use) (bool, error) {
 	marked, err := tx.ToolsRunning()
 	if err != nil || len(marked) == 0 {
 		return false, err
@@ -43,10 +44,10 @@ func (r *runner) answerInterrupted(tx store.Tx, uses []*toolUse) (bool, error) {
 	isErr := true
 	answered := false
 	for _, u := range uses {
-		if !slices.Contains(marked, u.ev.ID) {
+		if !slices.Contains(marked, u.Event.ID) {
 			continue
 		}
-		if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, IsError: &isErr, ProcessedAt: &now,
+		if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.Event.ID, IsError: &isErr, ProcessedAt: &now,
 			Content: []ma.ContentBlock{{Type: "text", Text: ToolInterruptedText}}}); err != nil {
 			return false, err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/backoff"
+	"github.com/reinsdev/reins/internal/awaiting"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/store"
@@ -405,7 +406,7 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 
 	switch sess.Status {
 	case ma.StatusIdle, ma.StatusRescheduling:
-		if v.turnActive {
+		if v.turnActive() {
 			aw := v.awaitingIDs()
 			if len(aw) == 0 {
 				return true, r.update(ctx, func(tx store.Tx) error {
@@ -551,7 +552,7 @@ func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
 			return err
 		}
 	}
-	if st := tx.Session().Status; st != ma.StatusRunning && !((st == ma.StatusIdle || st == ma.StatusRescheduling) && v.turnActive) {
+	if st := tx.Session().Status; st != ma.StatusRunning && !((st == ma.StatusIdle || st == ma.StatusRescheduling) && v.turnActive()) {
 		return nil
 	}
 	// The turn ends: tool calls it cut off are answered now (they may
@@ -936,12 +937,12 @@ func (r *runner) reschedule(ctx context.Context, gen uint64, wait *tool.Wait) er
 
 // runTools runs the tool uses that may run, one at a time, recording each
 // result as soon as it is known.
-func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, uses []*toolUse) error {
+func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, uses []awaiting.Use) error {
 	for _, u := range uses {
-		r.h.log.Debug("tool call", "session", r.id, "tool", u.ev.Name, "type", u.ev.Type, "event", u.ev.ID)
+		r.h.log.Debug("tool call", "session", r.id, "tool", u.Event.Name, "type", u.Event.Type, "event", u.Event.ID)
 	}
-	builtins := slices.ContainsFunc(uses, func(u *toolUse) bool {
-		return u.ev.Type == ma.EventAgentToolUse && u.ev.Name != toolset.WebFetch // run here, not placed
+	builtins := slices.ContainsFunc(uses, func(u awaiting.Use) bool {
+		return u.Event.Type == ma.EventAgentToolUse && u.Event.Name != toolset.WebFetch // run here, not placed
 	})
 	if p, ok := r.h.cfg.Tools.(tool.Placer); ok && builtins {
 		tctx, done := r.turnContext(ctx, gen)
@@ -958,11 +959,11 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 				now := r.h.now()
 				isErr := true
 				for _, u := range uses {
-					if u.ev.Type != ma.EventAgentToolUse || u.ev.Name == toolset.WebFetch {
+					if u.Event.Type != ma.EventAgentToolUse || u.Event.Name == toolset.WebFetch {
 						continue
 					}
-					if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.ev.ID, IsError: &isErr, ProcessedAt: &now,
-						Content: []ma.ContentBlock{{Type: "text", Text: fmt.Sprintf("The tool %s could not run: %v", u.ev.Name, err)}}}); err != nil {
+					if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.Event.ID, IsError: &isErr, ProcessedAt: &now,
+						Content: []ma.ContentBlock{{Type: "text", Text: fmt.Sprintf("The tool %s could not run: %v", u.Event.Name, err)}}}); err != nil {
 						return err
 					}
 				}
@@ -973,14 +974,14 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 		}
 	}
 	for _, u := range uses {
-		if u.ev.Type == ma.EventAgentMCPToolUse {
+		if u.Event.Type == ma.EventAgentMCPToolUse {
 			if done, err := r.callMCP(ctx, gen, sess, u); !done || err != nil {
 				return err
 			}
 			continue
 		}
-		if res, ok := r.takeKept(u.ev.ID); ok {
-			if err := r.finishTool(ctx, u.ev.ID, res); err != nil {
+		if res, ok := r.takeKept(u.Event.ID); ok {
+			if err := r.finishTool(ctx, u.Event.ID, res); err != nil {
 				return err
 			}
 			continue
@@ -995,7 +996,7 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 					return err
 				}
 			}
-			return tx.MarkToolRunning(u.ev.ID)
+			return tx.MarkToolRunning(u.Event.ID)
 		}); err != nil {
 			return err
 		}
@@ -1004,9 +1005,9 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 			r.h.log.Warn("tools were running when the server stopped; told the model they may or may not have run", "session", r.id)
 			return nil // the next step runs the others
 		}
-		_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.ev.Name, "")
+		_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.Event.Name, "")
 		tctx, done := r.turnContext(ctx, gen)
-		res := r.toolRunner(u.ev.Name).RunTool(tctx, sess, tool.Call{ID: u.ev.ID, Name: u.ev.Name, Input: u.ev.Input})
+		res := r.toolRunner(u.Event.Name).RunTool(tctx, sess, tool.Call{ID: u.Event.ID, Name: u.Event.Name, Input: u.Event.Input})
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
 		done()
 		end(callOutcome(ctx, interrupted, res.IsError))
@@ -1016,7 +1017,7 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 		if interrupted {
 			return nil
 		}
-		if err := r.finishTool(ctx, u.ev.ID, res); err != nil {
+		if err := r.finishTool(ctx, u.Event.ID, res); err != nil {
 			return err
 		}
 	}
@@ -1053,17 +1054,17 @@ func (r *runner) toolRunner(name string) tool.Runner {
 // callMCP calls an MCP tool and records its result. A server that cannot
 // be reached is retried per the policy (retrying, then exhausted). done is
 // false when the turn ended or was interrupted instead.
-func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u *toolUse) (done bool, err error) {
-	res, kept := r.takeKept(u.ev.ID)
+func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u awaiting.Use) (done bool, err error) {
+	res, kept := r.takeKept(u.Event.ID)
 	for attempt := 1; !kept; attempt++ {
 		if r.h.cfg.MCP == nil {
 			res = tool.ErrorResult("MCP servers are not available on this server.")
 			break
 		}
-		_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.ev.Name, u.ev.MCPServerName)
+		_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.Event.Name, u.Event.MCPServerName)
 		tctx, release := r.turnContext(ctx, gen)
 		var cerr error
-		res, cerr = r.h.cfg.MCP.Call(tctx, sess, u.ev.MCPServerName, u.ev.Name, u.ev.Input)
+		res, cerr = r.h.cfg.MCP.Call(tctx, sess, u.Event.MCPServerName, u.Event.Name, u.Event.Input)
 		interrupted := tctx.Err() != nil && ctx.Err() == nil
 		release()
 		end(callOutcome(ctx, interrupted, cerr != nil || res.IsError))
@@ -1076,7 +1077,7 @@ func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u *t
 		default:
 			f, ok := mcpFailure(cerr)
 			if !ok {
-				res = tool.ErrorResult(fmt.Sprintf("The MCP tool %s could not run: %v", u.ev.Name, cerr))
+				res = tool.ErrorResult(fmt.Sprintf("The MCP tool %s could not run: %v", u.Event.Name, cerr))
 				break
 			}
 			retry, err := r.failAttempt(ctx, gen, f, attempt, "")
@@ -1090,8 +1091,8 @@ func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u *t
 	isErr := res.IsError
 	err = r.update(ctx, func(tx store.Tx) error {
 		now := r.h.now()
-		return tx.Append(&ma.Event{Type: ma.EventAgentMCPToolResult, MCPToolUseID: u.ev.ID, Content: res.Content, IsError: &isErr, ProcessedAt: &now})
+		return tx.Append(&ma.Event{Type: ma.EventAgentMCPToolResult, MCPToolUseID: u.Event.ID, Content: res.Content, IsError: &isErr, ProcessedAt: &now})
 	})
-	r.keep(u.ev.ID, res, err)
+	r.keep(u.Event.ID, res, err)
 	return true, err
 }

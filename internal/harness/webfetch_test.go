@@ -19,7 +19,7 @@ func TestWebFetchNotForWorkers(t *testing.T) {
 		t.Fatalf("awaiting the worker: %v, want [b]", aw)
 	}
 	rn := v.runnable()
-	if len(rn) != 1 || rn[0].ev.ID != "w" {
+	if len(rn) != 1 || rn[0].Event.ID != "w" {
 		t.Fatalf("runnable here: %d uses", len(rn))
 	}
 }

@@ -37,7 +37,7 @@ type Server struct {
 	opts Options
 	addr string
 
-	mu      sync.Mutex
+	mu      sync.Mutex // guards srv, mcp and stopped
 	srv     *http.Server
 	mcp     *mcp.Server
 	stopped chan struct{} // closed by Stop: ends waiting tools

@@ -18,7 +18,7 @@ type TokenEndpoint struct {
 	srv  *httptest.Server
 	hold time.Duration
 
-	mu      sync.Mutex
+	mu      sync.Mutex    // guards the fields below
 	current int           // N of the refresh token that is good now
 	uses    int           // grant requests received
 	refused []string      // refresh tokens refused: spent or unknown

@@ -39,7 +39,7 @@ type Mirror struct {
 	wheel, tgz      []byte
 	srv             *httptest.Server
 
-	mu        sync.Mutex
+	mu        sync.Mutex     // guards downloads
 	downloads map[string]int // by path
 }
 
