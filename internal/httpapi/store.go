@@ -27,6 +27,7 @@ type Store interface {
 	logReader
 	outcomeStore
 	writeChecker
+	WorkspaceStore
 	store.Files
 	store.Skills
 	sessions.Store
