@@ -89,13 +89,7 @@ console uses), open to admin keys.
 A key's role says what it can do: admin (everything, in any workspace),
 developer (its workspace's resources) or read_only (reads them).`,
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&t.dataDir, "data-dir", envOr("REINS_DATA_DIR", defaultDataDir()), "data directory of the server (REINS_DATA_DIR)")
-	pf.StringVar(&t.databaseURL, "database-url", "", "the server's PostgreSQL database, instead of the data dir (REINS_DATABASE_URL)")
-	bindEnv(pf, envFallback{"database-url", "REINS_DATABASE_URL"})
-	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		return applyEnv(cmd.Flags())
-	}
+	t.bindFlags(cmd)
 	cmd.AddCommand(keysCreate(t), keysList(t), keysRevoke(t))
 	return cmd
 }
@@ -209,4 +203,17 @@ type cliKeys struct{ st keysStore }
 func (c cliKeys) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 	return c.st.CreateAPIKey(cliAudit(ctx, "api_key.created", "api_key", k.ID, k.WorkspaceID,
 		map[string]string{"name": k.Name, "role": k.Role}), k)
+}
+
+// bindFlags adds the flags naming the server's store (--data-dir,
+// --database-url, and their environment variables) to cmd and its
+// subcommands.
+func (t *keysTarget) bindFlags(cmd *cobra.Command) {
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&t.dataDir, "data-dir", envOr("REINS_DATA_DIR", defaultDataDir()), "data directory of the server (REINS_DATA_DIR)")
+	pf.StringVar(&t.databaseURL, "database-url", "", "the server's PostgreSQL database, instead of the data dir (REINS_DATABASE_URL)")
+	bindEnv(pf, envFallback{"database-url", "REINS_DATABASE_URL"})
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		return applyEnv(cmd.Flags())
+	}
 }

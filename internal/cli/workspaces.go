@@ -23,13 +23,7 @@ func newWorkspacesCommand() *cobra.Command {
 ` + "`reins keys`" + `. A workspace groups agents, environments, sessions, vaults,
 files, skills and machines; a developer or read_only key sees only its own.`,
 	}
-	pf := cmd.PersistentFlags()
-	pf.StringVar(&t.dataDir, "data-dir", envOr("REINS_DATA_DIR", defaultDataDir()), "data directory of the server (REINS_DATA_DIR)")
-	pf.StringVar(&t.databaseURL, "database-url", "", "the server's PostgreSQL database, instead of the data dir (REINS_DATABASE_URL)")
-	bindEnv(pf, envFallback{"database-url", "REINS_DATABASE_URL"})
-	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		return applyEnv(cmd.Flags())
-	}
+	t.bindFlags(cmd)
 	cmd.AddCommand(workspacesCreate(t), workspacesList(t), workspacesArchive(t))
 	return cmd
 }
