@@ -28,7 +28,7 @@ type apiKeyAPI struct {
 
 // apiKeyRoutes registers the API key endpoints.
 func (s *Server) apiKeyRoutes() {
-	k := &apiKeyAPI{st: s.cfg.Store, ws: s.cfg.Workspaces}
+	k := &apiKeyAPI{st: s.cfg.Store, ws: s.cfg.Store}
 	s.handle("GET /v1/api_keys", smallBody, k.listAPIKeys)
 	s.handle("POST /v1/api_keys", smallBody, k.createAPIKey)
 	s.handle("POST /v1/api_keys/{id}/revoke", smallBody, noBody(k.revokeAPIKey))

@@ -113,9 +113,6 @@ type Config struct {
 	// or changed: an id no configured provider serves is refused (400)
 	// instead of failing the session's first turn.
 	Models ModelChecker
-	// Workspaces holds workspaces, API keys' roles and statuses and the
-	// audit log; nil uses Store.
-	Workspaces WorkspaceStore
 }
 
 // Harness is what the API asks of the harness; *harness.Harness is one.
@@ -206,9 +203,6 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
-	}
-	if cfg.Workspaces == nil && cfg.Store != nil {
-		cfg.Workspaces = cfg.Store
 	}
 	if cfg.MaxFileSize <= 0 {
 		cfg.MaxFileSize = DefaultMaxFileSize

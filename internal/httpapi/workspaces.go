@@ -36,7 +36,7 @@ func (s *Server) authorizeKey(r *http.Request, p *Principal) error {
 	case p.Role == store.RoleAdmin && hdr == "":
 		p.Workspace = store.DefaultWorkspace
 	case p.Role == store.RoleAdmin:
-		w, err := s.cfg.Workspaces.GetWorkspace(r.Context(), hdr)
+		w, err := s.cfg.Store.GetWorkspace(r.Context(), hdr)
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("workspace %s (the %s header) not found", hdr, WorkspaceHeader)
 		}
@@ -105,7 +105,7 @@ type workspaceAPI struct {
 }
 
 func (s *Server) workspaceRoutes() {
-	a := &workspaceAPI{st: s.cfg.Workspaces}
+	a := &workspaceAPI{st: s.cfg.Store}
 	s.handle("POST /v1/organizations/workspaces", smallBody, a.createWorkspace)
 	s.handle("GET /v1/organizations/workspaces", smallBody, a.listWorkspaces)
 	s.handle("GET /v1/organizations/workspaces/{id}", smallBody, a.getWorkspace)
