@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"StopReasons", testStopReasons},
 		{"DeleteSession", testDeleteSession},
 		{"EventFilters", testEventFilters},
+		{"ListWhileConsumed", testListWhileConsumed},
 		{"ByteBudget", testByteBudget},
 		{"RunningTools", testRunningTools},
 		{"Leases", testLeases},

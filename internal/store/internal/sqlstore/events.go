@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/store"
@@ -134,9 +135,15 @@ func (s *Store) ListEvents(ctx context.Context, sessionID string, eq store.Event
 	if err != nil {
 		return nil, err
 	}
-	out, err := withinBytes(heads, eq.MaxBytes, func(lo, hi int64) ([]store.Entry, error) {
-		q := eventFilter(sessionID, eq)
-		q.and("seq >= ? AND seq <= ?", lo, hi)
+	out, err := withinBytes(heads, eq.MaxBytes, func(fit []store.Entry) ([]store.Entry, error) {
+		// The bodies of the entries the heads read, by seq: not the filter
+		// again, whose "live" an entry superseded since then no longer
+		// meets (its new echo lies past the page, so the list would lose
+		// it). An entry's row never changes but for its live and pending
+		// flags, so the page is the log as the heads read it.
+		var q query
+		q.and("session_id = ?", sessionID)
+		q.and("seq IN (?"+strings.Repeat(", ?", len(fit)-1)+")", seqsOf(fit)...)
 		dir := "ASC"
 		if eq.Desc != backwards(l) {
 			dir = "DESC"
@@ -180,18 +187,18 @@ func (s *Store) ReadLogRaw(ctx context.Context, sessionID string, after int64, l
 	if err != nil {
 		return nil, err
 	}
-	return withinBytes(heads, maxBytes, func(_, hi int64) ([]store.Entry, error) {
+	return withinBytes(heads, maxBytes, func(fit []store.Entry) ([]store.Entry, error) {
+		hi := fit[len(fit)-1].Seq
 		return collect(ctx, s.r, scanRawEntry, `SELECT `+rawCols+from+` AND seq <= ? ORDER BY seq`, append(args, hi)...)
 	})
 }
 
 // withinBytes applies a read's byte budget (the rule is store.Entry's):
 // heads are the entries of the read without their JSON, in read order;
-// bodies reads, with their JSON and in read order, the entries from seq
-// lo to seq hi that the read would return (entries an echo superseded
-// meanwhile may be missing). The JSON of the heads past the budget is
-// never read.
-func withinBytes(heads []store.Entry, maxBytes int64, bodies func(lo, hi int64) ([]store.Entry, error)) ([]store.Entry, error) {
+// bodies reads, with their JSON and in read order, the entries fit (the
+// first heads, which fit in the budget). The JSON of the heads past the
+// budget is never read.
+func withinBytes(heads []store.Entry, maxBytes int64, bodies func(fit []store.Entry) ([]store.Entry, error)) ([]store.Entry, error) {
 	n, total := 0, int64(0)
 	for n < len(heads) && total+heads[n].Size <= maxBytes {
 		total += heads[n].Size
@@ -199,9 +206,8 @@ func withinBytes(heads []store.Entry, maxBytes int64, bodies func(lo, hi int64) 
 	}
 	var out []store.Entry
 	if n > 0 {
-		lo, hi := heads[0].Seq, heads[n-1].Seq
 		var err error
-		if out, err = bodies(min(lo, hi), max(lo, hi)); err != nil {
+		if out, err = bodies(heads[:n]); err != nil {
 			return nil, err
 		}
 	}
@@ -242,4 +248,13 @@ func scanHead(row Row) (store.Entry, error) {
 	var e store.Entry
 	err := row.Scan(&e.Seq, &e.Event.ID, &e.Event.Type, &e.Size)
 	return e, err
+}
+
+// seqsOf returns the seqs of entries, as statement arguments.
+func seqsOf(entries []store.Entry) []any {
+	seqs := make([]any, len(entries))
+	for i, e := range entries {
+		seqs[i] = e.Seq
+	}
+	return seqs
 }
