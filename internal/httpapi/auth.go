@@ -130,8 +130,8 @@ type MachineTokenStore interface {
 
 // Principal is who a request acts for: an API key (what its Role allows,
 // in its workspace or, for an admin, any), an environment key (that
-// environment's work queue and the tool work of its sessions only) or a
-// machine token (nothing on this API).
+// environment's work queue and the tool work of its sessions only, in the
+// environment's workspace) or a machine token (nothing on this API).
 type Principal struct {
 	// KeyID is the API key's id ("" for the bootstrap key and the other
 	// kinds of credential).
@@ -142,8 +142,9 @@ type Principal struct {
 	// KeyWorkspace is the workspace a developer or read-only key is bound
 	// to ("" for an admin).
 	KeyWorkspace string
-	// Workspace is the workspace the request works in (set by the server
-	// once the anthropic-workspace-id header is checked).
+	// Workspace is the workspace the request works in: for an API key set
+	// by the server once the anthropic-workspace-id header is checked, for
+	// an environment key its environment's.
 	Workspace string
 	// EnvironmentID is set for an environment key.
 	EnvironmentID string
@@ -280,7 +281,9 @@ func (a *Authenticator) checkEnvironmentKey(ctx context.Context, hash string) (P
 	if err := env.CheckOutsideExecutors(); err != nil {
 		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "environment key %s rejected: %v", k.ID, err)
 	}
-	return Principal{EnvironmentID: k.EnvironmentID, hash: hash}, nil
+	// The key works in its environment's workspace: the store scopes its
+	// requests there, as an API key's.
+	return Principal{EnvironmentID: k.EnvironmentID, Workspace: k.WorkspaceID, hash: hash}, nil
 }
 
 // checkMachineToken authenticates a machine token by its hash: it must be

@@ -412,7 +412,9 @@ func (s *Server) authorize(r *http.Request, pattern string) (p Principal, releas
 		err = errf(http.StatusForbidden, ma.ErrPermission,
 			"a machine token authenticates an executor on the executor protocol only (POST /v1/executor/tokens); this API needs an API key")
 	case p.EnvironmentID != "":
-		err = s.scope(r, p.EnvironmentID)
+		if err = envKeyWorkspace(r, p); err == nil {
+			err = s.scope(r, p.EnvironmentID)
+		}
 	default:
 		err = s.authorizeKey(r, &p)
 	}
@@ -421,6 +423,18 @@ func (s *Server) authorize(r *http.Request, pattern string) (p Principal, releas
 		return p, nil, err
 	}
 	return p, release, nil
+}
+
+// envKeyWorkspace refuses a request of an environment key whose
+// anthropic-workspace-id header names another workspace than its
+// environment's, the one it works in.
+func envKeyWorkspace(r *http.Request, p Principal) error {
+	hdr := strings.TrimSpace(r.Header.Get(WorkspaceHeader))
+	if hdr == "" || hdr == p.Workspace {
+		return nil
+	}
+	return errf(http.StatusForbidden, ma.ErrPermission,
+		"this environment key works in workspace %s, its environment's; the %s header asks for workspace %s", p.Workspace, WorkspaceHeader, hdr)
 }
 
 // knownPath reports whether some other method serves r's path.

@@ -105,7 +105,8 @@ type APIKey struct {
 // EnvironmentKeys stores the hashed keys of environments.
 type EnvironmentKeys interface {
 	CreateEnvironmentKey(ctx context.Context, k EnvironmentKey) error
-	// EnvironmentKeyByHash returns the key with that hash, revoked or not.
+	// EnvironmentKeyByHash returns the key with that hash, revoked or not,
+	// with the workspace of its environment.
 	EnvironmentKeyByHash(ctx context.Context, hash string) (EnvironmentKey, error)
 	// ListEnvironmentKeys lists an environment's keys, oldest first.
 	ListEnvironmentKeys(ctx context.Context, environmentID string) ([]EnvironmentKey, error)
@@ -121,6 +122,10 @@ type EnvironmentKey struct {
 	Hint          string
 	CreatedAt     time.Time
 	RevokedAt     *time.Time
+	// WorkspaceID is the workspace of the key's environment, the one the
+	// key works in; EnvironmentKeyByHash sets it ("" when the environment
+	// is gone).
+	WorkspaceID string
 }
 
 // Machines stores machines enrolled with a machine token (its hash only).

@@ -567,6 +567,23 @@ func testEnvironmentKeys(t *testing.T, s store.Store) {
 	if l, _ := s.ListEnvironmentKeys(ctx, "env_b"); len(l) != 0 {
 		t.Fatalf("keys of another environment listed: %+v", l)
 	}
+	if got.WorkspaceID != "" {
+		t.Fatalf("the key of an environment that does not exist has workspace %q", got.WorkspaceID)
+	}
+	// A key names the workspace of its environment, whatever ctx's.
+	ts := now()
+	env := ma.Environment{ID: ids.New(ids.Environment), Type: "environment", Name: "in b", Config: ma.EnvironmentConfig{Type: ma.EnvSelfHosted}, CreatedAt: ts, UpdatedAt: ts}
+	if err := s.CreateEnvironment(store.WithWorkspace(ctx, "wrkspc_b"), env); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateEnvironmentKey(ctx, store.EnvironmentKey{ID: "ekey_3", EnvironmentID: env.ID, Hash: "eh3", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []context.Context{ctx, store.WithWorkspace(ctx, "wrkspc_a")} {
+		if got, err := s.EnvironmentKeyByHash(c, "eh3"); err != nil || got.WorkspaceID != "wrkspc_b" || got.EnvironmentID != env.ID {
+			t.Fatalf("by hash in %s: %+v %v", wsOf(c), got, err)
+		}
+	}
 }
 
 func testMachines(t *testing.T, s store.Store) {

@@ -140,10 +140,21 @@ func scanEnvKey(row Row) (store.EnvironmentKey, error) {
 	return k, nil
 }
 
-// EnvironmentKeyByHash implements store.EnvironmentKeys.
+// EnvironmentKeyByHash implements store.EnvironmentKeys. The key is read
+// whatever ctx's workspace: it says which workspace it works in.
 func (s *Store) EnvironmentKeyByHash(ctx context.Context, hash string) (store.EnvironmentKey, error) {
-	k, err := scanEnvKey(s.r.QueryRow(ctx, `SELECT `+envKeyCols+` FROM environment_keys WHERE hash = ?`, hash))
-	return k, notFound(err, "environment key", "(by hash)")
+	var k store.EnvironmentKey
+	var created int64
+	var revoked *int64
+	err := s.r.QueryRow(ctx, `SELECT k.id, k.environment_id, k.hash, k.hint, k.created_at, k.revoked_at, COALESCE(e.workspace_id, '')
+		FROM environment_keys k LEFT JOIN environments e ON e.id = k.environment_id WHERE k.hash = ?`, hash).
+		Scan(&k.ID, &k.EnvironmentID, &k.Hash, &k.Hint, &created, &revoked, &k.WorkspaceID)
+	if err != nil {
+		return k, notFound(err, "environment key", "(by hash)")
+	}
+	k.CreatedAt = time.Unix(0, created).UTC()
+	k.RevokedAt = timePtr(revoked)
+	return k, nil
 }
 
 // ListEnvironmentKeys implements store.EnvironmentKeys.
