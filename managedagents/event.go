@@ -190,6 +190,10 @@ type Preview struct {
 	Event   *PreviewEvent `json:"event,omitempty"`
 	EventID string        `json:"event_id,omitempty"`
 	Delta   *PreviewDelta `json:"delta,omitempty"`
+	// Thread is the thread of the event previewed, as StreamThread
+	// tells it ("" for the primary thread): the streams that send the
+	// preview are the ones whose view holds the event (not sent).
+	Thread string `json:"-"`
 }
 
 // PreviewEvent names the event an event_start announces.

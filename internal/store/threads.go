@@ -53,6 +53,19 @@ func (v View) Includes(e Entry) bool {
 	return true
 }
 
+// IncludesPreview reports whether the streams of v send the preview p
+// (an event_start or event_delta of an agent.message or agent.thinking,
+// which only the thread that makes it shows; p.Thread names it).
+func (v View) IncludesPreview(p ma.Preview) bool {
+	switch v.kind {
+	case viewSession:
+		return p.Thread == ""
+	case viewThread:
+		return p.Thread == v.thread
+	}
+	return true
+}
+
 // ThreadQuery pages through a session's child threads in creation order
 // (After and Limit of ListQuery; Before and Desc are not used).
 type ThreadQuery struct {
