@@ -14,6 +14,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"go.uber.org/goleak"
 
 	"github.com/reinsdev/reins/internal/app"
@@ -202,6 +203,14 @@ func (s *server) openStream(t *testing.T, sessionID string, deltas ...string) *s
 		params.EventDeltas = append(params.EventDeltas, anthropic.BetaManagedAgentsDeltaType(d))
 	}
 	st := s.client.Beta.Sessions.Events.StreamEvents(ctx, sessionID, params)
+	return follow(t, cancel, st, func(ev anthropic.BetaManagedAgentsStreamSessionEventsUnion) string { return ev.Type })
+}
+
+// follow decodes the frames of an open SDK stream st, of any of the SDK's
+// stream event unions (typ reads a frame's type as the SDK decoded it),
+// into a stream; cancel ends it.
+func follow[T interface{ RawJSON() string }](t *testing.T, cancel context.CancelFunc, st *ssestream.Stream[T], typ func(T) string) *stream {
+	t.Helper()
 	out := &stream{t: t, cancel: cancel, ch: make(chan frame, 10000), errc: make(chan error, 1)}
 	opened := make(chan struct{})
 	go func() {
@@ -215,8 +224,8 @@ func (s *server) openStream(t *testing.T, sessionID string, deltas ...string) *s
 				out.errc <- err
 				return
 			}
-			if cur.Type != ev.Type {
-				out.errc <- &decodeMismatch{cur.Type, ev.Type}
+			if typ(cur) != ev.Type {
+				out.errc <- &decodeMismatch{typ(cur), ev.Type}
 				return
 			}
 			out.ch <- ev

@@ -55,6 +55,12 @@ func (s *countingStore) ReadLogRaw(ctx context.Context, id string, after int64, 
 	return entries, err
 }
 
+func (s *countingStore) ReadViewRaw(ctx context.Context, id string, v store.View, after int64, limit int, maxBytes int64) ([]store.Entry, error) {
+	entries, err := s.Store.ReadViewRaw(ctx, id, v, after, limit, maxBytes)
+	s.note("log", entries)
+	return entries, err
+}
+
 func (s *countingStore) ListEvents(ctx context.Context, id string, q store.EventQuery) ([]store.Entry, error) {
 	entries, err := s.Store.ListEvents(ctx, id, q)
 	s.note("list", entries)

@@ -23,7 +23,7 @@ const maxEventsPerRequest = 100
 type eventStore interface {
 	fileStore
 	ListEvents(ctx context.Context, sessionID string, q store.EventQuery) ([]store.Entry, error)
-	ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int, maxBytes int64) ([]store.Entry, error)
+	ReadViewRaw(ctx context.Context, sessionID string, v store.View, after int64, limit int, maxBytes int64) ([]store.Entry, error)
 	LastSeq(ctx context.Context, sessionID string) (int64, error)
 }
 
@@ -55,6 +55,7 @@ func (s *Server) eventRoutes() {
 	s.handle("POST /v1/sessions/{id}/events", s.cfg.MaxBody, s.bodyBudget(e.sendEvents))
 	s.handle("GET /v1/sessions/{id}/events", smallBody, e.listEvents)
 	s.handle("GET /v1/sessions/{id}/events/stream", smallBody, counted(&s.streams, e.streamEvents))
+	s.threadRoutes(e)
 }
 
 // eventParam is a client event as sent.
@@ -79,7 +80,13 @@ func decodeEventParam(field string, raw json.RawMessage) (ma.Event, error) {
 	if p.Type == nil {
 		return ma.Event{}, badRequest("%s.type: required", field)
 	}
-	ev := ma.Event{Type: *p.Type, SessionThreadID: p.SessionThreadID}
+	ev := ma.Event{Type: *p.Type}
+	if p.SessionThreadID != "" {
+		if ev.Type != ma.EventUserInterrupt {
+			return ev, badRequest("%s.session_thread_id: only a user.interrupt names a thread; the server routes %s itself", field, ev.Type)
+		}
+		ev.SessionThreadID = p.SessionThreadID
+	}
 	switch ev.Type {
 	case ma.EventUserMessage:
 		if len(p.Content) == 0 {
@@ -246,7 +253,15 @@ func (e *eventsAPI) sentEvents(r *http.Request, body sendBody) ([]ma.Event, erro
 	return evs, nil
 }
 
+// listEvents serves GET /v1/sessions/{id}/events: the session's stream
+// (store.SessionView), paged.
 func (e *eventsAPI) listEvents(w http.ResponseWriter, r *http.Request) error {
+	return e.listView(w, r, store.SessionView())
+}
+
+// listView serves a page of one view of the session's log: the
+// session's stream or a thread's.
+func (e *eventsAPI) listView(w http.ResponseWriter, r *http.Request, v store.View) error {
 	q := query{r}
 	limit, err := q.limit(1000, 1000)
 	if err != nil {
@@ -256,7 +271,7 @@ func (e *eventsAPI) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	eq := store.EventQuery{Limit: limit, Desc: order == "desc"}
+	eq := store.EventQuery{Limit: limit, Desc: order == "desc", View: v}
 	if eq.Types, err = q.enums("types", "event type", eventTypes); err != nil {
 		return err
 	}

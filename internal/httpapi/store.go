@@ -22,6 +22,7 @@ type Store interface {
 	workStore
 	toolCallStore
 	sessionStore
+	threadStore
 	resourceStore
 	tailStore
 	logReader

@@ -27,9 +27,10 @@ const streamWriteTimeout = 30 * time.Second
 type stream struct {
 	e      *eventsAPI
 	r      *http.Request
-	id     string   // the session
-	deltas []string // the event types whose previews it sends
-	cursor int64    // the seq of the last log entry sent
+	id     string     // the session
+	view   store.View // the part of the session's log it sends
+	deltas []string   // the event types whose previews it sends
+	cursor int64      // the seq of the last log entry sent (or skipped: not in the view)
 
 	tl       *tail
 	news     <-chan struct{}   // the tail has read new entries
@@ -47,10 +48,17 @@ type stream struct {
 }
 
 // streamEvents serves GET /v1/sessions/{id}/events/stream: a live tail of
-// the session's log from "now" (or from Last-Event-ID, a seq, as an
-// extension), with optional previews.
+// the session's stream (store.SessionView) from "now" (or from
+// Last-Event-ID, a seq, as an extension), with optional previews.
 func (e *eventsAPI) streamEvents(w http.ResponseWriter, r *http.Request) error {
-	st, err := e.newStream(r)
+	return e.streamView(w, r, store.SessionView())
+}
+
+// streamView serves a live tail of one view of the session's log: the
+// session's stream or a thread's. Every stream of a session shares the
+// session's one tail.
+func (e *eventsAPI) streamView(w http.ResponseWriter, r *http.Request, v store.View) error {
+	st, err := e.newStream(r, v)
 	if err != nil {
 		return err
 	}
@@ -78,7 +86,7 @@ func (e *eventsAPI) streamEvents(w http.ResponseWriter, r *http.Request) error {
 // newStream reads a stream's parameters: the event types it wants deltas
 // of (event_deltas[]) and where it starts, the log's end or, if before,
 // Last-Event-ID.
-func (e *eventsAPI) newStream(r *http.Request) (*stream, error) {
+func (e *eventsAPI) newStream(r *http.Request, v store.View) (*stream, error) {
 	id := r.PathValue("id")
 	deltas, err := query{r}.enums("event_deltas", "delta type", deltaTypes)
 	if err != nil {
@@ -98,7 +106,7 @@ func (e *eventsAPI) newStream(r *http.Request) (*stream, error) {
 		}
 		cursor = min(n, cursor)
 	}
-	return &stream{e: e, r: r, id: id, deltas: deltas, cursor: cursor, started: map[string]bool{}, finished: map[string]bool{}}, nil
+	return &stream{e: e, r: r, id: id, view: v, deltas: deltas, cursor: cursor, started: map[string]bool{}, finished: map[string]bool{}}, nil
 }
 
 // start answers 200 with the stream's headers.
@@ -197,16 +205,23 @@ func (st *stream) drain() (end bool) {
 	}
 }
 
-// next returns the entries after the cursor: from the tail's ring when it
-// holds them all (fromRing), else read from the store. deleted is what
-// the tail knows of the session. release lets go of the entries once
-// written.
+// next returns the entries of the stream's view after the cursor: from
+// the tail's ring when it holds them all (fromRing), else read from the
+// store. deleted is what the tail knows of the session. release lets go of
+// the entries once written. Entries of the ring outside the view are
+// passed over: the cursor moves past them.
 func (st *stream) next() (entries []store.Entry, deleted, fromRing bool, release func(), err error) {
 	entries, deleted, fromRing = st.tl.since(st.cursor)
 	if fromRing {
+		if n := len(entries); n > 0 {
+			last := entries[n-1].Seq
+			if entries = slices.DeleteFunc(entries, func(e store.Entry) bool { return !st.view.Includes(e) }); len(entries) == 0 {
+				st.cursor = last
+			}
+		}
 		return entries, deleted, true, func() {}, nil
 	}
-	entries, release, err = st.e.readLog(st.readCtx, st.id, st.cursor)
+	entries, release, err = st.e.readLog(st.readCtx, st.id, st.view, st.cursor)
 	return entries, deleted, false, release, err
 }
 
@@ -240,7 +255,7 @@ func (st *stream) preview(pv ma.Preview) (end bool) {
 	switch pv.Type {
 	case "event_start":
 		id := pv.Event.ID
-		if !slices.Contains(st.deltas, pv.Event.Type) || st.started[id] || st.finished[id] {
+		if !slices.Contains(st.deltas, pv.Event.Type) || !st.view.IncludesPreview(pv) || st.started[id] || st.finished[id] {
 			return false
 		}
 		st.tl.read(st.r.Context())
@@ -286,14 +301,14 @@ func (st *stream) revoked(who Principal) bool {
 	return true
 }
 
-// readLog reads a stream's next log entries after seq from the store: at
-// most streamChunkBytes of them, or a larger entry alone, shared with the
-// other streams that send it at once (largeReads). release lets go of that
-// entry; call it once the entries are written. No entries and no error:
-// the session was deleted.
-func (e *eventsAPI) readLog(ctx context.Context, id string, after int64) (entries []store.Entry, release func(), err error) {
+// readLog reads a stream's next log entries of the view v after seq from
+// the store: at most streamChunkBytes of them, or a larger entry alone,
+// shared with the other streams that send it at once (largeReads).
+// release lets go of that entry; call it once the entries are written. No
+// entries and no error: the session was deleted.
+func (e *eventsAPI) readLog(ctx context.Context, id string, v store.View, after int64) (entries []store.Entry, release func(), err error) {
 	release = func() {}
-	entries, err = e.st.ReadLogRaw(ctx, id, after, streamBatch, streamChunkBytes)
+	entries, err = e.st.ReadViewRaw(ctx, id, v, after, streamBatch, streamChunkBytes)
 	if err != nil || len(entries) == 0 {
 		return nil, release, err
 	}

@@ -167,8 +167,12 @@ func accept(tx store.Tx, fold *awaiting.Fold, evs []ma.Event) (interrupt bool, e
 		if i > 0 {
 			prev = &evs[i-1]
 		}
-		stop, err := check(sess, fold, fmt.Sprintf("events[%d]", i), ev, prev, now)
+		f := fmt.Sprintf("events[%d]", i)
+		stop, err := check(sess, fold, f, ev, prev, now)
 		if err != nil {
+			return false, err
+		}
+		if err := route(tx, f, ev); err != nil {
 			return false, err
 		}
 		interrupt = interrupt || stop
