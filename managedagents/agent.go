@@ -129,35 +129,17 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 	}
 }
 
-// ThreadAgent is a saved agent's full definition as a session thread runs
-// it (the API's SessionThreadAgent): the roster entries of a session's
-// agent snapshot and a thread's agent. It has no multiagent: a roster is
-// not repeated.
-type ThreadAgent struct {
-	ID                string      `json:"id"`
-	Type              string      `json:"type"`
-	Name              string      `json:"name"`
-	Description       string      `json:"description"`
-	System            string      `json:"system"`
-	Model             ModelConfig `json:"model"`
-	Tools             []Tool      `json:"tools"`
-	MCPServers        []MCPServer `json:"mcp_servers"`
-	Skills            []SkillRef  `json:"skills"`
-	ExecutionIdentity Raw         `json:"execution_identity"`
-	Version           int64       `json:"version"`
-}
-
 // ThreadAgent is the definition a session thread running this version of
 // the agent runs with.
 func (a Agent) ThreadAgent() ThreadAgent {
-	return ThreadAgent{ID: a.ID, Type: "agent", Name: a.Name, Description: a.Description, System: a.System, Model: a.Model,
+	return ThreadAgent{ID: a.ID, Type: ThreadAgentSaved, Name: a.Name, Description: a.Description, System: a.System, Model: a.Model,
 		Tools: a.Tools, MCPServers: a.MCPServers, Skills: a.Skills, ExecutionIdentity: nullIfEmpty(a.ExecutionIdentity), Version: a.Version}
 }
 
 // ThreadAgent is the definition a session thread running the session's
 // agent (its overrides applied) runs with.
 func (a SessionAgent) ThreadAgent() ThreadAgent {
-	return ThreadAgent{ID: a.ID, Type: "agent", Name: a.Name, Description: a.Description, System: a.System, Model: a.Model,
+	return ThreadAgent{ID: a.ID, Type: ThreadAgentSaved, Name: a.Name, Description: a.Description, System: a.System, Model: a.Model,
 		Tools: a.Tools, MCPServers: a.MCPServers, Skills: a.Skills, ExecutionIdentity: Raw("null"), Version: a.Version}
 }
 
