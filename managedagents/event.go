@@ -25,7 +25,27 @@ type Event struct {
 	Result          string `json:"result,omitempty"`
 	DenyMessage     string `json:"deny_message,omitempty"`
 
+	// SessionThreadID is the child thread an event belongs to (none on
+	// the primary thread's events), or the thread a user.interrupt
+	// names; see OnSessionStream.
 	SessionThreadID string `json:"session_thread_id,omitempty"`
+
+	// Thread events: session.thread_created and session.thread_status_*
+	// name the thread's agent; WorkflowRunID (a JSON string or null) and
+	// StopDetails (an object or null) are written as null rather than
+	// left out where the API has them required (ThreadCreated,
+	// ThreadStatus set them so).
+	AgentName     string `json:"agent_name,omitempty"`
+	WorkflowRunID Raw    `json:"workflow_run_id,omitempty"`
+	StopDetails   Raw    `json:"stop_details,omitempty"`
+
+	// agent.thread_message_sent names the receiver, and
+	// agent.thread_message_received the sender; the agent name is absent
+	// for the primary thread's agent.
+	ToSessionThreadID   string `json:"to_session_thread_id,omitempty"`
+	ToAgentName         string `json:"to_agent_name,omitempty"`
+	FromSessionThreadID string `json:"from_session_thread_id,omitempty"`
+	FromAgentName       string `json:"from_agent_name,omitempty"`
 
 	// Status events.
 	StopReason *StopReason `json:"stop_reason,omitempty"`

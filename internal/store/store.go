@@ -212,6 +212,17 @@ type Sessions interface {
 	SessionIDsWithPending(ctx context.Context) ([]string, error)
 	// LastSeq returns the sequence number of the session's last log entry.
 	LastSeq(ctx context.Context, sessionID string) (int64, error)
+	// ReadViewRaw is ReadLogRaw of the entries of one view of the log
+	// (the zero View reads them all, as ReadLogRaw does).
+	ReadViewRaw(ctx context.Context, sessionID string, v View, after int64, limit int, maxBytes int64) ([]Entry, error)
+	// ListThreads lists the session's child threads (rows written by
+	// Tx.PutThread; the primary thread is derived, not stored), oldest
+	// first, archived ones included. ErrNotFound if the session is not
+	// in ctx's workspace.
+	ListThreads(ctx context.Context, sessionID string, q ThreadQuery) ([]Item[ma.SessionThread], error)
+	// GetThread returns a child thread of the session (ErrNotFound if
+	// the session has no such thread or is not in ctx's workspace).
+	GetThread(ctx context.Context, sessionID, threadID string) (ma.SessionThread, error)
 }
 
 // Tx is a transaction on one session.
@@ -243,6 +254,17 @@ type Tx interface {
 	UnmarkToolRunning(toolUseID string) error
 	// ToolsRunning returns the marked tool uses.
 	ToolsRunning() ([]string, error)
+	// Threads returns the session's child threads, oldest first,
+	// archived ones included (the primary thread is not stored).
+	Threads() ([]ma.SessionThread, error)
+	// Thread returns a child thread of the session; ErrNotFound if the
+	// session has none with that id.
+	Thread(id string) (ma.SessionThread, error)
+	// PutThread creates or replaces a child thread of the session
+	// (th.SessionID and th.Type are set; CreatedAt and UpdatedAt, when
+	// empty, to now). Threads are written only in the session's
+	// transaction, with the events that announce their changes.
+	PutThread(th *ma.SessionThread) error
 	// RecordOutcome records, in this transaction, the outcome of the
 	// request that makes its change (o.SessionID is set to the session's
 	// id), so that both are committed or neither. It fails with
@@ -265,6 +287,12 @@ type Tx interface {
 type Entry struct {
 	Seq   int64
 	Event ma.Event
+	// Thread is the thread whose stream holds the event
+	// (ma.StreamThread: "" for the primary), OnSession whether the
+	// session's stream shows it (ma.OnSessionStream); set by every read,
+	// heads included. View.Includes reads them.
+	Thread    string
+	OnSession bool
 	// Raw is the event's JSON as stored (what the API sends); nil in a
 	// head.
 	Raw []byte
@@ -323,6 +351,8 @@ type EventQuery struct {
 	GT, GTE, LT, LTE *time.Time
 	// MaxBytes, if positive, is the page's byte budget (see Entry).
 	MaxBytes int64
+	// View is the part of the log listed (the zero View: all of it).
+	View View
 	// Raw leaves the events undecoded, as ReadLogRaw does: only Seq,
 	// Raw, Size and the event's ID and Type are set.
 	Raw bool

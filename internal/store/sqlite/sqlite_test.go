@@ -158,7 +158,11 @@ func TestOpenWorkIndex(t *testing.T) {
 // COLUMN has no IF NOT EXISTS in SQLite), and first their indexes, for the
 // tests that rewind the schema and replay them.
 var unaddColumns = append([]string{`ALTER TABLE sessions DROP COLUMN stop_reason`, `ALTER TABLE vault_credentials DROP COLUMN version`, `ALTER TABLE vault_credentials DROP COLUMN refresh_until`},
-	unaddWorkspaces...)
+	append(slices.Clone(unaddThreads), unaddWorkspaces...)...)
+
+// unaddThreads drop the columns migration 23 adds to the log, and their
+// index.
+var unaddThreads = []string{`DROP INDEX events_thread`, `ALTER TABLE events DROP COLUMN thread_id`, `ALTER TABLE events DROP COLUMN on_session`}
 
 // unaddWorkspaces drop the columns migration 22 adds, and their indexes.
 var unaddWorkspaces = []string{`DROP INDEX agents_workspace`, `DROP INDEX sessions_workspace`, `DROP INDEX vaults_workspace`, `DROP INDEX files_workspace`, `DROP INDEX skills_workspace`, `DROP INDEX machines_workspace`,

@@ -60,6 +60,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Workspaces", testWorkspaces},
 		{"KeyAdmin", testKeyAdmin},
 		{"Audit", testAudit},
+		{"ThreadViews", testThreadViews},
+		{"Threads", testThreads},
+		{"ThreadsLeft", testThreadsLeft},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

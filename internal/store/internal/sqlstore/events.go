@@ -44,7 +44,7 @@ func (t *sessionTx) Event(id string) (ma.Event, error) {
 // ReadLog implements store.Tx: the entries after a seq, in this
 // transaction.
 func (t *sessionTx) ReadLog(after int64) ([]store.Entry, error) {
-	return collect(t.ctx, t.tx, scanEntry, `SELECT seq, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`, t.sess.ID, after)
+	return collect(t.ctx, t.tx, scanEntry, `SELECT `+entryCols+` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`, t.sess.ID, after)
 }
 
 // Append implements store.Tx. An event whose id is already in the log
@@ -75,8 +75,8 @@ func (t *sessionTx) insert(ev *ma.Event) error {
 		processed = unixOf(*ev.ProcessedAt)
 	}
 	seq := t.lastSeq + 1
-	_, err = t.tx.Exec(t.ctx, `INSERT INTO events (session_id, seq, id, type, live, pending, processed_at, body) VALUES (?, ?, ?, ?, TRUE, ?, ?, ?)`,
-		t.sess.ID, seq, ev.ID, ev.Type, store.IsPending(ev), processed, body)
+	_, err = t.tx.Exec(t.ctx, `INSERT INTO events (session_id, seq, id, type, live, pending, processed_at, thread_id, on_session, body) VALUES (?, ?, ?, ?, TRUE, ?, ?, ?, ?, ?)`,
+		t.sess.ID, seq, ev.ID, ev.Type, store.IsPending(ev), processed, ma.StreamThread(t.sess.ID, ev), ma.OnSessionStream(ev), body)
 	return t.s.conflict(err, fmt.Sprintf("event seq %d of session %s", seq, t.sess.ID))
 }
 
@@ -121,7 +121,7 @@ func (s *Store) ListEvents(ctx context.Context, sessionID string, eq store.Event
 	if _, _, err := getSession(ctx, s.r, sessionID, ""); err != nil {
 		return nil, err
 	}
-	cols, scan := "seq, body", scanEntry
+	cols, scan := entryCols, scanEntry
 	if eq.Raw {
 		cols, scan = rawCols, scanRawEntry
 	}
@@ -154,6 +154,7 @@ func eventFilter(sessionID string, eq store.EventQuery) *query {
 	var q query
 	q.and("session_id = ?", sessionID)
 	q.and("live")
+	q.view(eq.View)
 	if len(eq.Types) > 0 {
 		q.in("type", eq.Types)
 	}
@@ -165,14 +166,21 @@ func eventFilter(sessionID string, eq store.EventQuery) *query {
 func (s *Store) ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error) {
 	cond, args := inParentWorkspace(ctx, "session_id", "sessions")
 	args = append([]any{sessionID, after}, append(args, limit)...)
-	return collect(ctx, s.r, scanEntry, `SELECT seq, body FROM events WHERE session_id = ? AND seq > ?`+cond+` ORDER BY seq LIMIT ?`, args...)
+	return collect(ctx, s.r, scanEntry, `SELECT `+entryCols+` FROM events WHERE session_id = ? AND seq > ?`+cond+` ORDER BY seq LIMIT ?`, args...)
 }
 
 // ReadLogRaw implements store.Sessions.
 func (s *Store) ReadLogRaw(ctx context.Context, sessionID string, after int64, limit int, maxBytes int64) ([]store.Entry, error) {
-	cond, scope := inParentWorkspace(ctx, "session_id", "sessions")
-	from := ` FROM events WHERE session_id = ? AND seq > ?` + cond
-	args := append([]any{sessionID, after}, scope...)
+	return s.ReadViewRaw(ctx, sessionID, store.View{}, after, limit, maxBytes)
+}
+
+// ReadViewRaw implements store.Sessions.
+func (s *Store) ReadViewRaw(ctx context.Context, sessionID string, v store.View, after int64, limit int, maxBytes int64) ([]store.Entry, error) {
+	var q query
+	q.and("session_id = ? AND seq > ?", sessionID, after)
+	q.view(v)
+	q.scopeParent(ctx, "session_id", "sessions")
+	from, args := ` FROM events`+q.clause(), q.args
 	if maxBytes <= 0 {
 		return collect(ctx, s.r, scanRawEntry, `SELECT `+rawCols+from+` ORDER BY seq LIMIT ?`, append(args, limit)...)
 	}
@@ -211,16 +219,27 @@ func withinBytes(heads []store.Entry, maxBytes int64, bodies func(lo, hi int64) 
 	return out, nil
 }
 
-// headCols are the columns scanHead reads; rawCols scanRawEntry's.
+// view adds the conditions of the view v.
+func (q *query) view(v store.View) {
+	if v.IsSession() {
+		q.and("on_session")
+	} else if th, ok := v.Thread(); ok {
+		q.and("thread_id = ?", th)
+	}
+}
+
+// headCols are the columns scanHead reads; rawCols scanRawEntry's;
+// entryCols scanEntry's.
 const (
-	headCols = "seq, id, type, length(body)"
-	rawCols  = "seq, id, type, body"
+	headCols  = "seq, id, type, thread_id, on_session, length(body)"
+	rawCols   = "seq, id, type, thread_id, on_session, body"
+	entryCols = "seq, thread_id, on_session, body"
 )
 
-// scanEntry scans (seq, body) and decodes the event.
+// scanEntry scans the entryCols and decodes the event.
 func scanEntry(row Row) (store.Entry, error) {
 	var e store.Entry
-	if err := row.Scan(&e.Seq, &e.Raw); err != nil {
+	if err := row.Scan(&e.Seq, &e.Thread, &e.OnSession, &e.Raw); err != nil {
 		return e, err
 	}
 	e.Size = int64(len(e.Raw))
@@ -228,18 +247,17 @@ func scanEntry(row Row) (store.Entry, error) {
 	return e, err
 }
 
-// scanRawEntry scans (seq, id, type, body) without decoding the event.
+// scanRawEntry scans the rawCols without decoding the event.
 func scanRawEntry(row Row) (store.Entry, error) {
 	var e store.Entry
-	err := row.Scan(&e.Seq, &e.Event.ID, &e.Event.Type, &e.Raw)
+	err := row.Scan(&e.Seq, &e.Event.ID, &e.Event.Type, &e.Thread, &e.OnSession, &e.Raw)
 	e.Size = int64(len(e.Raw))
 	return e, err
 }
 
-// scanHead scans (seq, id, type, length of body): an entry without its
-// JSON.
+// scanHead scans the headCols: an entry without its JSON.
 func scanHead(row Row) (store.Entry, error) {
 	var e store.Entry
-	err := row.Scan(&e.Seq, &e.Event.ID, &e.Event.Type, &e.Size)
+	err := row.Scan(&e.Seq, &e.Event.ID, &e.Event.Type, &e.Thread, &e.OnSession, &e.Size)
 	return e, err
 }
