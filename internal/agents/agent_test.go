@@ -43,7 +43,7 @@ var shelf = skillShelf{
 var errNotServed = errors.New("not served")
 
 func testRules() Rules {
-	return Rules{Skills: shelf.find, Model: func(field, id string) error {
+	return Rules{Skills: shelf.find, Agents: findRoster, Model: func(field, id string) error {
 		if strings.HasPrefix(id, "unserved") {
 			return fmt.Errorf("%s: %w", field, errNotServed)
 		}

@@ -322,11 +322,11 @@ func parseEntries(raws []json.RawMessage, owner string) ([]RosterEntry, error) {
 	var out []RosterEntry
 	for i, raw := range raws {
 		var w struct {
-			Type    string  `json:"type"`
-			ID      string  `json:"id"`
-			Version int64   `json:"version"`
-			Model   string  `json:"model"`
-			Name    *string `json:"name"`
+			Type    string          `json:"type"`
+			ID      string          `json:"id"`
+			Version int64           `json:"version"`
+			Model   json.RawMessage `json:"model"` // an advisor's: a string
+			Name    *string         `json:"name"`
 		}
 		if err := json.Unmarshal(raw, &w); err != nil {
 			return nil, fmt.Errorf("multiagent entry %d: %w", i, err)
@@ -334,7 +334,9 @@ func parseEntries(raws []json.RawMessage, owner string) ([]RosterEntry, error) {
 		e := RosterEntry{Type: w.Type, ID: w.ID, Version: w.Version, Self: w.ID != "" && w.ID == owner}
 		switch {
 		case w.Type == EntryAdvisor:
-			e.Model = w.Model
+			if err := json.Unmarshal(w.Model, &e.Model); err != nil {
+				return nil, fmt.Errorf("multiagent entry %d: advisor model: %w", i, err)
+			}
 		case w.Name != nil:
 			var def ma.ThreadAgent
 			if err := json.Unmarshal(raw, &def); err != nil {
