@@ -12,7 +12,9 @@ import (
 
 // rosterKit is two saved agents a roster may name: w at version 2 and x
 // at version 1.
-type rosterKit struct{ w, x *anthropic.BetaManagedAgentsAgent }
+type rosterKit struct {
+	w, x *anthropic.BetaManagedAgentsAgent
+}
 
 func newRosterKit(t *testing.T, s *server) rosterKit {
 	t.Helper()
@@ -26,7 +28,7 @@ func newRosterKit(t *testing.T, s *server) rosterKit {
 
 // TestMultiagentCoordinator: through the official SDK, a coordinator's
 // roster (an id, a pinned reference, self and an advisor) comes back
-// pinned, reads back the same by get and versions list, and a session of
+// pinned, reads back the same by get, list and versions list, and a session of
 // it (with an override) holds the roster's full definitions, the override
 // on the self entry only.
 func TestMultiagentCoordinator(t *testing.T) {
@@ -59,6 +61,19 @@ func TestMultiagentCoordinator(t *testing.T) {
 	vers, err := s.client.Beta.Agents.Versions.List(ctx, c.ID, anthropic.BetaAgentVersionListParams{})
 	if err != nil || len(vers.Data) != 1 || vers.Data[0].Multiagent.RawJSON() != want {
 		t.Fatalf("versions: %v %v", vers, err)
+	}
+	list, err := s.client.Beta.Agents.List(ctx, anthropic.BetaAgentListParams{Limit: anthropic.Int(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, a := range list.Data {
+		if a.ID == c.ID {
+			listed = a.Multiagent.RawJSON() == want
+		}
+	}
+	if !listed {
+		t.Fatalf("list: %s", list.RawJSON())
 	}
 	env := s.newEnv(t, "multi")
 	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{EnvironmentID: env.ID, Agent: anthropic.BetaSessionNewParamsAgentUnion{
