@@ -235,6 +235,9 @@ func (r Rules) multiagentOf(ctx context.Context, raw json.RawMessage, owner stri
 	if err != nil {
 		return nil, err
 	}
+	if owner == "" {
+		return nil, errors.New("agents: the agent's id is required to resolve its multiagent configuration (Update.ID)")
+	}
 	if err := r.resolve(ctx, p, owner); err != nil {
 		return nil, err
 	}
