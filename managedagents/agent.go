@@ -128,3 +128,25 @@ func (t Tool) MarshalJSON() ([]byte, error) {
 		}{t.Type, t.MCPServerName, t.DefaultConfig, configs})
 	}
 }
+
+// ThreadAgent is the definition a session thread running this version of
+// the agent runs with.
+func (a Agent) ThreadAgent() ThreadAgent {
+	return ThreadAgent{ID: a.ID, Type: ThreadAgentSaved, Name: a.Name, Description: a.Description, System: a.System, Model: a.Model,
+		Tools: a.Tools, MCPServers: a.MCPServers, Skills: a.Skills, ExecutionIdentity: nullIfEmpty(a.ExecutionIdentity), Version: a.Version}
+}
+
+// ThreadAgent is the definition a session thread running the session's
+// agent (its overrides applied) runs with.
+func (a SessionAgent) ThreadAgent() ThreadAgent {
+	return ThreadAgent{ID: a.ID, Type: ThreadAgentSaved, Name: a.Name, Description: a.Description, System: a.System, Model: a.Model,
+		Tools: a.Tools, MCPServers: a.MCPServers, Skills: a.Skills, ExecutionIdentity: Raw("null"), Version: a.Version}
+}
+
+// nullIfEmpty is r, or null when r is empty.
+func nullIfEmpty(r Raw) Raw {
+	if len(r) == 0 {
+		return Raw("null")
+	}
+	return r
+}

@@ -22,7 +22,15 @@ type Rules struct {
 	// Skills finds the skill versions agents pin; required to resolve
 	// skills.
 	Skills SkillFinder
+	// Agents finds the agents a multiagent roster references; required
+	// to resolve a multiagent configuration.
+	Agents AgentFinder
 }
+
+// AgentFinder reads a version of an agent of the caller's workspace (the
+// latest for version 0); found is false when there is none. Its errors
+// are returned as they are.
+type AgentFinder func(ctx context.Context, id string, version int64) (a ma.Agent, found bool, err error)
 
 // checkModel asks Rules.Model, if set, whether a provider serves id.
 func (r Rules) checkModel(field, id string) error {
@@ -46,9 +54,11 @@ type Create struct {
 	Tools       []ToolParam
 	MCPServers  []ma.MCPServer
 	Skills      []SkillParam
-	// Multiagent and ExecutionIdentity are accepted when absent or null
-	// only: this server does not implement them yet.
-	Multiagent        json.RawMessage
+	// Multiagent, if set and not null, is the agent's multiagent
+	// configuration as given ([Multiagent]).
+	Multiagent json.RawMessage
+	// ExecutionIdentity is accepted when absent or null only: this server
+	// does not implement it yet.
 	ExecutionIdentity json.RawMessage
 	// Metadata, if set, gives the agent's metadata; unset, it has none.
 	Metadata MetadataFunc
@@ -70,7 +80,7 @@ func (r Rules) New(ctx context.Context, c Create, now time.Time) (ma.Agent, erro
 	if err := checkText(c.Description, c.System); err != nil {
 		return ma.Agent{}, err
 	}
-	if err := unsupported(map[string]json.RawMessage{"multiagent": c.Multiagent, "execution_identity": c.ExecutionIdentity}); err != nil {
+	if err := unsupported(map[string]json.RawMessage{"execution_identity": c.ExecutionIdentity}); err != nil {
 		return ma.Agent{}, err
 	}
 	if err := r.checkModel("model", c.Model.ID); err != nil {
@@ -101,10 +111,33 @@ func (r Rules) New(ctx context.Context, c Create, now time.Time) (ma.Agent, erro
 	if err != nil {
 		return ma.Agent{}, err
 	}
+	id := ids.New(ids.Agent)
+	multi, err := r.newMultiagent(ctx, c.Multiagent, id)
+	if err != nil {
+		return ma.Agent{}, err
+	}
 	at := ma.Time(now)
-	return ma.Agent{ID: ids.New(ids.Agent), Type: "agent", Name: *c.Name, Description: c.Description, System: c.System,
-		Model: c.Model, Tools: tools, MCPServers: servers, Skills: skills, Multiagent: ma.Raw("null"),
+	return ma.Agent{ID: id, Type: "agent", Name: *c.Name, Description: c.Description, System: c.System,
+		Model: c.Model, Tools: tools, MCPServers: servers, Skills: skills, Multiagent: multi,
 		ExecutionIdentity: ma.Raw("null"), Metadata: meta, Version: 1, CreatedAt: at, UpdatedAt: at}, nil
+}
+
+// newMultiagent is the multiagent configuration of version 1 of the new
+// agent id, as given: null when none.
+func (r Rules) newMultiagent(ctx context.Context, raw json.RawMessage, id string) (ma.Raw, error) {
+	if isNull(raw) {
+		return ma.Raw("null"), nil
+	}
+	p, err := r.multiagentOf(ctx, raw, id)
+	if err != nil {
+		return nil, err
+	}
+	m := p.build(nil)
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	m.pinSelf(0, 1)
+	return encode(m)
 }
 
 // checkText checks an agent's description and system prompt.
@@ -149,9 +182,15 @@ type Update struct {
 	MCPServers *[]ma.MCPServer
 	// Skills, if set, replace the agent's, pinned again.
 	Skills *[]SkillParam
-	// Multiagent and ExecutionIdentity are accepted when absent or null
-	// only: this server does not implement them yet.
-	Multiagent        json.RawMessage
+	// ID is the agent's id: a multiagent roster entry naming it is the
+	// agent itself (self).
+	ID string
+	// Multiagent, if set, is the agent's multiagent configuration as
+	// given: null clears it; a coordinator replaces it; a
+	// multiagent_20261001 merges into a stored one level by level.
+	Multiagent json.RawMessage
+	// ExecutionIdentity is accepted when absent or null only: this server
+	// does not implement it yet.
 	ExecutionIdentity json.RawMessage
 	// Metadata, if set, gives the agent's metadata from its current one.
 	Metadata MetadataFunc
@@ -161,7 +200,8 @@ type Update struct {
 // pinned: what [Change.Apply] merges into the agent's latest version.
 type Change struct {
 	u      Update
-	skills []ma.SkillRef // nil: unchanged
+	skills []ma.SkillRef    // nil: unchanged
+	multi  *multiagentParam // nil: unchanged or cleared (u.Multiagent null)
 }
 
 // Prepare checks what of u does not depend on the agent (the fields not
@@ -169,7 +209,7 @@ type Change struct {
 // Call it before the store's transaction, which runs [Change.Apply]: it
 // may read the store.
 func (r Rules) Prepare(ctx context.Context, u Update) (Change, error) {
-	if err := unsupported(map[string]json.RawMessage{"multiagent": u.Multiagent, "execution_identity": u.ExecutionIdentity}); err != nil {
+	if err := unsupported(map[string]json.RawMessage{"execution_identity": u.ExecutionIdentity}); err != nil {
 		return Change{}, err
 	}
 	if u.Model != nil {
@@ -178,6 +218,12 @@ func (r Rules) Prepare(ctx context.Context, u Update) (Change, error) {
 		}
 	}
 	c := Change{u: u}
+	if !isNull(u.Multiagent) {
+		var err error
+		if c.multi, err = r.multiagentOf(ctx, u.Multiagent, u.ID); err != nil {
+			return Change{}, err
+		}
+	}
 	if u.Skills != nil {
 		var err error
 		if c.skills, err = r.ResolveSkills(ctx, "skills", *u.Skills); err != nil {
@@ -223,12 +269,51 @@ func (c Change) Apply(cur ma.Agent, now time.Time) (next ma.Agent, changed bool,
 	if err := CheckWebTools(next.Model.ID, next.Tools); err != nil {
 		return cur, false, err
 	}
+	if next.Multiagent, err = c.applyMultiagent(cur); err != nil {
+		return cur, false, err
+	}
 	if equal(cur, next) {
 		return cur, false, nil
 	}
 	next.Version = cur.Version + 1
 	next.UpdatedAt = ma.Time(now)
+	if next.Multiagent, err = repinSelf(next.Multiagent, cur.ID, cur.Version, next.Version); err != nil {
+		return cur, false, err
+	}
 	return next, true, nil
+}
+
+// applyMultiagent is the multiagent configuration c gives cur, validated,
+// its entries of the agent itself pinned to cur's version (moved to the
+// next by [repinSelf] when the change makes one).
+func (c Change) applyMultiagent(cur ma.Agent) (ma.Raw, error) {
+	switch {
+	case len(c.u.Multiagent) == 0:
+		return cur.Multiagent, nil
+	case c.multi == nil:
+		return ma.Raw("null"), nil
+	}
+	stored, err := ParseMultiagent(cur.Multiagent, cur.ID)
+	if err != nil {
+		return nil, err
+	}
+	m := c.multi.build(stored)
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	m.pinSelf(0, cur.Version)
+	return encode(m)
+}
+
+// repinSelf moves the entries of the agent owner in raw pinned to version
+// from to version to: the agent itself, as each of its versions holds it.
+func repinSelf(raw ma.Raw, owner string, from, to int64) (ma.Raw, error) {
+	m, err := ParseMultiagent(raw, owner)
+	if m == nil || err != nil {
+		return raw, err
+	}
+	m.pinSelf(from, to)
+	return encode(m)
 }
 
 // applyText sets the name, description and system prompt u gives.

@@ -43,7 +43,7 @@ var shelf = skillShelf{
 var errNotServed = errors.New("not served")
 
 func testRules() Rules {
-	return Rules{Skills: shelf.find, Model: func(field, id string) error {
+	return Rules{Skills: shelf.find, Agents: findRoster, Model: func(field, id string) error {
 		if strings.HasPrefix(id, "unserved") {
 			return fmt.Errorf("%s: %w", field, errNotServed)
 		}
@@ -133,7 +133,7 @@ func TestNewRefuses(t *testing.T) {
 		{"no model", func(c *Create) { c.Model = ma.ModelConfig{} }, "model: required"},
 		{"description", func(c *Create) { c.Description = strings.Repeat("d", 2049) }, "description: must be 0 to 2048 characters, got 2049"},
 		{"system", func(c *Create) { c.System = strings.Repeat("s", 100001) }, "system: must be 0 to 100000 characters, got 100001"},
-		{"multiagent", func(c *Create) { c.Multiagent = json.RawMessage(`{}`) }, "multiagent: not supported by this server yet"},
+		{"multiagent", func(c *Create) { c.Multiagent = json.RawMessage(`{}`) }, "multiagent.type: required"},
 		{"execution identity first", func(c *Create) {
 			c.Multiagent, c.ExecutionIdentity = json.RawMessage(`{}`), json.RawMessage(`{}`)
 		}, "execution_identity: not supported by this server yet"},

@@ -127,7 +127,7 @@ func TestApplyRefuses(t *testing.T) {
 		{"tools leave a server unreferenced", nil, Update{Tools: &[]ToolParam{agent}}, Invalid, `mcp_servers: server "docs" is not referenced`},
 		{"web tools of the new model", nil, Update{Model: &ma.ModelConfig{ID: "gpt-5"}, Tools: &[]ToolParam{{Type: ma.ToolTypeAgentToolset,
 			Configs: []ToolConfigParam{{Name: "web_search"}}}}, MCPServers: new([]ma.MCPServer)}, Invalid, "web_search is not supported for gpt-5"},
-		{"multiagent", nil, Update{Multiagent: json.RawMessage(`{"type":"coordinator"}`)}, Invalid, "multiagent: not supported by this server yet"},
+		{"multiagent", nil, Update{Multiagent: json.RawMessage(`{"type":"coordinator"}`)}, Invalid, "multiagent.agents: required"},
 		{"skills", nil, Update{Skills: &[]SkillParam{{Type: "custom"}}}, Invalid, "skills[0].skill_id: required"},
 		// What needs no agent is checked first, by Prepare.
 		{"skills before archived", &archived, Update{Skills: &[]SkillParam{{}}}, Invalid, "skills[0].type: required"},

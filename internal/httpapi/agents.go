@@ -45,7 +45,17 @@ func (s *Server) agentRules() agents.Rules {
 	return agents.Rules{Model: s.checkModel, Skills: func(ctx context.Context, field, skillID, version string) (ma.SkillVersion, error) {
 		v, err := s.skills.skillVersion(ctx, field, skillID, version, true)
 		return v.SkillVersion, err
-	}}
+	}, Agents: s.findAgent}
+}
+
+// findAgent is [agents.AgentFinder] over the store: a version of an agent
+// of the request's workspace.
+func (s *Server) findAgent(ctx context.Context, id string, version int64) (ma.Agent, bool, error) {
+	a, err := s.cfg.Store.GetAgent(ctx, id, version)
+	if errors.Is(err, store.ErrNotFound) {
+		return ma.Agent{}, false, nil
+	}
+	return a, err == nil, err
 }
 
 // agentError answers the rule an agent configuration breaks (an
@@ -205,8 +215,8 @@ type agentUpdate struct {
 	Tools       *[]toolParam    `json:"tools"`
 	MCPServers  *[]ma.MCPServer `json:"mcp_servers"`
 	Skills      *[]skillParam   `json:"skills"`
-	// Multiagent and ExecutionIdentity are accepted when null only.
-	Multiagent        json.RawMessage `json:"multiagent"`
+	Multiagent  json.RawMessage `json:"multiagent"`
+	// ExecutionIdentity is accepted when null only.
 	ExecutionIdentity json.RawMessage `json:"execution_identity"`
 	Metadata          metadataPatch   `json:"metadata"`
 }
@@ -214,8 +224,8 @@ type agentUpdate struct {
 // update is the change p describes; present tells which fields the
 // request gave: an explicit null for tools, mcp_servers or skills clears
 // them, like [].
-func (p *agentUpdate) update(present map[string]json.RawMessage) agents.Update {
-	u := agents.Update{Version: p.Version, Name: opt(p.Name), Description: opt(p.Description), System: opt(p.System),
+func (p *agentUpdate) update(id string, present map[string]json.RawMessage) agents.Update {
+	u := agents.Update{ID: id, Version: p.Version, Name: opt(p.Name), Description: opt(p.Description), System: opt(p.System),
 		Tools: given(present, "tools", p.Tools), MCPServers: given(present, "mcp_servers", p.MCPServers), Skills: given(present, "skills", p.Skills),
 		Multiagent: p.Multiagent, ExecutionIdentity: p.ExecutionIdentity}
 	if p.Model.set {
@@ -257,7 +267,7 @@ func (a *agentsAPI) updateAgent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The skills are pinned outside the store's transaction.
-	change, err := a.rules.Prepare(r.Context(), p.update(present))
+	change, err := a.rules.Prepare(r.Context(), p.update(r.PathValue("id"), present))
 	if err != nil {
 		return agentError(err)
 	}

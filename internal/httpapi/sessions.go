@@ -81,6 +81,11 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 			return sa, err
 		}
 	}
+	// The roster's full definitions; the overrides above apply to the
+	// agent and its self entries only.
+	if sa.Multiagent, err = s.agentRules().Snapshot(r.Context(), sa); err != nil {
+		return sa, agentError(err)
+	}
 	return sa, nil
 }
 
