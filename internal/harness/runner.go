@@ -429,6 +429,9 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 		}
 		return false, nil
 	case ma.StatusRunning:
+		if a := v.outcome.Active(); a != nil && a.Evaluating() {
+			return true, r.evaluate(ctx, gen, &sess, a)
+		}
 		if rn := v.runnable(); len(rn) > 0 {
 			return true, r.runTools(ctx, gen, &sess, rn)
 		}
@@ -564,6 +567,9 @@ func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
 		if err := tx.Append(spanEnd(v.openSpan, true, nil, now)); err != nil {
 			return err
 		}
+	}
+	if err := interruptEvaluation(tx, v, now); err != nil {
+		return err
 	}
 	if err := r.idle(tx, ma.StopEndTurn, nil); err != nil {
 		return err
@@ -843,7 +849,7 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 	r.h.log.Debug("model response", "session", r.id, "stop_reason", resp.StopReason, "tool_uses", uses,
 		"input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
 	if uses == 0 && resp.StopReason != model.StopPauseTurn {
-		return r.idle(tx, ma.StopEndTurn, nil)
+		return r.endAgentTurn(tx, now)
 	}
 	// Tool uses to run, or a turn of server tools the API paused: the
 	// next step calls the model again.
