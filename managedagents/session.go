@@ -10,23 +10,23 @@ const (
 
 // Session is a running or idle conversation of an agent in an environment.
 type Session struct {
-	ID                 string       `json:"id"`
-	Type               string       `json:"type"`
-	Title              string       `json:"title"`
-	Status             string       `json:"status"`
-	EnvironmentID      string       `json:"environment_id"`
-	Agent              SessionAgent `json:"agent"`
-	Resources          []Raw        `json:"resources"`
-	Metadata           Metadata     `json:"metadata"`
-	VaultIDs           []string     `json:"vault_ids"`
+	ID                 string              `json:"id"`
+	Type               string              `json:"type"`
+	Title              string              `json:"title"`
+	Status             string              `json:"status"`
+	EnvironmentID      string              `json:"environment_id"`
+	Agent              SessionAgent        `json:"agent"`
+	Resources          []Raw               `json:"resources"`
+	Metadata           Metadata            `json:"metadata"`
+	VaultIDs           []string            `json:"vault_ids"`
 	OutcomeEvaluations []OutcomeEvaluation `json:"outcome_evaluations"`
-	Stats              SessionStats `json:"stats"`
-	Usage              SessionUsage `json:"usage"`
-	Budget             Raw          `json:"budget"`
-	CreatedAt          string       `json:"created_at"`
-	UpdatedAt          string       `json:"updated_at"`
-	ArchivedAt         *string      `json:"archived_at"`
-	DeploymentID       *string      `json:"deployment_id"`
+	Stats              SessionStats        `json:"stats"`
+	Usage              SessionUsage        `json:"usage"`
+	Budget             Raw                 `json:"budget"`
+	CreatedAt          string              `json:"created_at"`
+	UpdatedAt          string              `json:"updated_at"`
+	ArchivedAt         *string             `json:"archived_at"`
+	DeploymentID       *string             `json:"deployment_id"`
 	// StopReason is, while the session is idle after a turn, the stop
 	// reason of its last session.status_idle (a reins extension: the
 	// session object of the API has none, and a client listing sessions

@@ -357,22 +357,9 @@ func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {
 // be more to do.
 func (r *runner) step(ctx context.Context) (bool, error) {
 	gen := r.generation()
-	st := r.h.cfg.Store
-	if r.log == nil {
-		r.log, r.proj, r.sess = newLogCache(), nil, nil
-	}
-	fresh, err := r.log.refresh(ctx, st, r.id)
+	fresh, err := r.refreshLog(ctx)
 	if err != nil {
 		return false, err
-	}
-	// The session row changes through this runner's own transactions
-	// (which return it) and through updates that log session.updated.
-	if r.sess == nil || slices.ContainsFunc(fresh, func(ev ma.Event) bool { return ev.Type == ma.EventSessionUpdated }) {
-		s, err := st.GetSession(ctx, r.id)
-		if err != nil {
-			return false, err
-		}
-		r.sess = &s
 	}
 	sess := *r.sess
 	r.observeStatus(sess.Status, "") // a turn an earlier runner left
@@ -380,10 +367,57 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	hasInterrupt, hasInput := r.log.queued()
-	client, present := false, true
+	v, client, present, err := r.refreshView(ctx, &sess, fresh)
+	if err != nil {
+		return false, err
+	}
+	if hasInterrupt {
+		return true, r.update(ctx, func(tx store.Tx) error { return r.applyInterrupts(tx, v) })
+	}
+	// A turn that waits for a pull worker that is not there waits in
+	// rescheduling, and asks for one.
+	needWorker := client && !present && v.awaitsClient()
+
+	switch sess.Status {
+	case ma.StatusIdle, ma.StatusRescheduling:
+		return r.stepIdle(ctx, &sess, v, needWorker, hasInput)
+	case ma.StatusRunning:
+		return true, r.stepRunning(ctx, gen, &sess, v, needWorker)
+	}
+	return false, nil
+}
+
+// refreshLog reads the session's new events into the log cache, and the
+// session row when it may have changed; it returns the new events.
+func (r *runner) refreshLog(ctx context.Context) ([]ma.Event, error) {
+	st := r.h.cfg.Store
+	if r.log == nil {
+		r.log, r.proj, r.sess = newLogCache(), nil, nil
+	}
+	fresh, err := r.log.refresh(ctx, st, r.id)
+	if err != nil {
+		return nil, err
+	}
+	// The session row changes through this runner's own transactions
+	// (which return it) and through updates that log session.updated.
+	if r.sess == nil || slices.ContainsFunc(fresh, func(ev ma.Event) bool { return ev.Type == ma.EventSessionUpdated }) {
+		s, err := st.GetSession(ctx, r.id)
+		if err != nil {
+			return nil, err
+		}
+		r.sess = &s
+	}
+	return fresh, nil
+}
+
+// refreshView brings the session's view up to date with the new events
+// fresh, and reports whether a pull worker serves the session (client) and
+// whether one is there (present).
+func (r *runner) refreshView(ctx context.Context, sess *ma.Session, fresh []ma.Event) (v *view, client, present bool, err error) {
+	present = true
 	if w := r.h.cfg.Workers; w != nil {
-		if client, present, err = w.Serving(ctx, &sess); err != nil {
-			return false, err
+		if client, present, err = w.Serving(ctx, sess); err != nil {
+			return nil, false, false, err
 		}
 	}
 	// The view is kept up to date event by event; it is rebuilt from the
@@ -395,58 +429,57 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 			r.proj.feed(ev)
 		}
 	}
-	v := r.proj.view()
+	return r.proj.view(), client, present, nil
+}
 
-	if hasInterrupt {
-		return true, r.update(ctx, func(tx store.Tx) error { return r.applyInterrupts(tx, v) })
-	}
-	// A turn that waits for a pull worker that is not there waits in
-	// rescheduling, and asks for one.
-	needWorker := client && !present && v.awaitsClient()
-
-	switch sess.Status {
-	case ma.StatusIdle, ma.StatusRescheduling:
-		if v.turnActive() {
-			aw := v.awaitingIDs()
-			if len(aw) == 0 {
-				return true, r.update(ctx, func(tx store.Tx) error {
-					return r.setStatus(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning})
-				})
-			}
-			if needWorker {
-				if sess.Status == ma.StatusRescheduling {
-					return false, nil
-				}
-				return true, r.waitForWorker(ctx, &sess)
-			}
-			if sess.Status == ma.StatusRescheduling || !slices.Equal(aw, v.lastIdleIDs) {
-				return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
-			}
-			return false, nil
+// stepIdle is the step of an idle or rescheduling session: it resumes a
+// turn whose tool uses are all answered, waits for a pull worker, or
+// starts a turn for queued input.
+func (r *runner) stepIdle(ctx context.Context, sess *ma.Session, v *view, needWorker, hasInput bool) (bool, error) {
+	if v.turnActive() {
+		aw := v.awaitingIDs()
+		if len(aw) == 0 {
+			return true, r.update(ctx, func(tx store.Tx) error {
+				return r.setStatus(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning})
+			})
 		}
-		if hasInput {
-			return true, r.update(ctx, r.startTurn)
-		}
-		return false, nil
-	case ma.StatusRunning:
-		if a := v.outcome.Active(); a != nil && a.Evaluating() {
-			return true, r.evaluate(ctx, gen, &sess, a)
-		}
-		if rn := v.runnable(); len(rn) > 0 {
-			return true, r.runTools(ctx, gen, &sess, rn)
-		}
-		if aw := v.awaitingIDs(); len(aw) > 0 {
-			if needWorker {
-				return true, r.waitForWorker(ctx, &sess)
+		if needWorker {
+			if sess.Status == ma.StatusRescheduling {
+				return false, nil
 			}
+			return true, r.waitForWorker(ctx, sess)
+		}
+		if sess.Status == ma.StatusRescheduling || !slices.Equal(aw, v.lastIdleIDs) {
 			return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
 		}
-		if r.h.cfg.AgentEnds != nil && ServedByAgentEnd(&sess) {
-			return true, r.agentTurn(ctx, gen, &sess)
-		}
-		return true, r.callModel(ctx, gen, &sess, v)
+		return false, nil
+	}
+	if hasInput {
+		return true, r.update(ctx, r.startTurn)
 	}
 	return false, nil
+}
+
+// stepRunning is the step of a running session: it runs the tools that may
+// run, goes idle for the ones others answer, or takes the next model (or
+// agent end) turn.
+func (r *runner) stepRunning(ctx context.Context, gen uint64, sess *ma.Session, v *view, needWorker bool) error {
+	if a := v.outcome.Active(); a != nil && a.Evaluating() {
+		return r.evaluate(ctx, gen, sess, a)
+	}
+	if rn := v.runnable(); len(rn) > 0 {
+		return r.runTools(ctx, gen, sess, rn)
+	}
+	if aw := v.awaitingIDs(); len(aw) > 0 {
+		if needWorker {
+			return r.waitForWorker(ctx, sess)
+		}
+		return r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
+	}
+	if r.h.cfg.AgentEnds != nil && ServedByAgentEnd(sess) {
+		return r.agentTurn(ctx, gen, sess)
+	}
+	return r.callModel(ctx, gen, sess, v)
 }
 
 // waitForWorker sets the session rescheduling and asks for a pull worker.
@@ -614,6 +647,37 @@ func (r *runner) exhaust(tx store.Tx, f failure) error {
 // records its outcome.
 func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v *view) error {
 	plan := planTools(&sess.Agent)
+	req, err := r.modelRequest(ctx, sess, v, plan)
+	if err != nil {
+		return err
+	}
+	if compacted, err := r.compactIfFull(ctx, sess, req); compacted || err != nil {
+		// The next step projects the compacted log and calls the model.
+		return err
+	}
+	if stop, err := r.checkCredentials(ctx, gen, sess); stop {
+		return err
+	}
+	c := &modelCall{sess: sess, v: v, plan: plan, req: req, mcpListed: r.h.cfg.MCP == nil || !hasMCPToolsets(&sess.Agent)}
+	for attempt := 1; ; attempt++ {
+		if retry, err := r.modelAttempt(ctx, gen, c, attempt); !retry {
+			return err
+		}
+	}
+}
+
+// modelCall is one model call of a turn, across its attempts.
+type modelCall struct {
+	sess      *ma.Session
+	v         *view
+	plan      *toolPlan
+	req       *model.Request
+	mcpListed bool // req offers the MCP servers' tools (or there are none)
+}
+
+// modelRequest builds the model request of the session's next call from
+// its agent and view.
+func (r *runner) modelRequest(ctx context.Context, sess *ma.Session, v *view, plan *toolPlan) (*model.Request, error) {
 	req := &model.Request{
 		Model:     sess.Agent.Model.ID,
 		Speed:     sess.Agent.Model.Speed,
@@ -629,103 +693,147 @@ func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v 
 	if p := r.h.cfg.Skills; p != nil && len(sess.Agent.Skills) > 0 {
 		text, err := p.SkillsPrompt(ctx, sess)
 		if err != nil {
-			return fmt.Errorf("describe the session's skills: %w", err)
+			return nil, fmt.Errorf("describe the session's skills: %w", err)
 		}
 		req.System = joinPrompt(req.System, text)
 	}
+	return req, nil
+}
+
+// compactIfFull compacts the session's log when req comes near the model's
+// context window, and reports whether it did (or tried and failed).
+func (r *runner) compactIfFull(ctx context.Context, sess *ma.Session, req *model.Request) (bool, error) {
 	window := r.h.contextWindow(req.Model)
-	if estimateTokens(req.System, req.Messages, req.Tools) > int(float64(window)*compactAt) {
-		if through, summary, ok := compaction(r.log.live(), window); ok {
-			err := r.update(ctx, func(tx store.Tx) error {
-				now := r.h.now()
-				return tx.Append(&ma.Event{Type: ma.EventAgentContextCompacted, ProcessedAt: &now, CompactedThrough: through,
-					Content: []ma.ContentBlock{{Type: "text", Text: summary}}})
-			})
-			// The next step projects the compacted log and calls the model.
-			return err
-		}
+	if estimateTokens(req.System, req.Messages, req.Tools) <= int(float64(window)*compactAt) {
+		return false, nil
+	}
+	through, summary, ok := compaction(r.log.live(), window)
+	if !ok {
 		r.h.log.Warn("transcript near the context window and no turn boundary to compact at", "session", sess.ID, "window", window)
+		return false, nil
 	}
-	if c := r.h.cfg.Credentials; c != nil && len(sess.VaultIDs) > 0 {
-		if err := c.Check(ctx, sess.ID, sess.EnvironmentID, sess.VaultIDs); errors.Is(err, store.ErrUnavailable) {
-			return err // a delay (waitForStore), not the credentials' failure
-		} else if err != nil {
-			f := classify(err)
-			f.retryable = false // no retry can fix a policy mismatch
-			if _, ok := credentialFailure(err); !ok {
-				f = failure{errType: ma.ErrorUnknown, message: "checking the session's credentials: " + err.Error(), retryable: false}
-			}
-			_, err := r.failAttempt(ctx, gen, f, 1, "")
-			return err
-		}
+	err := r.update(ctx, func(tx store.Tx) error {
+		now := r.h.now()
+		return tx.Append(&ma.Event{Type: ma.EventAgentContextCompacted, ProcessedAt: &now, CompactedThrough: through,
+			Content: []ma.ContentBlock{{Type: "text", Text: summary}}})
+	})
+	return true, err
+}
+
+// checkCredentials checks the session's vault credentials against its
+// environment's policy before a model call. A mismatch ends the turn with
+// an error no retry can fix; stop says the call must not go ahead.
+func (r *runner) checkCredentials(ctx context.Context, gen uint64, sess *ma.Session) (stop bool, err error) {
+	c := r.h.cfg.Credentials
+	if c == nil || len(sess.VaultIDs) == 0 {
+		return false, nil
 	}
-	mcpListed := r.h.cfg.MCP == nil || !hasMCPToolsets(&sess.Agent)
-	for attempt := 1; ; attempt++ {
-		if !mcpListed {
-			// The MCP servers' tools, listed at the start of each model
-			// call (connections are pooled per session).
-			tctx, done := r.turnContext(ctx, gen)
-			tools, err := r.h.cfg.MCP.Tools(tctx, sess)
-			interrupted := tctx.Err() != nil && ctx.Err() == nil
-			done()
-			switch {
-			case ctx.Err() != nil:
-				return ctx.Err()
-			case interrupted:
-				return nil
-			case err != nil:
-				retry, err := r.failAttempt(ctx, gen, classify(err), attempt, "")
-				if !retry {
-					return err
-				}
-				continue
-			}
-			planMCP(plan, &sess.Agent, tools)
-			req.Tools = plan.offered
-			mcpListed = true
-		}
-		startID := ids.New(ids.Event)
-		err := r.update(ctx, func(tx store.Tx) error {
-			now := r.h.now()
-			if v.openSpan != "" {
-				// A call that a crash or shutdown cut short.
-				if err := tx.Append(spanEnd(v.openSpan, true, nil, now)); err != nil {
-					return err
-				}
-			}
-			return tx.Append(&ma.Event{Type: ma.EventSpanModelRequestStart, ID: startID, ProcessedAt: &now})
-		})
-		if err != nil {
-			return err
-		}
-		v.openSpan = startID
-		sink := &previewSink{p: r.h.previews, sessionID: sess.ID, messageID: ids.New(ids.Event), thinkingID: ids.New(ids.Event)}
-		mctx, end := r.h.obs.ModelCall(r.turnParent(), sess.ID, req.Model)
-		tctx, done := r.turnContext(ctx, gen)
-		resp, err := r.h.cfg.Model.Stream(tctx, req, sink)
-		interrupted := tctx.Err() != nil && ctx.Err() == nil
-		done()
-		end(callOutcome(ctx, interrupted, err != nil))
-		if r.turn != nil {
-			r.turn.model = mctx
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if interrupted {
-			return nil // the next step reads the interrupt and ends the turn
-		}
-		if err == nil {
-			return r.update(ctx, func(tx store.Tx) error { return r.record(tx, sess, plan, startID, sink, resp) })
-		}
-		f := classify(err)
-		r.h.log.Warn("model call failed", "session", sess.ID, "attempt", attempt, "type", f.errType, "err", err)
-		retry, err := r.failAttempt(ctx, gen, f, attempt, startID)
-		v.openSpan = ""
-		if !retry {
-			return err
-		}
+	err = c.Check(ctx, sess.ID, sess.EnvironmentID, sess.VaultIDs)
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, store.ErrUnavailable):
+		return true, err // a delay (waitForStore), not the credentials' failure
 	}
+	f := classify(err)
+	f.retryable = false // no retry can fix a policy mismatch
+	if _, ok := credentialFailure(err); !ok {
+		f = failure{errType: ma.ErrorUnknown, message: "checking the session's credentials: " + err.Error(), retryable: false}
+	}
+	_, err = r.failAttempt(ctx, gen, f, 1, "")
+	return true, err
+}
+
+// modelAttempt makes one attempt at the model call c: it lists the MCP
+// servers' tools if not yet done, streams the model's response and records
+// it, or applies the retry policy to a failure (retry: try again).
+func (r *runner) modelAttempt(ctx context.Context, gen uint64, c *modelCall, attempt int) (retry bool, err error) {
+	if !c.mcpListed {
+		// The MCP servers' tools, listed at the start of each model
+		// call (connections are pooled per session).
+		tools, stop, err := r.mcpTools(ctx, gen, c.sess)
+		switch {
+		case stop:
+			return false, err
+		case err != nil:
+			return r.failAttempt(ctx, gen, classify(err), attempt, "")
+		}
+		planMCP(c.plan, &c.sess.Agent, tools)
+		c.req.Tools = c.plan.offered
+		c.mcpListed = true
+	}
+	startID, err := r.startModelSpan(ctx, c.v)
+	if err != nil {
+		return false, err
+	}
+	sink := &previewSink{p: r.h.previews, sessionID: c.sess.ID, messageID: ids.New(ids.Event), thinkingID: ids.New(ids.Event)}
+	resp, interrupted, err := r.streamModel(ctx, gen, c.sess.ID, c.req, sink)
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if interrupted {
+		return false, nil // the next step reads the interrupt and ends the turn
+	}
+	if err == nil {
+		return false, r.update(ctx, func(tx store.Tx) error { return r.record(tx, c.sess, c.plan, startID, sink, resp) })
+	}
+	f := classify(err)
+	r.h.log.Warn("model call failed", "session", c.sess.ID, "attempt", attempt, "type", f.errType, "err", err)
+	retry, err = r.failAttempt(ctx, gen, f, attempt, startID)
+	c.v.openSpan = ""
+	return retry, err
+}
+
+// mcpTools lists the session's MCP servers' tools. stop says the turn's
+// step ends here: with ctx's error, or nil after an interrupt.
+func (r *runner) mcpTools(ctx context.Context, gen uint64, sess *ma.Session) (tools []tool.MCPTool, stop bool, err error) {
+	tctx, done := r.turnContext(ctx, gen)
+	tools, err = r.h.cfg.MCP.Tools(tctx, sess)
+	interrupted := tctx.Err() != nil && ctx.Err() == nil
+	done()
+	switch {
+	case ctx.Err() != nil:
+		return nil, true, ctx.Err()
+	case interrupted:
+		return nil, true, nil
+	}
+	return tools, false, err
+}
+
+// startModelSpan records the start of a model request span, closing the
+// one a crash or shutdown left open, and returns its event id.
+func (r *runner) startModelSpan(ctx context.Context, v *view) (string, error) {
+	startID := ids.New(ids.Event)
+	err := r.update(ctx, func(tx store.Tx) error {
+		now := r.h.now()
+		if v.openSpan != "" {
+			// A call that a crash or shutdown cut short.
+			if err := tx.Append(spanEnd(v.openSpan, true, nil, now)); err != nil {
+				return err
+			}
+		}
+		return tx.Append(&ma.Event{Type: ma.EventSpanModelRequestStart, ID: startID, ProcessedAt: &now})
+	})
+	if err != nil {
+		return "", err
+	}
+	v.openSpan = startID
+	return startID, nil
+}
+
+// streamModel makes the model request, streaming previews into sink, and
+// reports whether an interrupt of the turn cut it short.
+func (r *runner) streamModel(ctx context.Context, gen uint64, sessionID string, req *model.Request, sink *previewSink) (*model.Response, bool, error) {
+	mctx, end := r.h.obs.ModelCall(r.turnParent(), sessionID, req.Model)
+	tctx, done := r.turnContext(ctx, gen)
+	resp, err := r.h.cfg.Model.Stream(tctx, req, sink)
+	interrupted := tctx.Err() != nil && ctx.Err() == nil
+	done()
+	end(callOutcome(ctx, interrupted, err != nil))
+	if r.turn != nil {
+		r.turn.model = mctx
+	}
+	return resp, interrupted, err
 }
 
 // failAttempt applies the retry policy to a failed attempt: it records a
@@ -947,87 +1055,119 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 	for _, u := range uses {
 		r.h.log.Debug("tool call", "session", r.id, "tool", u.Event.Name, "type", u.Event.Type, "event", u.Event.ID)
 	}
-	builtins := slices.ContainsFunc(uses, func(u awaiting.Use) bool {
-		return u.Event.Type == ma.EventAgentToolUse && u.Event.Name != toolset.WebFetch // run here, not placed
-	})
-	if p, ok := r.h.cfg.Tools.(tool.Placer); ok && builtins {
-		tctx, done := r.turnContext(ctx, gen)
-		wait, err := p.Place(tctx, sess)
-		interrupted := tctx.Err() != nil && ctx.Err() == nil
-		done()
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case interrupted:
-			return nil
-		case err != nil:
-			return r.update(ctx, func(tx store.Tx) error {
-				now := r.h.now()
-				isErr := true
-				for _, u := range uses {
-					if u.Event.Type != ma.EventAgentToolUse || u.Event.Name == toolset.WebFetch {
-						continue
-					}
-					if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.Event.ID, IsError: &isErr, ProcessedAt: &now,
-						Content: []ma.ContentBlock{{Type: "text", Text: fmt.Sprintf("The tool %s could not run: %v", u.Event.Name, err)}}}); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		case wait != nil:
-			return r.reschedule(ctx, gen, wait)
-		}
+	if stop, err := r.placeTools(ctx, gen, sess, uses); stop {
+		return err
 	}
 	for _, u := range uses {
-		if u.Event.Type == ma.EventAgentMCPToolUse {
-			if done, err := r.callMCP(ctx, gen, sess, u); !done || err != nil {
-				return err
-			}
-			continue
-		}
-		if res, ok := r.takeKept(u.Event.ID); ok {
-			if err := r.finishTool(ctx, u.Event.ID, res); err != nil {
-				return err
-			}
-			continue
-		}
-		// The mark says the tool may have run if this process stops before
-		// its result is in the log; the next runner answers it then.
-		answered := false
-		if err := r.update(ctx, func(tx store.Tx) error {
-			if !r.settled {
-				var err error
-				if answered, err = r.answerInterrupted(tx, uses); err != nil || answered {
-					return err
-				}
-			}
-			return tx.MarkToolRunning(u.Event.ID)
-		}); err != nil {
-			return err
-		}
-		r.settled = true
-		if answered {
-			r.h.log.Warn("tools were running when the server stopped; told the model they may or may not have run", "session", r.id)
-			return nil // the next step runs the others
-		}
-		_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.Event.Name, "")
-		tctx, done := r.turnContext(ctx, gen)
-		res := r.toolRunner(u.Event.Name).RunTool(tctx, sess, tool.Call{ID: u.Event.ID, Name: u.Event.Name, Input: u.Event.Input})
-		interrupted := tctx.Err() != nil && ctx.Err() == nil
-		done()
-		end(callOutcome(ctx, interrupted, res.IsError))
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if interrupted {
-			return nil
-		}
-		if err := r.finishTool(ctx, u.Event.ID, res); err != nil {
+		if more, err := r.runToolUse(ctx, gen, sess, uses, u); !more || err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// runsHere reports whether the tool use u is a built-in tool that runs in
+// the session's sandbox (placed), not in the server.
+func runsHere(u awaiting.Use) bool {
+	return u.Event.Type == ma.EventAgentToolUse && u.Event.Name != toolset.WebFetch
+}
+
+// placeTools places the session's sandbox when uses has built-in tools
+// that run there and the tool runner places. stop says the step ends here:
+// placement failed (the tools are answered with the error), must wait, or
+// was cut short.
+func (r *runner) placeTools(ctx context.Context, gen uint64, sess *ma.Session, uses []awaiting.Use) (stop bool, err error) {
+	p, ok := r.h.cfg.Tools.(tool.Placer)
+	if !ok || !slices.ContainsFunc(uses, runsHere) {
+		return false, nil
+	}
+	tctx, done := r.turnContext(ctx, gen)
+	wait, err := p.Place(tctx, sess)
+	interrupted := tctx.Err() != nil && ctx.Err() == nil
+	done()
+	switch {
+	case ctx.Err() != nil:
+		return true, ctx.Err()
+	case interrupted:
+		return true, nil
+	case err != nil:
+		return true, r.update(ctx, func(tx store.Tx) error { return r.failPlacement(tx, uses, err) })
+	case wait != nil:
+		return true, r.reschedule(ctx, gen, wait)
+	}
+	return false, nil
+}
+
+// failPlacement answers the built-in tool uses that run in the sandbox
+// with the placement's error.
+func (r *runner) failPlacement(tx store.Tx, uses []awaiting.Use, err error) error {
+	now := r.h.now()
+	isErr := true
+	for _, u := range uses {
+		if !runsHere(u) {
+			continue
+		}
+		if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.Event.ID, IsError: &isErr, ProcessedAt: &now,
+			Content: []ma.ContentBlock{{Type: "text", Text: fmt.Sprintf("The tool %s could not run: %v", u.Event.Name, err)}}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runToolUse runs the tool use u (one of uses) and records its result;
+// more says the next use may run.
+func (r *runner) runToolUse(ctx context.Context, gen uint64, sess *ma.Session, uses []awaiting.Use, u awaiting.Use) (more bool, err error) {
+	if u.Event.Type == ma.EventAgentMCPToolUse {
+		return r.callMCP(ctx, gen, sess, u)
+	}
+	if res, ok := r.takeKept(u.Event.ID); ok {
+		err := r.finishTool(ctx, u.Event.ID, res)
+		return err == nil, err
+	}
+	answered, err := r.markToolRunning(ctx, uses, u.Event.ID)
+	if err != nil {
+		return false, err
+	}
+	if answered {
+		r.h.log.Warn("tools were running when the server stopped; told the model they may or may not have run", "session", r.id)
+		return false, nil // the next step runs the others
+	}
+	_, end := r.h.obs.ToolCall(r.toolParent(), sess.ID, u.Event.Name, "")
+	tctx, done := r.turnContext(ctx, gen)
+	res := r.toolRunner(u.Event.Name).RunTool(tctx, sess, tool.Call{ID: u.Event.ID, Name: u.Event.Name, Input: u.Event.Input})
+	interrupted := tctx.Err() != nil && ctx.Err() == nil
+	done()
+	end(callOutcome(ctx, interrupted, res.IsError))
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if interrupted {
+		return false, nil
+	}
+	err = r.finishTool(ctx, u.Event.ID, res)
+	return err == nil, err
+}
+
+// markToolRunning marks the tool use toolUseID running. The mark says the
+// tool may have run if this process stops before its result is in the
+// log; the next runner answers it then. The first mark of a runner answers
+// the tools an earlier process left running instead, if any (answered).
+func (r *runner) markToolRunning(ctx context.Context, uses []awaiting.Use, toolUseID string) (answered bool, err error) {
+	err = r.update(ctx, func(tx store.Tx) error {
+		if !r.settled {
+			var err error
+			if answered, err = r.answerInterrupted(tx, uses); err != nil || answered {
+				return err
+			}
+		}
+		return tx.MarkToolRunning(toolUseID)
+	})
+	if err != nil {
+		return false, err
+	}
+	r.settled = true
+	return answered, nil
 }
 
 // finishTool records the result of a built-in tool that ran and removes

@@ -55,15 +55,8 @@ type sessionStore interface {
 
 // resolveAgent returns the agent snapshot a new session runs with.
 func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, error) {
-	switch ref.Type {
-	case "agent", "agent_with_overrides":
-	case "":
-		return ma.SessionAgent{}, badRequest("agent.type: required")
-	default:
-		return ma.SessionAgent{}, badRequest("agent.type: must be agent or agent_with_overrides; got %q", ref.Type)
-	}
-	if ref.ID == "" {
-		return ma.SessionAgent{}, badRequest("agent: an agent id is required")
+	if err := checkAgentRef(ref); err != nil {
+		return ma.SessionAgent{}, err
 	}
 	a, err := s.sessionRows.GetAgent(r.Context(), ref.ID, ref.Version)
 	if err != nil {
@@ -79,56 +72,8 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 		Tools: a.Tools, MCPServers: a.MCPServers, Skills: a.Skills, Multiagent: a.Multiagent, Version: a.Version}
 	skillsGiven := false
 	if ref.Type == "agent_with_overrides" {
-		if _, ok := ref.raw["model"]; ok {
-			if !ref.Model.set {
-				return sa, badRequest("agent.model: cannot be cleared")
-			}
-			if err := ref.Model.validate(); err != nil {
-				return sa, err
-			}
-			if err := s.checkModel("agent.model", ref.Model.ID); err != nil {
-				return sa, err
-			}
-			sa.Model = ref.Model.ModelConfig
-		}
-		if ref.System.Set {
-			sa.System = ref.System.Value
-		}
-		if _, ok := ref.raw["skills"]; ok {
-			var params []skillParam
-			if ref.Skills != nil {
-				params = *ref.Skills
-			}
-			if sa.Skills, err = s.resolveSkills(r.Context(), "agent.skills", params); err != nil {
-				return sa, err
-			}
-			skillsGiven = true
-		}
-		_, toolsGiven := ref.raw["tools"]
-		_, serversGiven := ref.raw["mcp_servers"]
-		if toolsGiven || serversGiven {
-			servers := sa.MCPServers
-			if serversGiven {
-				servers = []ma.MCPServer{}
-				if ref.MCPServers != nil {
-					servers = *ref.MCPServers
-				}
-			}
-			params := toolParamsOf(sa.Tools)
-			if toolsGiven {
-				params = nil
-				if ref.Tools != nil {
-					params = *ref.Tools
-				}
-			}
-			tools, err := resolveTools(params, servers)
-			if err != nil {
-				return sa, err
-			}
-			sa.Tools, sa.MCPServers = tools, servers
-		}
-		if err := checkWebTools(sa.Model.ID, sa.Tools); err != nil {
-			return sa, fieldPrefix("agent.", err)
+		if skillsGiven, err = s.applyAgentOverrides(r.Context(), ref, &sa); err != nil {
+			return sa, err
 		}
 	}
 	if !skillsGiven {
@@ -137,6 +82,90 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 		}
 	}
 	return sa, nil
+}
+
+// checkAgentRef checks the type and id of a session's agent reference.
+func checkAgentRef(ref *agentRef) error {
+	switch ref.Type {
+	case "agent", "agent_with_overrides":
+	case "":
+		return badRequest("agent.type: required")
+	default:
+		return badRequest("agent.type: must be agent or agent_with_overrides; got %q", ref.Type)
+	}
+	if ref.ID == "" {
+		return badRequest("agent: an agent id is required")
+	}
+	return nil
+}
+
+// applyAgentOverrides applies the fields an agent_with_overrides reference
+// gives to the agent snapshot sa, and reports whether it gave the skills
+// (which it then has checked).
+func (s *Server) applyAgentOverrides(ctx context.Context, ref *agentRef, sa *ma.SessionAgent) (skillsGiven bool, err error) {
+	if _, ok := ref.raw["model"]; ok {
+		if !ref.Model.set {
+			return false, badRequest("agent.model: cannot be cleared")
+		}
+		if err := ref.Model.validate(); err != nil {
+			return false, err
+		}
+		if err := s.checkModel("agent.model", ref.Model.ID); err != nil {
+			return false, err
+		}
+		sa.Model = ref.Model.ModelConfig
+	}
+	if ref.System.Set {
+		sa.System = ref.System.Value
+	}
+	if _, ok := ref.raw["skills"]; ok {
+		var params []skillParam
+		if ref.Skills != nil {
+			params = *ref.Skills
+		}
+		if sa.Skills, err = s.resolveSkills(ctx, "agent.skills", params); err != nil {
+			return false, err
+		}
+		skillsGiven = true
+	}
+	if err := overrideAgentTools(ref, sa); err != nil {
+		return skillsGiven, err
+	}
+	if err := checkWebTools(sa.Model.ID, sa.Tools); err != nil {
+		return skillsGiven, fieldPrefix("agent.", err)
+	}
+	return skillsGiven, nil
+}
+
+// overrideAgentTools resolves the tools and MCP servers of an
+// agent_with_overrides reference into sa when it gives either: a field
+// it does not give keeps the agent's.
+func overrideAgentTools(ref *agentRef, sa *ma.SessionAgent) error {
+	_, toolsGiven := ref.raw["tools"]
+	_, serversGiven := ref.raw["mcp_servers"]
+	if !toolsGiven && !serversGiven {
+		return nil
+	}
+	servers := sa.MCPServers
+	if serversGiven {
+		servers = []ma.MCPServer{}
+		if ref.MCPServers != nil {
+			servers = *ref.MCPServers
+		}
+	}
+	params := toolParamsOf(sa.Tools)
+	if toolsGiven {
+		params = nil
+		if ref.Tools != nil {
+			params = *ref.Tools
+		}
+	}
+	tools, err := resolveTools(params, servers)
+	if err != nil {
+		return err
+	}
+	sa.Tools, sa.MCPServers = tools, servers
+	return nil
 }
 
 type sessionCreate struct {
