@@ -210,3 +210,111 @@ func TestOutcomeOneAtATime(t *testing.T) {
 		t.Fatalf("outcome_evaluations = %+v, want the first outcome only", evals)
 	}
 }
+
+// TestOutcomeFileRubric defines an outcome in a session's initial_events
+// with a file rubric: the echo carries the file's text, and the scripted
+// grader reads its directives there. A file that does not exist is a 404,
+// a binary file a 400.
+func TestOutcomeFileRubric(t *testing.T) {
+	s := startOutcomes(t)
+	ctx := context.Background()
+	rubric := "The answer says done.\n@grade needs_revision Say it louder.\n@grade satisfied Loud enough.\n"
+	f, err := s.client.Beta.Files.Upload(ctx, anthropic.BetaFileUploadParams{File: anthropic.File(strings.NewReader(rubric), "rubric.md", "text/markdown")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.newAgent(t, "scripted")
+	env := s.newEnv(t, "outcomes")
+	fileRubric := func(id string) anthropic.BetaSessionNewParams {
+		return anthropic.BetaSessionNewParams{Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(a.ID)}, EnvironmentID: env.ID,
+			InitialEvents: []anthropic.BetaSessionNewParamsInitialEventUnion{{OfUserDefineOutcome: &anthropic.BetaManagedAgentsUserDefineOutcomeEventParams{
+				Description: "@text done", Rubric: anthropic.BetaManagedAgentsUserDefineOutcomeEventParamsRubricUnion{OfFile: &anthropic.BetaManagedAgentsFileRubricParams{FileID: id}}}}}}
+	}
+	_, err = s.client.Beta.Sessions.New(ctx, fileRubric("file_missing"))
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound || !strings.Contains(apiErr.Error(), "initial_events[0].rubric.file_id") {
+		t.Fatalf("a missing rubric file: %v, want a 404 naming initial_events[0].rubric.file_id", err)
+	}
+	bin, err := s.client.Beta.Files.Upload(ctx, anthropic.BetaFileUploadParams{File: anthropic.File(strings.NewReader("\x89PNG"), "r.png", "image/png")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = s.client.Beta.Sessions.New(ctx, fileRubric(bin.ID)); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest {
+		t.Fatalf("an image rubric file: %v, want a 400", err)
+	}
+	sess, err := s.client.Beta.Sessions.New(ctx, fileRubric(f.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sess.OutcomeEvaluations) != 1 || sess.OutcomeEvaluations[0].Result != "pending" && sess.OutcomeEvaluations[0].Result != "running" {
+		t.Fatalf("new session's outcome_evaluations = %+v, want one pending", sess.OutcomeEvaluations)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		evals := outcomeEvaluations(t, s, sess.ID)
+		if evals[0].Result == "satisfied" && evals[0].Iteration == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("outcome_evaluations = %+v, want satisfied at iteration 1", evals)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	list, err := s.client.Beta.Sessions.Events.List(ctx, sess.ID, anthropic.BetaSessionEventListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range list.Data {
+		if ev.Type == "user.define_outcome" {
+			d := ev.AsUserDefineOutcome()
+			if d.Rubric.Type != "text" || d.Rubric.Content != rubric || d.MaxIterations != 3 {
+				t.Fatalf("define_outcome echo rubric = %+v, want the file's text", d.Rubric)
+			}
+			return
+		}
+	}
+	t.Fatal("no user.define_outcome in the session's events")
+}
+
+// TestOutcomeRegradedAfterRestart stops the server while the grader
+// works: the next server grades the outcome again from the log, and the
+// log holds one start and one end.
+func TestOutcomeRegradedAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	adjust := func(c *app.Config) { c.OutcomeHeartbeat = 50 * time.Millisecond }
+	s, stop := startStoppable(t, options{dir: dir}, adjust)
+	sess, st := outcomeSession(t, s)
+	s.send(t, sess.ID, defineOutcome("@text Done.", "@grade-sleep 1s\n@grade satisfied ok", 0))
+	st.until(func(f frame) bool { return f.Type == ma.EventSpanOutcomeEvaluationOngoing })
+	stop()
+
+	s2 := startWith(t, options{dir: dir}, adjust)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		got, err := s2.client.Beta.Sessions.Get(context.Background(), sess.ID, anthropic.BetaSessionGetParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == "idle" {
+			if len(got.OutcomeEvaluations) != 1 || got.OutcomeEvaluations[0].Result != "satisfied" {
+				t.Fatalf("outcome_evaluations = %+v, want satisfied", got.OutcomeEvaluations)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session still %s after the restart", got.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	list, err := s2.client.Beta.Sessions.Events.List(context.Background(), sess.ID, anthropic.BetaSessionEventListParams{Limit: anthropic.Int(1000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, ev := range list.Data {
+		count[ev.Type]++
+	}
+	if count["span.outcome_evaluation_start"] != 1 || count["span.outcome_evaluation_end"] != 1 || count["session.status_idle"] != 1 {
+		t.Fatalf("event counts %v, want one start, one end, one idle", count)
+	}
+}
