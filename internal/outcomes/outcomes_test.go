@@ -40,7 +40,7 @@ func TestParseVerdict(t *testing.T) {
 }
 
 func at(s string) *string { return &s }
-func it(n int64) *int64  { return &n }
+func it(n int64) *int64   { return &n }
 
 // outcomeLog is a log of one outcome: defined, revised once, satisfied.
 func outcomeLog() []ma.Event {
