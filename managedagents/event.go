@@ -66,6 +66,13 @@ type Event struct {
 	MaxIterations *int64 `json:"max_iterations,omitempty"`
 	OutcomeID     string `json:"outcome_id,omitempty"`
 
+	// span.outcome_evaluation_start, _ongoing and _end (Result holds the
+	// verdict of an end).
+	Iteration                *int64      `json:"iteration,omitempty"`
+	OutcomeEvaluationStartID string      `json:"outcome_evaluation_start_id,omitempty"`
+	Explanation              *string     `json:"explanation,omitempty"`
+	Usage                    *ModelUsage `json:"usage,omitempty"`
+
 	// session.updated.
 	Agent    Raw      `json:"agent,omitempty"`
 	Metadata Metadata `json:"metadata,omitempty"`
@@ -181,6 +188,10 @@ const (
 	EventSessionUpdated        = "session.updated"
 	EventSpanModelRequestStart = "span.model_request_start"
 	EventSpanModelRequestEnd   = "span.model_request_end"
+
+	EventSpanOutcomeEvaluationStart   = "span.outcome_evaluation_start"
+	EventSpanOutcomeEvaluationOngoing = "span.outcome_evaluation_ongoing"
+	EventSpanOutcomeEvaluationEnd     = "span.outcome_evaluation_end"
 )
 
 // Preview is a stream-only event: event_start or event_delta. Previews are

@@ -10,29 +10,67 @@ const (
 
 // Session is a running or idle conversation of an agent in an environment.
 type Session struct {
-	ID                 string       `json:"id"`
-	Type               string       `json:"type"`
-	Title              string       `json:"title"`
-	Status             string       `json:"status"`
-	EnvironmentID      string       `json:"environment_id"`
-	Agent              SessionAgent `json:"agent"`
-	Resources          []Raw        `json:"resources"`
-	Metadata           Metadata     `json:"metadata"`
-	VaultIDs           []string     `json:"vault_ids"`
-	OutcomeEvaluations []Raw        `json:"outcome_evaluations"`
-	Stats              SessionStats `json:"stats"`
-	Usage              SessionUsage `json:"usage"`
-	Budget             Raw          `json:"budget"`
-	CreatedAt          string       `json:"created_at"`
-	UpdatedAt          string       `json:"updated_at"`
-	ArchivedAt         *string      `json:"archived_at"`
-	DeploymentID       *string      `json:"deployment_id"`
+	ID                 string              `json:"id"`
+	Type               string              `json:"type"`
+	Title              string              `json:"title"`
+	Status             string              `json:"status"`
+	EnvironmentID      string              `json:"environment_id"`
+	Agent              SessionAgent        `json:"agent"`
+	Resources          []Raw               `json:"resources"`
+	Metadata           Metadata            `json:"metadata"`
+	VaultIDs           []string            `json:"vault_ids"`
+	OutcomeEvaluations []OutcomeEvaluation `json:"outcome_evaluations"`
+	Stats              SessionStats        `json:"stats"`
+	Usage              SessionUsage        `json:"usage"`
+	Budget             Raw                 `json:"budget"`
+	CreatedAt          string              `json:"created_at"`
+	UpdatedAt          string              `json:"updated_at"`
+	ArchivedAt         *string             `json:"archived_at"`
+	DeploymentID       *string             `json:"deployment_id"`
 	// StopReason is, while the session is idle after a turn, the stop
 	// reason of its last session.status_idle (a reins extension: the
 	// session object of the API has none, and a client listing sessions
 	// would otherwise read each one's events to tell a session waiting on
 	// it from a finished one). Absent otherwise.
 	StopReason *StopReason `json:"stop_reason,omitempty"`
+}
+
+// OutcomeEvaluation is the state of one outcome a user.define_outcome
+// defined: an entry of the session's outcome_evaluations.
+type OutcomeEvaluation struct {
+	Type        string `json:"type"` // "outcome_evaluation"
+	OutcomeID   string `json:"outcome_id"`
+	Description string `json:"description"`
+	// Iteration is the 0-based revision cycle the outcome is on.
+	Iteration int64 `json:"iteration"`
+	// Result is pending, running, evaluating (not ended) or satisfied,
+	// max_iterations_reached, failed, interrupted (ended).
+	Result string `json:"result"`
+	// Explanation is the latest verdict's explanation (nil before one).
+	Explanation *string `json:"explanation"`
+	// CompletedAt is when the outcome ended (nil while not ended).
+	CompletedAt *string `json:"completed_at"`
+}
+
+// Outcome evaluation results.
+const (
+	OutcomePending              = "pending"
+	OutcomeRunning              = "running"
+	OutcomeEvaluating           = "evaluating"
+	OutcomeSatisfied            = "satisfied"
+	OutcomeNeedsRevision        = "needs_revision"
+	OutcomeMaxIterationsReached = "max_iterations_reached"
+	OutcomeFailed               = "failed"
+	OutcomeInterrupted          = "interrupted"
+)
+
+// Ended reports whether the outcome reached a terminal result.
+func (o OutcomeEvaluation) Ended() bool {
+	switch o.Result {
+	case OutcomePending, OutcomeRunning, OutcomeEvaluating:
+		return false
+	}
+	return true
 }
 
 // SessionStats are a session's timing figures.

@@ -72,6 +72,11 @@ type Config struct {
 	// IdleLinger and ContextWindow: see harness.Config.
 	IdleLinger    time.Duration
 	ContextWindow func(modelID string) int
+	// GraderModel is the model of outcomes' graders ("": each session's
+	// model); OutcomeHeartbeat the interval of their
+	// span.outcome_evaluation_ongoing (0: 5 s). See harness.OutcomeConfig.
+	GraderModel      string
+	OutcomeHeartbeat time.Duration
 	// Tools replaces the executor hub as the runner of built-in tools
 	// (tests).
 	Tools tool.Runner

@@ -223,6 +223,7 @@ func (as *assembly) harness(context.Context) error {
 	hcfg.MCP = mcphost.New(a.Store, as.keys, streams, requests, cfg.Logger)
 	hcfg.AgentEnds = a.tools.AgentEnds(a.TurnTokens, as.models)
 	hcfg.Skills = a.tools.SkillPrompts()
+	hcfg.Outcomes = harness.OutcomeConfig{GraderModel: cfg.GraderModel, Heartbeat: cfg.OutcomeHeartbeat, Outputs: a.Store}
 	hcfg.WebFetch = &webfetch.Fetcher{Transport: guard.Transport(), Policy: toolhost.WebFetchPolicy(a.Store)}
 	a.Harness = harness.New(hcfg)
 	if as.relay != nil {

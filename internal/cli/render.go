@@ -179,6 +179,8 @@ func (r *renderer) Render(it streamItem) string {
 		return r.line(styleYellow, "interrupted")
 	case ma.EventAgentContextCompacted:
 		return r.line(styleDim, "(earlier turns were compacted to fit the context window)")
+	case ma.EventUserDefineOutcome, ma.EventSpanOutcomeEvaluationStart, ma.EventSpanOutcomeEvaluationEnd:
+		return r.outcome(it.Event)
 	case ma.EventSpanModelRequestEnd:
 		// A response cut short leaves its preview unterminated.
 		if it.IsError != nil && *it.IsError && r.midLine {

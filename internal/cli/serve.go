@@ -44,6 +44,7 @@ type serveOptions struct {
 	retryBase        time.Duration
 	retryMax         time.Duration
 	modelConcurrency int
+	graderModel      string
 	providerConc     map[string]int
 	shutdownGrace    time.Duration
 	logLevel         string
@@ -106,6 +107,7 @@ refused at start.`,
 	f.DurationVar(&o.retryBase, "model-retry-base", time.Second, "first retry delay, doubled each retry (REINS_MODEL_RETRY_BASE)")
 	f.DurationVar(&o.retryMax, "model-retry-max", 30*time.Second, "longest retry delay (REINS_MODEL_RETRY_MAX)")
 	f.IntVar(&o.modelConcurrency, "model-concurrency", 64, "model calls in flight at once across all providers, 0 for no bound; turns over it wait, still running (REINS_MODEL_CONCURRENCY)")
+	f.StringVar(&o.graderModel, "grader-model", "", "model id of the grader of outcomes (user.define_outcome), e.g. claude-sonnet-5-5; default each session's own model (REINS_GRADER_MODEL)")
 	f.StringToIntVar(&o.providerConc, "model-provider-concurrency", map[string]int{}, "model calls in flight at once per provider, as anthropic=N,openai=N (REINS_MODEL_PROVIDER_CONCURRENCY)")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown waits for requests and runners; with --database-url, its first half lets each runner finish its step and hand its session to another process (REINS_SHUTDOWN_GRACE)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error; debug logs every request and turn step (REINS_LOG_LEVEL)")
@@ -150,7 +152,7 @@ refused at start.`,
 		{"anthropic-api-key", "ANTHROPIC_API_KEY"}, {"anthropic-base-url", "ANTHROPIC_BASE_URL"},
 		{"openai-api-key", "OPENAI_API_KEY"}, {"openai-base-url", "OPENAI_BASE_URL"},
 		{"model-max-attempts", "REINS_MODEL_MAX_ATTEMPTS"}, {"model-retry-base", "REINS_MODEL_RETRY_BASE"}, {"model-retry-max", "REINS_MODEL_RETRY_MAX"},
-		{"model-concurrency", "REINS_MODEL_CONCURRENCY"}, {"model-provider-concurrency", "REINS_MODEL_PROVIDER_CONCURRENCY"},
+		{"model-concurrency", "REINS_MODEL_CONCURRENCY"}, {"model-provider-concurrency", "REINS_MODEL_PROVIDER_CONCURRENCY"}, {"grader-model", "REINS_GRADER_MODEL"},
 		{"shutdown-grace", "REINS_SHUTDOWN_GRACE"}, {"log-level", "REINS_LOG_LEVEL"}, {"outbound-allow", "REINS_OUTBOUND_ALLOW"},
 		{"egress-cleartext-credentials", "REINS_EGRESS_CLEARTEXT_CREDENTIALS"},
 		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"},
@@ -302,7 +304,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	defer tel.close()
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, AdvertiseURL: o.advertiseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
-		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc,
+		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc, GraderModel: o.graderModel,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
 		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing, TLS: tlsConfig, DataDirLock: lock})
 	if err != nil {

@@ -87,6 +87,8 @@ type Config struct {
 	Owner    string
 	LeaseTTL time.Duration
 	Logger   *slog.Logger
+	// Outcomes configures the grader of outcomes.
+	Outcomes OutcomeConfig
 	// Observer, if set, is told of the turns, model calls, tool calls,
 	// session errors and lease takeovers (metrics and traces).
 	Observer Observer

@@ -6,6 +6,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/awaiting"
 	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/outcomes"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -43,6 +44,8 @@ type view struct {
 	openSpan string
 	// lastIdleIDs are the event_ids of the latest requires_action idle.
 	lastIdleIDs []string
+	// outcome folds the session's outcomes (user.define_outcome).
+	outcome *outcomes.Fold
 }
 
 // turnActive reports a turn that started and has not ended (running, or
@@ -98,7 +101,7 @@ type projector struct {
 }
 
 func newProjector(client bool, hideThrough, summary string) *projector {
-	return &projector{v: &view{fold: awaiting.NewFold(client)}, hideThrough: hideThrough, summary: summary, hiding: hideThrough != ""}
+	return &projector{v: &view{fold: awaiting.NewFold(client), outcome: outcomes.NewFold()}, hideThrough: hideThrough, summary: summary, hiding: hideThrough != ""}
 }
 
 // view returns the current view (shared: it changes with the next feed).
@@ -121,6 +124,7 @@ func (p *projector) feed(ev ma.Event) {
 	}
 	p.transcribe(ev)
 	p.v.fold.Feed(ev)
+	p.v.outcome.Feed(ev)
 	switch {
 	case ev.Type == ma.EventStatusIdle && ev.StopReason != nil && ev.StopReason.Type == ma.StopRequiresAction:
 		p.v.lastIdleIDs = ev.StopReason.EventIDs
@@ -167,6 +171,8 @@ func (p *projector) transcribe(ev ma.Event) {
 		if ev.StopReason == nil || ev.StopReason.Type != ma.StopRequiresAction {
 			p.closeOpen()
 		}
+	case ma.EventUserDefineOutcome, ma.EventSpanOutcomeEvaluationEnd:
+		p.transcribeOutcome(ev)
 	}
 }
 

@@ -464,6 +464,9 @@ func (r *runner) stepIdle(ctx context.Context, sess *ma.Session, v *view, needWo
 // run, goes idle for the ones others answer, or takes the next model (or
 // agent end) turn.
 func (r *runner) stepRunning(ctx context.Context, gen uint64, sess *ma.Session, v *view, needWorker bool) error {
+	if a := v.outcome.Active(); a != nil && a.Evaluating() {
+		return r.evaluate(ctx, gen, sess, a)
+	}
 	if rn := v.runnable(); len(rn) > 0 {
 		return r.runTools(ctx, gen, sess, rn)
 	}
@@ -597,6 +600,9 @@ func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
 		if err := tx.Append(spanEnd(v.openSpan, true, nil, now)); err != nil {
 			return err
 		}
+	}
+	if err := interruptEvaluation(tx, v, now); err != nil {
+		return err
 	}
 	if err := r.idle(tx, ma.StopEndTurn, nil); err != nil {
 		return err
@@ -951,7 +957,7 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 	r.h.log.Debug("model response", "session", r.id, "stop_reason", resp.StopReason, "tool_uses", uses,
 		"input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
 	if uses == 0 && resp.StopReason != model.StopPauseTurn {
-		return r.idle(tx, ma.StopEndTurn, nil)
+		return r.endAgentTurn(tx, now)
 	}
 	// Tool uses to run, or a turn of server tools the API paused: the
 	// next step calls the model again.

@@ -21,7 +21,7 @@ const maxEventsPerRequest = 100
 
 // eventStore is what the event endpoints read of the store.
 type eventStore interface {
-	fileStore
+	rubricFiles
 	ListEvents(ctx context.Context, sessionID string, q store.EventQuery) ([]store.Entry, error)
 	ReadViewRaw(ctx context.Context, sessionID string, v store.View, after int64, limit int, maxBytes int64) ([]store.Entry, error)
 	LastSeq(ctx context.Context, sessionID string) (int64, error)
@@ -68,6 +68,10 @@ type eventParam struct {
 	DenyMessage     *string           `json:"deny_message"`
 	IsError         *bool             `json:"is_error"`
 	SessionThreadID string            `json:"session_thread_id"`
+	// user.define_outcome.
+	Description   *string         `json:"description"`
+	Rubric        json.RawMessage `json:"rubric"`
+	MaxIterations *int64          `json:"max_iterations"`
 }
 
 // decodeEventParam validates one client event on its own (rules that need
@@ -140,7 +144,9 @@ func decodeEventParam(field string, raw json.RawMessage) (ma.Event, error) {
 		f := p.IsError != nil && *p.IsError
 		ev.IsError = &f
 	case ma.EventUserDefineOutcome:
-		return ev, badRequest("%s.type: outcomes (user.define_outcome) are not supported by this server yet", field)
+		if err := decodeDefineOutcome(field, p, &ev); err != nil {
+			return ev, err
+		}
 	case "":
 		return ev, badRequest("%s.type: required", field)
 	default:
@@ -234,6 +240,9 @@ func (e *eventsAPI) sentEvents(r *http.Request, body sendBody) ([]ma.Event, erro
 			return nil, err
 		}
 		if err := checkFileSources(r.Context(), e.st, fmt.Sprintf("events[%d].content", i), ev.Content); err != nil {
+			return nil, err
+		}
+		if err := resolveRubric(r.Context(), e.st, fmt.Sprintf("events[%d]", i), &ev); err != nil {
 			return nil, err
 		}
 		if ev.Type == ma.EventSystemMessage {

@@ -294,6 +294,9 @@ func (s *Server) initialEvents(ctx context.Context, raws []rawView) ([]ma.Event,
 		if err := s.checkFiles(ctx, fmt.Sprintf("initial_events[%d].content", i), ev.Content); err != nil {
 			return nil, err
 		}
+		if err := resolveRubric(ctx, s.cfg.Store, fmt.Sprintf("initial_events[%d]", i), &ev); err != nil {
+			return nil, err
+		}
 		initial = append(initial, ev)
 	}
 	return initial, nil

@@ -39,7 +39,14 @@ type Request struct {
 	// SessionID identifies the session the call belongs to (for logs and
 	// for deterministic providers); it is never sent to a model API.
 	SessionID string
+	// Purpose is "" for an agent's turn, PurposeGrader for the grader of
+	// an outcome (for deterministic providers); it is never sent to a
+	// model API.
+	Purpose string
 }
+
+// PurposeGrader marks the request of an outcome's grader.
+const PurposeGrader = "grader"
 
 // Role is the author of a message.
 type Role string

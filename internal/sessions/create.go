@@ -101,7 +101,7 @@ func newSession(d Draft, envID string) ma.Session {
 	}
 	now := ma.Time(time.Now())
 	return ma.Session{ID: ids.New(ids.Session), Type: "session", Title: d.Title, Status: ma.StatusIdle, EnvironmentID: envID,
-		Agent: d.Agent, Resources: resources, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.Raw{},
+		Agent: d.Agent, Resources: resources, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.OutcomeEvaluation{},
 		Budget: ma.Raw("null"), CreatedAt: now, UpdatedAt: now}
 }
 
@@ -127,14 +127,14 @@ func (s *Service) checkVaults(ctx context.Context, vaultIDs []string) error {
 }
 
 // checkInitial checks the initial events of a new session: at most
-// MaxInitialEvents user messages.
+// MaxInitialEvents user messages and outcome definitions.
 func checkInitial(evs []ma.Event) error {
 	if len(evs) > MaxInitialEvents {
 		return rejected("initial_events: at most %d events, got %d", MaxInitialEvents, len(evs))
 	}
 	for i, ev := range evs {
-		if ev.Type != ma.EventUserMessage {
-			return rejected("initial_events[%d].type: only user.message is accepted here; got %q", i, ev.Type)
+		if ev.Type != ma.EventUserMessage && ev.Type != ma.EventUserDefineOutcome {
+			return rejected("initial_events[%d].type: only user.message and user.define_outcome are accepted here; got %q", i, ev.Type)
 		}
 	}
 	return nil
@@ -145,8 +145,13 @@ func checkInitial(evs []ma.Event) error {
 // item if its environment is self-hosted. rec, if set, runs last in the
 // transaction.
 func (s *Service) Create(ctx context.Context, sess ma.Session, initial []ma.Event, rec Record) (ma.Session, error) {
-	sess, err := s.cfg.Store.CreateSession(ctx, sess, func(tx store.Tx) error {
+	sess, err := s.cfg.Store.CreateSession(ctx, sess, withOutcomes(func(tx store.Tx) error {
 		for i := range initial {
+			if initial[i].Type == ma.EventUserDefineOutcome {
+				if err := acceptOutcome(tx.Session(), outcomeField(i), &initial[i]); err != nil {
+					return err
+				}
+			}
 			if err := tx.Append(&initial[i]); err != nil {
 				return err
 			}
@@ -155,7 +160,7 @@ func (s *Service) Create(ctx context.Context, sess ma.Session, initial []ma.Even
 			return nil
 		}
 		return rec(tx, 1)
-	})
+	}))
 	if err != nil {
 		return sess, err
 	}

@@ -76,7 +76,7 @@ func (s *Service) Send(ctx context.Context, id string, evs []ma.Event, rec Recor
 		s.cfg.Runner.Wake(id)
 	}
 	for _, ev := range evs {
-		if ev.Type == ma.EventUserMessage || ev.Type == ma.EventSystemMessage {
+		if ev.Type == ma.EventUserMessage || ev.Type == ma.EventSystemMessage || ev.Type == ma.EventUserDefineOutcome {
 			// New input for a dormant self-hosted session wakes a worker.
 			return evs, s.enqueueWork(ctx, &sess)
 		}
@@ -217,6 +217,8 @@ func check(sess *ma.Session, fold *awaiting.Fold, f string, ev, prev *ma.Event, 
 		if waiting && prev != nil && prev.Type == ma.EventUserMessage {
 			return false, rejected("%s: the session is waiting for tool results (requires_action); a system.message is accepted only after a tool result", f)
 		}
+	case ma.EventUserDefineOutcome:
+		return false, acceptOutcome(sess, f, ev)
 	case ma.EventUserInterrupt:
 		if sess.Status == ma.StatusIdle && !a.TurnActive {
 			ev.ProcessedAt = &now // no-op on an idle session

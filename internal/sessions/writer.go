@@ -29,7 +29,8 @@ func NewWriter(st Updater) *Writer { return &Writer{st: st} }
 
 // Update runs fn in one transaction on the session and returns the
 // session as committed. An error from fn is returned as is and nothing is
-// written. Publishing the change is the caller's, after the commit.
+// written. Publishing the change is the caller's, after the commit. The
+// events fn appends keep the session's outcome_evaluations (outcomeTx).
 func (w *Writer) Update(ctx context.Context, id string, fn func(store.Tx) error) (ma.Session, error) {
-	return w.st.UpdateSession(ctx, id, fn)
+	return w.st.UpdateSession(ctx, id, withOutcomes(fn))
 }

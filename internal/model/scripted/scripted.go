@@ -19,6 +19,9 @@
 //	                           (overloaded, rate_limited, server, invalid,
 //	                           billing, auth; no count = every attempt)
 //
+// The requests of an outcome's grader are answered from directives in
+// the rubric (see grade).
+//
 // A named model "scripted/<name>" reads its directives from the file
 // <Dir>/<name>.txt instead: blocks separated by lines of "---", one block per
 // model call of a turn, the last one repeating.
@@ -61,6 +64,9 @@ type plan struct {
 
 // Stream implements model.Provider.
 func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Sink) (*model.Response, error) {
+	if req.Purpose == model.PurposeGrader {
+		return p.grade(ctx, req)
+	}
 	directives, afterTools, err := p.directives(req)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,4 @@
+package ids
+
+// Prefix of outcome identifiers (user.define_outcome).
+const Outcome = "outc_"
