@@ -80,7 +80,7 @@ type ThreadAgent struct {
 
 // defaultExecutionIdentity is the execution identity of an agent that has
 // none set.
-var defaultExecutionIdentity = Raw(`{"type":"service_account"}`)
+const defaultExecutionIdentity = `{"type":"service_account"}`
 
 // MarshalJSON writes the fields of the agent's own type, each present
 // (lists as [], not null).
@@ -104,7 +104,7 @@ func (a ThreadAgent) MarshalJSON() ([]byte, error) {
 	}
 	c := common{a.Type, a.Name, a.Description, a.System, a.Model, nonNil(a.Tools), nonNil(a.MCPServers), nonNil(a.Skills), a.ExecutionIdentity}
 	if len(c.ExecutionIdentity) == 0 || string(c.ExecutionIdentity) == "null" {
-		c.ExecutionIdentity = defaultExecutionIdentity
+		c.ExecutionIdentity = Raw(defaultExecutionIdentity)
 	}
 	if a.Type == ThreadAgentInline {
 		return json.Marshal(c)
