@@ -19,6 +19,29 @@ def text(r: ToolResult) -> str:
     return "".join(c.get("text", "") for c in r.content)
 
 
+# A stand-in for bwrap whose sandbox process (here: the command, in a session
+# of its own) is not bound to bwrap's life, as bwrap's is during its setup;
+# it reports the process on --info-fd as bwrap does.
+_UNBOUND_BWRAP = """#!/usr/bin/python3
+import os, sys
+args = sys.argv[1:]
+argv = args[args.index("--") + 1:]
+if argv == ["true"]:
+    sys.exit(0)  # the availability probe
+fd = int(args[args.index("--info-fd") + 1]) if "--info-fd" in args else -1
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    if fd >= 0:
+        os.close(fd)  # as bwrap's sandbox does
+    os.execvp(argv[0], argv)
+if fd >= 0:
+    os.write(fd, b'{\\n    "child-pid": %d\\n}\\n' % pid)
+    os.close(fd)
+os.waitpid(pid, 0)
+"""
+
+
 class SandboxTest(unittest.IsolatedAsyncioTestCase):
     def setUp(self) -> None:
         # A session directory a root executor's sandbox (nobody) can reach.
@@ -82,6 +105,28 @@ class SandboxTest(unittest.IsolatedAsyncioTestCase):
         await asyncio.sleep(0.3)
         ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
         self.assertNotIn(f"sleep {tag}", ps, "a process of the cancelled sandbox survived")
+
+    async def test_cancel_kills_a_sandbox_bwrap_has_not_bound_yet(self) -> None:
+        # bwrap's first sandbox process dies with bwrap only once its setup
+        # is done (PR_SET_PDEATHSIG comes last); a cancel that killed bwrap
+        # before then left the command running with the output pipe open,
+        # and the cancel hung until the command ended. This stand-in for
+        # bwrap starts its sandbox unbound and reports it as bwrap does.
+        fake = os.path.join(self.root, "bwrap")
+        with open(fake, "w") as f:
+            f.write(_UNBOUND_BWRAP)
+        os.chmod(fake, 0o755)
+        tag = str(random.randrange(1_000_000, 2_000_000))
+        self.addCleanup(subprocess.run, ["pkill", "-KILL", "-f", f"sleep {tag}"])
+        task = asyncio.create_task(bash_tool(bwrap=fake)({"command": f"sleep {tag}"}, self.ctx()))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        done, _ = await asyncio.wait([task], timeout=10)
+        self.assertIn(task, done, "the cancel waits for a command bwrap had not bound to its life")
+        with self.assertRaises(asyncio.CancelledError):
+            task.result()
+        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        self.assertNotIn(f"sleep {tag}", ps, "the sandbox's command survived the cancel")
 
     async def test_run_command_in_the_same_sandbox(self) -> None:
         ctx = self.ctx()

@@ -4,7 +4,7 @@
 import { spawn, spawnSync, type StdioOptions } from 'node:child_process';
 import { closeSync, constants, lchownSync, lstatSync, openSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { ToolContext, ToolResult } from './client.js';
 
 /** How a command runs: in a sandbox (the default) or, explicitly, on this host. */
@@ -54,6 +54,7 @@ const GROUP = `root:x:0:\nuser:x:${UID}:\n`;
 const FD_WORKSPACE = 3;
 const FD_PASSWD = 4;
 const FD_GROUP = 5;
+const FD_INFO = 6; // bwrap's --info-fd: it reports the sandbox's first process there
 
 /** Output kept per result: the head and the tail, with a marker between. */
 const MAX_OUTPUT = 100 * 1024;
@@ -187,9 +188,10 @@ export function runCommand(argv: string[], ctx: ToolContext, options: SandboxOpt
     fd = openSync(ctx.cwd, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   }
   try {
-    const stdio: StdioOptions = ['ignore', 'pipe', 'pipe', fd >= 0 ? fd : 'ignore', 'pipe', 'pipe'];
+    const stdio: StdioOptions = ['ignore', 'pipe', 'pipe', fd >= 0 ? fd : 'ignore', 'pipe', 'pipe', 'pipe'];
     return collect(ctx, () => {
-      const child = spawn(options.bwrap ?? 'bwrap', [...bwrapArgs(options, fd >= 0, ctx.readOnly, true), '--', ...argv], {
+      const args = [...bwrapArgs(options, fd >= 0, ctx.readOnly, true), '--info-fd', String(FD_INFO), '--', ...argv];
+      const child = spawn(options.bwrap ?? 'bwrap', args, {
         env: sandboxEnv(options, ctx.env), cwd: '/', stdio, detached: true, ...user,
       });
       const pipes = child.stdio as unknown as Writable[];
@@ -226,12 +228,27 @@ function collect(ctx: ToolContext, start: () => ReturnType<typeof spawn>): Promi
     // still unread among them: the result comes from 'close', and a reset
     // stream must not take the executor down as an unhandled 'error'.
     for (const s of child.stdio) s?.on('error', () => {});
+    // bwrap's first sandbox process dies with bwrap only once its setup is
+    // done: bwrap killed earlier leaves it running the command with the
+    // output open, so a cancel kills it by the pid bwrap reports (at once,
+    // right after creating it; bwrap holds it unreaped until bwrap exits).
+    const sandbox = sandboxPid((child.stdio as unknown as (Readable | null | undefined)[])[FD_INFO]);
+    let closed = false;
     const kill = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        /* gone already */
-      }
+      const late = new Promise<undefined>((r) => {
+        const t = setTimeout(r, 5_000);
+        void sandbox.then(() => clearTimeout(t));
+      });
+      void Promise.race([sandbox, late]).then((pid) => {
+        for (const target of closed ? [] : [pid, -child.pid!]) {
+          if (target === undefined) continue;
+          try {
+            process.kill(target, 'SIGKILL');
+          } catch {
+            /* gone already */
+          }
+        }
+      });
     };
     ctx.signal.addEventListener('abort', kill, { once: true });
     child.on('error', (err) => {
@@ -239,6 +256,7 @@ function collect(ctx: ToolContext, start: () => ReturnType<typeof spawn>): Promi
       resolve({ content: [{ type: 'text', text: `${child.spawnfile} could not start: ${err.message}` }], is_error: true });
     });
     child.on('close', (code, signal) => {
+      closed = true;
       ctx.signal.removeEventListener('abort', kill);
       let text = Buffer.concat(chunks).toString('utf8');
       if (omitted > 0) {
@@ -247,6 +265,27 @@ function collect(ctx: ToolContext, start: () => ReturnType<typeof spawn>): Promi
       const failed = code !== 0;
       if (failed) text += `\n(exit ${code ?? signal})`;
       resolve({ content: [{ type: 'text', text: text || '(no output)' }], is_error: failed });
+    });
+  });
+}
+
+/** The pid of the sandbox's first process, read from bwrap's --info-fd report (none for an unconfined command). */
+function sandboxPid(info: Readable | null | undefined): Promise<number | undefined> {
+  if (!info) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    let data = '';
+    info.setEncoding('utf8');
+    info.on('data', (s: string) => {
+      if (data.length < 64 * 1024) data += s;
+    });
+    info.on('error', () => resolve(undefined));
+    info.on('close', () => {
+      try {
+        const pid: unknown = JSON.parse(data)['child-pid'];
+        resolve(typeof pid === 'number' && Number.isInteger(pid) && pid > 0 ? pid : undefined);
+      } catch {
+        resolve(undefined);
+      }
     });
   });
 }

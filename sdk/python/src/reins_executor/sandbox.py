@@ -4,6 +4,7 @@ with new user, PID, IPC, UTS and network namespaces."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -160,30 +161,87 @@ async def run_command(argv: list[str], ctx: ToolContext, *, unconfined: bool = F
             os.write(w, data)  # far below a pipe's buffer
             os.close(w)
             users.append(r)
-        proc = await asyncio.create_subprocess_exec(
-            bwrap, *_bwrap_args(host_network, ws, ctx.read_only, (users[0], users[1])), "--", *argv,
-            cwd="/", env=_sandbox_env(env, ctx.env), pass_fds=fds, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True, **user)
+        info_r, info_w = os.pipe()
+        fds.append(info_w)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                bwrap, *_bwrap_args(host_network, ws, ctx.read_only, (users[0], users[1])), "--info-fd", str(info_w),
+                "--", *argv, cwd="/", env=_sandbox_env(env, ctx.env), pass_fds=fds, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True, **user)
+        except BaseException:
+            os.close(info_r)
+            raise
     finally:
         for fd in fds:
             os.close(fd)
-    return await _collect(proc)
+    return await _collect(proc, asyncio.ensure_future(_sandbox_pidfd(info_r)))
 
 
-async def _collect(proc: asyncio.subprocess.Process) -> ToolResult:
+async def _sandbox_pidfd(fd: int) -> int | None:
+    """Reads bwrap's --info-fd report to its end and returns a pidfd of the
+    sandbox's first process (its PID 1), or None when bwrap reported none.
+
+    That process is bound to bwrap's life only once its setup is done: bwrap
+    killed earlier leaves it running the command with the output pipe open,
+    so a cancel kills it by this pidfd as well."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", 0))
+    try:
+        data = b""
+        while chunk := await reader.read(64 * 1024):  # to its end: bwrap closes it once written
+            data = (data + chunk)[: 64 * 1024]
+    finally:
+        transport.close()
+    try:
+        return os.pidfd_open(int(json.loads(data)["child-pid"]))
+    except (ValueError, KeyError, TypeError, OSError):
+        return None
+
+
+async def _collect(proc: asyncio.subprocess.Process, sandbox: asyncio.Future[int | None] | None = None) -> ToolResult:
     try:
         out, _ = await proc.communicate()
     except asyncio.CancelledError:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        await proc.wait()
+        await _kill(proc, sandbox)
         raise
+    finally:
+        if sandbox is not None:
+            _close_pidfd(sandbox)
     text = _cap(out).decode("utf-8", "replace")
     if proc.returncode != 0:
         text += f"\n(exit {proc.returncode})"
     return ToolResult.text(text or "(no output)", is_error=proc.returncode != 0)
+
+
+async def _kill(proc: asyncio.subprocess.Process, sandbox: asyncio.Future[int | None] | None) -> None:
+    """Kills a cancelled command and everything in its sandbox, then waits for
+    its exit: the sandbox's PID 1 first (its pidfd, waiting briefly for bwrap
+    to report it), then the process group of bwrap or the unconfined command."""
+    if sandbox is not None:
+        try:
+            pidfd = await asyncio.wait_for(asyncio.shield(sandbox), 5)
+        except (asyncio.TimeoutError, OSError):
+            pidfd = None
+        if pidfd is not None:
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    await proc.wait()
+
+
+def _close_pidfd(sandbox: asyncio.Future[int | None]) -> None:
+    """Closes the pidfd once known; a report still unread is dropped."""
+    if not sandbox.done():
+        sandbox.add_done_callback(_close_pidfd)
+        return
+    if not sandbox.cancelled() and sandbox.exception() is None and sandbox.result() is not None:
+        os.close(sandbox.result())
 
 
 def _cap(b: bytes) -> bytes:
