@@ -19,27 +19,8 @@ def text(r: ToolResult) -> str:
     return "".join(c.get("text", "") for c in r.content)
 
 
-# A stand-in for bwrap whose sandbox process (here: the command, in a session
-# of its own) is not bound to bwrap's life, as bwrap's is during its setup;
-# it reports the process on --info-fd as bwrap does.
-_UNBOUND_BWRAP = """#!/usr/bin/python3
-import os, sys
-args = sys.argv[1:]
-argv = args[args.index("--") + 1:]
-if argv == ["true"]:
-    sys.exit(0)  # the availability probe
-fd = int(args[args.index("--info-fd") + 1]) if "--info-fd" in args else -1
-pid = os.fork()
-if pid == 0:
-    os.setsid()
-    if fd >= 0:
-        os.close(fd)  # as bwrap's sandbox does
-    os.execvp(argv[0], argv)
-if fd >= 0:
-    os.write(fd, b'{\\n    "child-pid": %d\\n}\\n' % pid)
-    os.close(fd)
-os.waitpid(pid, 0)
-"""
+# A stand-in for bwrap that leaves its sandbox unbound (see the file).
+_UNBOUND_BWRAP = os.path.join(os.path.dirname(__file__), "..", "..", "testdata", "unbound-bwrap.py")
 
 
 class SandboxTest(unittest.IsolatedAsyncioTestCase):
@@ -112,9 +93,8 @@ class SandboxTest(unittest.IsolatedAsyncioTestCase):
         # before then left the command running with the output pipe open,
         # and the cancel hung until the command ended. This stand-in for
         # bwrap starts its sandbox unbound and reports it as bwrap does.
-        fake = os.path.join(self.root, "bwrap")
-        with open(fake, "w") as f:
-            f.write(_UNBOUND_BWRAP)
+        fake = os.path.join(self.root, "bwrap")  # where a root test's nobody can run it
+        shutil.copyfile(_UNBOUND_BWRAP, fake)
         os.chmod(fake, 0o755)
         tag = str(random.randrange(1_000_000, 2_000_000))
         self.addCleanup(subprocess.run, ["pkill", "-KILL", "-f", f"sleep {tag}"])

@@ -1,7 +1,7 @@
 // The built-in bash tool runs in a bubblewrap sandbox unless told not to.
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -72,34 +72,16 @@ test('canceling a call kills everything in its sandbox', { timeout: 20_000 }, as
   assert.doesNotMatch(ps, new RegExp(`sleep ${tag}`), 'a process of the canceled sandbox survived');
 });
 
-// A stand-in for bwrap whose sandbox process (here: the command, in a
-// session of its own) is not bound to bwrap's life, as bwrap's is during its
-// setup; it reports the process on --info-fd as bwrap does.
-const UNBOUND_BWRAP = `#!/usr/bin/python3
-import os, sys
-args = sys.argv[1:]
-argv = args[args.index("--") + 1:]
-if argv == ["true"]:
-    sys.exit(0)  # the availability probe
-fd = int(args[args.index("--info-fd") + 1]) if "--info-fd" in args else -1
-pid = os.fork()
-if pid == 0:
-    os.setsid()
-    if fd >= 0:
-        os.close(fd)  # as bwrap's sandbox does
-    os.execvp(argv[0], argv)
-if fd >= 0:
-    os.write(fd, b'{"child-pid": %d}' % pid)
-    os.close(fd)
-os.waitpid(pid, 0)
-`;
+// A stand-in for bwrap that leaves its sandbox unbound (see the file).
+const UNBOUND_BWRAP = new URL('../../testdata/unbound-bwrap.py', import.meta.url);
 
 test('canceling kills a sandbox bwrap has not bound to its life yet', { timeout: 20_000 }, async (t) => {
   // bwrap sets PR_SET_PDEATHSIG in its first sandbox process last: a cancel
   // that killed only bwrap before then left the command running with the
   // output open, and the call hung until the command ended.
-  const fake = path.join(root, 'bwrap');
-  writeFileSync(fake, UNBOUND_BWRAP, { mode: 0o755 });
+  const fake = path.join(root, 'bwrap'); // where a root test's nobody can run it
+  copyFileSync(UNBOUND_BWRAP, fake);
+  chmodSync(fake, 0o755);
   const tag = `${Math.floor(Math.random() * 1e6) + 1e6}`;
   t.after(() => spawnSync('pkill', ['-KILL', '-f', `sleep ${tag}`]));
   const ac = new AbortController();
