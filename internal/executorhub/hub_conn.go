@@ -117,34 +117,8 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 	if err := executor.DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
-	if p.Protocol != executor.Subprotocol {
-		return nil, &executor.CloseAfterReply{
-			Err:  executor.NewRPCError(executor.CodeUnsupportedProtocol, "").WithDetail(fmt.Sprintf("protocol %q is not spoken; use %q", p.Protocol, executor.Subprotocol)),
-			Code: executor.CloseUnsupportedProtocol, Reason: "unsupported protocol",
-		}
-	}
-	if p.Executor.Name == "" {
-		return nil, executor.NewRPCError(executor.CodeInvalidParams, "").WithDetail("executor.name is required")
-	}
-	if c.principal.MachineID != "" && !slices.Contains(p.Capabilities, executor.CapabilityProcess) && !slices.Contains(p.Capabilities, executor.CapabilityAgent) {
-		e := executor.WithReason(executor.CodeCapabilityUnavailable, executor.ReasonCapabilityMissing, "")
-		e.Data.Capability = executor.CapabilityProcess
-		e.Data.Detail = "a machine-scoped executor must declare the process or agent capability"
-		return nil, &executor.CloseAfterReply{Err: e, Code: executor.CloseRegistrationRefused, Reason: "runtime registration refused"}
-	}
-	if h.opts.AllowRegistration != nil {
-		err := h.opts.AllowRegistration(ctx, Registration{
-			EnvironmentID: c.principal.EnvironmentID, MachineID: c.principal.MachineID,
-			Executor: p.Executor, Capabilities: p.Capabilities, MaxSessions: p.MaxSessions, Local: c.local,
-		})
-		if err != nil {
-			h.logger.Info("executor registration refused", "executor", p.Executor.Name, "err", err)
-			h.goClose(c, executor.CloseRegistrationRefused, "runtime registration refused")
-			return nil, executor.NewRPCError(executor.CodeForbidden, "").WithDetail("runtime registration refused")
-		}
-	}
-	if p.MaxSessions <= 0 {
-		p.MaxSessions = 1
+	if err := c.admit(ctx, &p); err != nil {
+		return nil, err
 	}
 	identity := c.principal.scope() + "/" + p.Executor.Name
 	res := executor.RegisterResult{
@@ -154,7 +128,6 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 		Lost:                []executor.LostSession{},
 		Features:            []string{executor.FeatureResultInAck, executor.FeatureTranscriptDeltas},
 	}
-	var resend []*Lease
 	h.mu.Lock()
 	if h.draining {
 		h.mu.Unlock()
@@ -182,15 +155,75 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 		h.byScope[scope] = make(map[*hubConn]bool)
 	}
 	h.byScope[scope][c] = true
+	resend := c.resumeLocked(p.Sessions, &res)
+	res.ExecutorID = c.id
+	h.broadcastLocked(c.principal.scope())
+	h.broadcastLocked(anyScope)
+	h.mu.Unlock()
+	if old != nil {
+		h.goClose(old, executor.CloseReplaced, "replaced")
+	}
+	h.logger.Info("executor registered", "executor", p.Executor.Name, "scope", c.principal.scope(), "capabilities", p.Capabilities, "resumed", len(res.Resumed))
+	for _, l := range resend {
+		l.resendPending(c)
+	}
+	return res, nil
+}
+
+// admit checks a registration before it takes effect: the protocol, the
+// executor's name, a machine executor's capabilities and the host's
+// AllowRegistration; it defaults MaxSessions to 1.
+func (c *hubConn) admit(ctx context.Context, p *executor.RegisterParams) error {
+	h := c.h
+	if p.Protocol != executor.Subprotocol {
+		return &executor.CloseAfterReply{
+			Err:  executor.NewRPCError(executor.CodeUnsupportedProtocol, "").WithDetail(fmt.Sprintf("protocol %q is not spoken; use %q", p.Protocol, executor.Subprotocol)),
+			Code: executor.CloseUnsupportedProtocol, Reason: "unsupported protocol",
+		}
+	}
+	if p.Executor.Name == "" {
+		return executor.NewRPCError(executor.CodeInvalidParams, "").WithDetail("executor.name is required")
+	}
+	if c.principal.MachineID != "" && !slices.Contains(p.Capabilities, executor.CapabilityProcess) && !slices.Contains(p.Capabilities, executor.CapabilityAgent) {
+		e := executor.WithReason(executor.CodeCapabilityUnavailable, executor.ReasonCapabilityMissing, "")
+		e.Data.Capability = executor.CapabilityProcess
+		e.Data.Detail = "a machine-scoped executor must declare the process or agent capability"
+		return &executor.CloseAfterReply{Err: e, Code: executor.CloseRegistrationRefused, Reason: "runtime registration refused"}
+	}
+	if h.opts.AllowRegistration != nil {
+		err := h.opts.AllowRegistration(ctx, Registration{
+			EnvironmentID: c.principal.EnvironmentID, MachineID: c.principal.MachineID,
+			Executor: p.Executor, Capabilities: p.Capabilities, MaxSessions: p.MaxSessions, Local: c.local,
+		})
+		if err != nil {
+			h.logger.Info("executor registration refused", "executor", p.Executor.Name, "err", err)
+			h.goClose(c, executor.CloseRegistrationRefused, "runtime registration refused")
+			return executor.NewRPCError(executor.CodeForbidden, "").WithDetail("runtime registration refused")
+		}
+	}
+	if p.MaxSessions <= 0 {
+		p.MaxSessions = 1
+	}
+	return nil
+}
+
+// resumeLocked moves the leases a registering executor reports onto its
+// connection (res.Resumed), reports the ones it cannot keep (res.Lost), and
+// ends the leases of its identity it no longer reports. It returns the
+// resumed leases, whose pending calls are sent again once h.mu is released.
+// h.mu must be held.
+func (c *hubConn) resumeLocked(sessions []executor.SessionLease, res *executor.RegisterResult) []*Lease {
+	h := c.h
+	var resend []*Lease
 	listed := make(map[string]bool)
 	now := h.opts.Now()
-	for _, s := range p.Sessions {
+	for _, s := range sessions {
 		listed[s.SessionID] = true
 		l := h.leases[s.SessionID]
 		switch {
 		case l == nil || l.LeaseID != s.LeaseID:
 			res.Lost = append(res.Lost, executor.LostSession{SessionID: s.SessionID, Reason: "unknown_lease"})
-		case l.identity != identity || l.state != leaseActive:
+		case l.identity != c.identity || l.state != leaseActive:
 			res.Lost = append(res.Lost, executor.LostSession{SessionID: s.SessionID, Reason: "reassigned"})
 		case !now.Before(l.expiresAt):
 			res.Lost = append(res.Lost, executor.LostSession{SessionID: s.SessionID, Reason: executor.ReleaseLeaseExpired})
@@ -206,26 +239,13 @@ func (c *hubConn) register(ctx context.Context, params json.RawMessage) (any, er
 	}
 	// A restarted executor that no longer reports a session has lost it.
 	for _, l := range h.leases {
-		if l.identity == identity && !listed[l.SessionID] {
+		if l.identity == c.identity && !listed[l.SessionID] {
 			h.endLeaseLocked(l, leaseLost, fmt.Errorf("%w: the executor restarted without the session", ErrToolOutcomeUnknown), "")
 		}
 	}
-	res.ExecutorID = c.id
-	h.broadcastLocked(c.principal.scope())
-	h.broadcastLocked(anyScope)
-	h.mu.Unlock()
-	if old != nil {
-		h.goClose(old, executor.CloseReplaced, "replaced")
-	}
-	h.logger.Info("executor registered", "executor", p.Executor.Name, "scope", c.principal.scope(), "capabilities", p.Capabilities, "resumed", len(res.Resumed))
-	for _, l := range resend {
-		l.resendPending(c)
-	}
-	return res, nil
+	return resend
 }
 
-// unregisterLocked removes c from the placement indexes; its leases stay
-// until they are resumed or expire.
 func (h *Hub) unregisterLocked(c *hubConn) {
 	if h.byIdentity[c.identity] == c {
 		delete(h.byIdentity, c.identity)
