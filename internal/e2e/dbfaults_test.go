@@ -124,7 +124,10 @@ func TestDatabaseConnectionsCutMidTurn(t *testing.T) {
 		t.Errorf("answers %q", got)
 	}
 	calls := m.of(sid)
-	if len(calls) != 2 || calls[0]+calls[1] < 4 {
+	// A cut that lands while the runner holds no connection costs nothing
+	// (the pool dials afresh), so which of the two cuts loses an answer is
+	// timing; at least one must, or the test cut nothing that mattered.
+	if len(calls) != 2 || calls[0]+calls[1] < 3 {
 		t.Errorf("model calls by step %v: the cuts lost no answer (the test cut nothing that mattered)", calls)
 	}
 	t.Logf("%d connections cut in two rounds of 300 ms; model calls by step %v; the turn took %v", cut.Load(), calls, took)
