@@ -19,6 +19,7 @@ import (
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -36,6 +37,8 @@ func TestMain(m *testing.M) {
 type testServer struct {
 	url, key, dataDir string
 	agentID, envID    string
+	// store is the server's, for writes no API makes (a runner's).
+	store store.Store
 }
 
 func startServer(t *testing.T) *testServer {
@@ -76,7 +79,7 @@ func startServer(t *testing.T) *testServer {
 	for _, name := range []string{"REINS_URL", "REINS_ADDR", "ANTHROPIC_BASE_URL", "REINS_API_KEY", "ANTHROPIC_API_KEY", "REINS_DATA_DIR", "NO_COLOR"} {
 		t.Setenv(name, "")
 	}
-	return &testServer{url: "http://" + ln.Addr().String(), key: key, dataDir: dir, agentID: demo.AgentID, envID: demo.EnvironmentID}
+	return &testServer{url: "http://" + ln.Addr().String(), key: key, dataDir: dir, agentID: demo.AgentID, envID: demo.EnvironmentID, store: a.Store}
 }
 
 // result is the outcome of one CLI invocation.

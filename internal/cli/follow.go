@@ -293,7 +293,7 @@ func (f *follower) resolve(ctx context.Context, ids []string) error {
 			denyMessage = "The person running the session denied this tool call (--auto-deny)."
 		case f.answers.ask != nil:
 			var err error
-			allow, err = f.answers.ask.confirm(ctx, fmt.Sprintf("allow %s %s?", ev.Name, oneLine(unescapeJSON(string(ev.Input)), 120)))
+			allow, err = f.answers.ask.confirm(ctx, fmt.Sprintf("allow %s %s%s?", ev.Name, oneLine(unescapeJSON(string(ev.Input)), 120), f.r.inThread(ev)))
 			if err != nil {
 				return err
 			}

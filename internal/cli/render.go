@@ -70,10 +70,15 @@ type renderer struct {
 	decisions map[string]string
 	// working is set while the session runs a turn.
 	working bool
+	// threads are the agent names of the threads seen, by thread id.
+	threads map[string]string
+	// label prefixes the lines of the event being rendered: the thread
+	// it came from (see threadLabel).
+	label string
 }
 
 func newRenderer(color, showUser bool) *renderer {
-	return &renderer{color: color, showUser: showUser, previewed: map[string][]string{}, seen: map[string]bool{}, tools: map[string]ma.Event{}, decisions: map[string]string{}}
+	return &renderer{color: color, showUser: showUser, previewed: map[string][]string{}, seen: map[string]bool{}, tools: map[string]ma.Event{}, decisions: map[string]string{}, threads: map[string]string{}}
 }
 
 // Working reports whether the session is busy, for the spinner.
@@ -117,6 +122,11 @@ func (r *renderer) Render(it streamItem) string {
 			return ""
 		}
 		r.seen[it.ID] = true
+	}
+	r.label = r.threadLabel(it.Event)
+	defer func() { r.label = "" }()
+	if isThreadEvent(it.Type) {
+		return r.threadEvent(it.Event)
 	}
 	switch it.Type {
 	case ma.EventStatusRunning:
@@ -316,11 +326,11 @@ func (r *renderer) idle(stop *ma.StopReason) string {
 			case !ok:
 				waits = append(waits, id)
 			case ev.Type == ma.EventAgentCustomToolUse:
-				waits = append(waits, "the result of custom tool "+ev.Name)
+				waits = append(waits, "the result of custom tool "+ev.Name+r.inThread(ev))
 			case r.AwaitsWorker(id):
-				waits = append(waits, "a worker to run "+ev.Name)
+				waits = append(waits, "a worker to run "+ev.Name+r.inThread(ev))
 			default:
-				waits = append(waits, "approval of "+ev.Name)
+				waits = append(waits, "approval of "+ev.Name+r.inThread(ev))
 			}
 		}
 		out += r.line(styleYellow, "waiting for "+strings.Join(waits, ", "))
@@ -382,14 +392,15 @@ func errorCause(e *ma.SessionError) (short, long string) {
 	return "error", "an error occurred"
 }
 
-// line is a whole line in a style, starting on a fresh line.
+// line is a whole line in a style, starting on a fresh line, after the
+// label of the thread whose event it renders.
 func (r *renderer) line(s style, text string) string {
 	prefix := ""
 	if r.midLine {
 		prefix = "\n"
 		r.midLine = false
 	}
-	return prefix + styled(r.color, s, text)
+	return prefix + styled(r.color, s, r.label+text)
 }
 
 // styled is a line of text in a style.

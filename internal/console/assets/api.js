@@ -98,11 +98,13 @@ export function qs(params) {
 // send headers). It resumes after a drop with Last-Event-ID, from the last
 // sequence number seen, waiting a little longer after each failure. onEvent
 // gets (data, seq) for log events and (data, null) for previews; onState
-// gets "live", "reconnecting" or "ended". Returns a function that stops it.
-export function stream(sessionID, { from = 0, onEvent, onState }) {
+// gets "live", "reconnecting" or "ended". With thread, it follows that
+// thread's stream instead. Returns a function that stops it.
+export function stream(sessionID, { from = 0, onEvent, onState, thread = "" }) {
   const ctl = new AbortController();
   let last = from, stopped = false, backoff = 500;
-  const path = `/v1/sessions/${encodeURIComponent(sessionID)}/events/stream` +
+  const base = `/v1/sessions/${encodeURIComponent(sessionID)}`;
+  const path = (thread ? `${base}/threads/${encodeURIComponent(thread)}/stream` : `${base}/events/stream`) +
     qs({ event_deltas: ["agent.message", "agent.thinking"] });
 
   async function once() {

@@ -3,35 +3,16 @@
 import { get, post, del, stream } from "./api.js";
 import { h, clear, errorBox, field, confirmDialog, toast, pretty } from "./util.js";
 import { statusBadge } from "./sessions.js";
-import { markdown } from "./markdown.js";
+import { textOf, agentText, folded } from "./content.js";
+import { threadsPanel, threadMessage, threadStatusLine } from "./threads.js";
+import { outcomesPanel } from "./outcomes.js";
 import { isReadOnly, writeControl, READ_ONLY_NOTE } from "./access.js";
-
-const FOLD_CHARS = 1500, FOLD_LINES = 20;
 
 const ERROR_MEANING = {
   retrying: "reins retries by itself: wait.",
   exhausted: "The turn was abandoned: send your message again.",
   terminal: "This session cannot continue: start a new session.",
 };
-
-function textOf(content) {
-  if (typeof content === "string") return content;
-  return (content || []).map((b) => (b.type === "text" ? b.text : b.type === "image" ? "[image]" : b.type === "document" ? `[document ${b.title || ""}]` : "")).join("");
-}
-
-// agentText renders an agent message's blocks as Markdown, a paragraph
-// break between two blocks.
-function agentText(content) {
-  const blocks = typeof content === "string" ? [content] : (content || []).map((b) => textOf([b]));
-  return h("div", { class: "text md" }, markdown(blocks.filter(Boolean).join("\n\n")));
-}
-
-function folded(text, cls) {
-  const pre = h("pre", { class: cls }, text);
-  const lines = text.split("\n").length;
-  if (text.length <= FOLD_CHARS && lines <= FOLD_LINES) return pre;
-  return h("details", { class: "fold" }, h("summary", {}, `Output: ${lines} lines, ${text.length} characters`), pre);
-}
 
 export async function sessionPage(main, id) {
   let sess = await get(`/v1/sessions/${id}`);
@@ -55,10 +36,17 @@ export async function sessionPage(main, id) {
   const sendOut = h("div");
   const closedNote = h("p", { class: "closed muted", hidden: true });
 
+  // The threads of a multi-agent session and the outcomes, each shown
+  // once the session has one.
+  const threads = threadsPanel(id, sess, log);
+  const outcomes = outcomesPanel(id, sess);
+  threads.primaryStatus(sess.status, stopReason);
+
   function setStatus(status) {
     if (status !== sess.status) interruptSent = false;
     sess.status = status;
     clear(badge).append(statusBadge(deleted ? "deleted" : status, stopReason));
+    threads.primaryStatus(deleted ? "deleted" : status, stopReason);
     controls();
   }
 
@@ -131,7 +119,7 @@ export async function sessionPage(main, id) {
     h("div", { class: "head" }, title, badge, conn),
     h("p", { class: "meta muted" }, h("span", { class: "id" }, id), ` · agent ${sess.agent?.name || sess.agent?.id} v${sess.agent?.version ?? ""} · model ${sess.agent?.model?.id || ""} · environment ${sess.environment_id}`),
     h("div", { class: "row actions" }, archive, remove),
-    log, stopLine, closedNote, form);
+    threads.tree, outcomes.el, log, threads.view, stopLine, closedNote, form);
 
   // Rendering. Events arrive in order and each is appended, so a long log
   // renders as it streams in. An event seen before (a queued input echoed
@@ -165,7 +153,8 @@ export async function sessionPage(main, id) {
   function toolCard(ev, kind) {
     const actions = h("div", { class: "tool-actions" });
     const result = h("div", { class: "tool-result" });
-    const label = kind === "mcp" ? `MCP tool ${ev.mcp_server_name}/${ev.name}` : kind === "custom" ? `Custom tool ${ev.name}` : `Tool ${ev.name}`;
+    const label = (kind === "mcp" ? `MCP tool ${ev.mcp_server_name}/${ev.name}` : kind === "custom" ? `Custom tool ${ev.name}` : `Tool ${ev.name}`) +
+      (ev.session_thread_id ? ` · thread ${threads.name(ev.session_thread_id)}` : "");
     const card = who(label, `tool ${kind}`, h("details", { class: "input", open: true }, h("summary", {}, "Input"), h("pre", {}, pretty(ev.input))),
       ev.evaluated_permission === "ask" ? h("p", { class: "muted" }, "Permission: ask") : null, actions, result);
     card.dataset.toolUseId = ev.id;
@@ -225,6 +214,7 @@ export async function sessionPage(main, id) {
   }
 
   function onEvent(ev, seq) {
+    if (seq !== null) { threads.onEvent(ev); outcomes.onEvent(ev); }
     switch (ev.type) {
       case "event_start": {
         const kind = ev.event.type === "agent.thinking" ? "thinking" : "agent";
@@ -295,6 +285,21 @@ export async function sessionPage(main, id) {
         for (const tid of ev.stop_reason?.event_ids || []) { pending.add(tid); showActions(tid); }
         return;
       }
+      case "session.thread_created": add(ev.id, h("li", { class: "ev sys muted" }, `Thread ${threads.name(ev.session_thread_id)} started`)); return;
+      case "session.thread_status_running": case "session.thread_status_idle":
+      case "session.thread_status_rescheduled": case "session.thread_status_terminated":
+        add(ev.id, threadStatusLine(ev, threads.name(ev.session_thread_id)));
+        return;
+      case "agent.thread_message_sent": case "agent.thread_message_received": add(ev.id, threadMessage(ev)); return;
+      case "user.define_outcome":
+        add(ev.id, who("Outcome", "user outcome", h("div", { class: "text" }, ev.description || ""),
+          h("p", { class: "muted" }, `Graded against its rubric, up to ${ev.max_iterations ?? 3} iterations`)));
+        return;
+      case "span.outcome_evaluation_start": add(ev.id, h("li", { class: "ev span muted" }, `Grading the work (iteration ${ev.iteration})…`)); return;
+      case "span.outcome_evaluation_ongoing": return;
+      case "span.outcome_evaluation_end":
+        add(ev.id, h("li", { class: "ev sys muted" }, `Outcome ${(ev.result || "").replaceAll("_", " ")} (iteration ${ev.iteration})`));
+        return;
       case "session.updated": if (ev.title !== undefined && ev.title !== null) title.textContent = ev.title; return;
       case "session.deleted": deleted = true; stopLine.textContent = ""; setStatus("deleted"); return;
       default:
@@ -307,5 +312,5 @@ export async function sessionPage(main, id) {
     from: 0, onEvent,
     onState: (s, err) => { conn.textContent = s === "live" ? "live" : s === "reconnecting" ? "reconnecting…" : `stream ended${err ? ": " + err.message : ""}`; },
   });
-  return () => { stop(); window.removeEventListener("scroll", onScroll); };
+  return () => { stop(); threads.stop(); window.removeEventListener("scroll", onScroll); };
 }
