@@ -7,6 +7,10 @@ type ErrorBody struct {
 	// Details carries structured context of some errors (the lease state
 	// of a failed work heartbeat).
 	Details map[string]any `json:"details,omitempty"`
+	// ConflictingMemoryID and ConflictingPath name the memory in the
+	// way of a write (memory_path_conflict_error).
+	ConflictingMemoryID *string `json:"conflicting_memory_id,omitempty"`
+	ConflictingPath     *string `json:"conflicting_path,omitempty"`
 }
 
 // ErrorEnvelope is the body of every error response:
@@ -27,4 +31,9 @@ const (
 	ErrRateLimit       = "rate_limit_error"
 	ErrAPI             = "api_error"
 	ErrOverloaded      = "overloaded_error"
+	// ErrMemoryPathConflict: a memory's path is taken or overlaps
+	// another's; ErrMemoryPrecondition: a content_sha256 precondition
+	// failed.
+	ErrMemoryPathConflict = "memory_path_conflict_error"
+	ErrMemoryPrecondition = "memory_precondition_failed_error"
 )

@@ -75,8 +75,8 @@ func TestFileResources(t *testing.T) {
 	_, err = newSession(file("file_missing", ""))
 	apiErr(t, err, http.StatusNotFound, "not_found_error")
 	_, err = newSession(anthropic.BetaSessionNewParamsResourceUnion{OfMemoryStore: &anthropic.BetaManagedAgentsMemoryStoreResourceParam{MemoryStoreID: "memstore_1"}})
-	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
-	if !strings.Contains(err.Error(), "memory_store") {
+	apiErr(t, err, http.StatusNotFound, "not_found_error")
+	if !strings.Contains(err.Error(), "memory store memstore_1") {
 		t.Fatalf("memory_store refusal does not say why: %v", err)
 	}
 

@@ -697,6 +697,7 @@ func (r *runner) modelRequest(ctx context.Context, sess *ma.Session, v *view, pl
 		}
 		req.System = joinPrompt(req.System, text)
 	}
+	req.System = joinPrompt(req.System, memoryPrompt(sess))
 	return req, nil
 }
 

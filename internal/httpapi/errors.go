@@ -28,6 +28,10 @@ type apiError struct {
 	// closeConn closes the connection after the answer (Connection:
 	// close): a client refused for load gives its open file back.
 	closeConn bool
+	// conflictingMemoryID and conflictingPath, if set, are sent as
+	// error.conflicting_memory_id and error.conflicting_path
+	// (memory_path_conflict_error).
+	conflictingMemoryID, conflictingPath *string
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -82,7 +86,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		h.Set("retry-after-ms", strconv.FormatInt(int64(math.Ceil(float64(d)/float64(time.Millisecond))), 10))
 	}
 	w.WriteHeader(ae.status)
-	json.NewEncoder(w).Encode(ma.ErrorEnvelope{Type: "error", Error: ma.ErrorBody{Type: ae.typ, Message: ae.message, Details: ae.details}, RequestID: requestID(r)})
+	json.NewEncoder(w).Encode(ma.ErrorEnvelope{Type: "error", Error: ma.ErrorBody{Type: ae.typ, Message: ae.message, Details: ae.details,
+		ConflictingMemoryID: ae.conflictingMemoryID, ConflictingPath: ae.conflictingPath}, RequestID: requestID(r)})
 }
 
 // storeRetryAfter is the retry-after of a request refused because the

@@ -34,6 +34,7 @@ const (
 // session.
 type resourceStore interface {
 	fileStore
+	GetMemoryStore(ctx context.Context, id string) (ma.MemoryStore, error)
 	GetSession(ctx context.Context, id string) (ma.Session, error)
 	SetRepositoryToken(ctx context.Context, sessionID, resourceID string, sealed []byte) error
 }
@@ -49,7 +50,7 @@ type resourceParam struct {
 	Token         string          `json:"authorization_token"`
 	MemoryStoreID string          `json:"memory_store_id"`
 	Access        string          `json:"access"`
-	Instructions  string          `json:"instructions"`
+	Instructions  *string         `json:"instructions"`
 }
 
 // decodeResource validates one resource of a create or add request and
@@ -94,7 +95,7 @@ func (s *Server) resourceOf(ctx context.Context, field string, p *resourceParam,
 	var mount string
 	switch p.Type {
 	case "file":
-		if p.URL != "" || len(p.Checkout) > 0 || p.Token != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != "" {
+		if p.URL != "" || len(p.Checkout) > 0 || p.Token != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != nil {
 			return res, badRequest("%s: only type, file_id and mount_path are fields of a file resource", field)
 		}
 		if p.FileID == "" {
@@ -110,7 +111,7 @@ func (s *Server) resourceOf(ctx context.Context, field string, p *resourceParam,
 		res = ma.SessionResource{Type: "file", FileID: p.FileID}
 		mount = sessions.WorkspaceMount + "/uploads/" + p.FileID
 	case "github_repository":
-		if p.FileID != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != "" {
+		if p.FileID != "" || p.MemoryStoreID != "" || p.Access != "" || p.Instructions != nil {
 			return res, badRequest("%s: only type, url, checkout, authorization_token and mount_path are fields of a github_repository resource", field)
 		}
 		repo, err := repository(field, p.URL, p.Checkout)
@@ -119,11 +120,11 @@ func (s *Server) resourceOf(ctx context.Context, field string, p *resourceParam,
 		}
 		res, mount = repo, sessions.WorkspaceMount+"/"+repoName(repo.URL)
 	case "memory_store":
-		return res, badRequest("%s.type: memory_store resources are not supported by this server yet (memory stores do not exist here)", field)
+		return s.memoryStoreResource(ctx, field, p)
 	case "":
 		return res, badRequest("%s.type: required", field)
 	default:
-		return res, badRequest("%s.type: unknown resource type %q; expected file or github_repository", field, p.Type)
+		return res, badRequest("%s.type: unknown resource type %q; expected file, github_repository or memory_store", field, p.Type)
 	}
 	if p.MountPath != nil {
 		mount = *p.MountPath
@@ -206,9 +207,14 @@ func (s *Server) decodeResources(ctx context.Context, raws []json.RawMessage) (o
 	}
 	out, tokens = []ma.Raw{}, map[string]string{}
 	taken := map[string]bool{}
+	var mounts memoryMounts
 	for i, raw := range raws {
-		res, tok, err := s.decodeResource(ctx, fmt.Sprintf("resources[%d]", i), raw, taken)
+		field := fmt.Sprintf("resources[%d]", i)
+		res, tok, err := s.decodeResource(ctx, field, raw, taken)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := mounts.add(field, &res); err != nil {
 			return nil, nil, err
 		}
 		if tok != "" {
@@ -344,6 +350,9 @@ func (s *Server) addResource(w http.ResponseWriter, r *http.Request) error {
 	res, tok, err := s.decodeResource(r.Context(), "resource", raw, map[string]bool{})
 	if err != nil {
 		return err
+	}
+	if res.Type == "memory_store" {
+		return badRequest("resource.type: a memory_store resource is attached when the session is created, not added later")
 	}
 	if tok != "" {
 		return badRequest("resource.authorization_token: a private repository's token is given when the session is created (the session's sandbox gets its credentials then)")

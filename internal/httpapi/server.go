@@ -313,6 +313,7 @@ func (s *Server) routes() {
 	s.fileRoutes()
 	s.skillRoutes()
 	s.resourceRoutes()
+	s.memoryRoutes()
 
 	if s.cfg.Vaults.Keyring != nil {
 		s.vaultRoutes(s.cfg.Vaults)

@@ -325,7 +325,8 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := query{r}
-	sq := store.SessionQuery{ListQuery: lq, AgentID: q.str("agent_id"), EnvironmentID: q.str("environment_id")}
+	sq := store.SessionQuery{ListQuery: lq, AgentID: q.str("agent_id"), EnvironmentID: q.str("environment_id"),
+		MemoryStoreID: q.str("memory_store_id")}
 	if sq.Statuses, err = q.enums("statuses", "status", sessionStatuses); err != nil {
 		return err
 	}

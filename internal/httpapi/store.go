@@ -29,6 +29,7 @@ type Store interface {
 	outcomeStore
 	writeChecker
 	WorkspaceStore
+	memoryStoreRows
 	store.Files
 	store.Skills
 	sessions.Store

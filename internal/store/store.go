@@ -49,6 +49,7 @@ type Store interface {
 	Machines
 	Work
 	Vaults
+	MemoryStores
 	Agents
 	Environments
 	Sessions
@@ -336,6 +337,9 @@ type SessionQuery struct {
 	// EnvironmentID filters by environment (a reins extension: the
 	// console's environment filter).
 	EnvironmentID string
+	// MemoryStoreID keeps the sessions with that memory store among
+	// their resources.
+	MemoryStoreID string
 	Statuses      []string
 	// StopReasons keeps the idle sessions whose stop reason is one of
 	// these types (a reins extension: the console's "requires action"

@@ -48,6 +48,9 @@ func (t *Host) syncResources(ctx context.Context, sess *ma.Session) *tool.Result
 	t.mu.Unlock()
 	want := map[string]bool{}
 	for _, r := range res {
+		if r.Type == "memory_store" {
+			continue // mounted under /mnt/memory, not placed in the workspace
+		}
 		want[r.ID] = true
 		if _, ok := placed[r.ID]; ok {
 			continue

@@ -64,6 +64,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ThreadViews", testThreadViews},
 		{"Threads", testThreads},
 		{"ThreadsLeft", testThreadsLeft},
+		{"MemoryStores", testMemoryStores},
+		{"Memories", testMemories},
+		{"MemoryVersions", testMemoryVersions},
+		{"MemoryRace", testMemoryRace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,6 +20,9 @@ func (s *Store) CreateSession(ctx context.Context, sess ma.Session, fn func(stor
 			sess.ID, sess.Status, sess.Agent.ID, sess.Agent.Version, sess.EnvironmentID, unixOf(sess.CreatedAt), sess.ArchivedAt != nil, body, workspaceOf(ctx)); err != nil {
 			return s.conflict(err, "session "+sess.ID)
 		}
+		if err := recordMemoryStores(ctx, tx, sess); err != nil {
+			return err
+		}
 		if fn == nil {
 			return nil
 		}
@@ -68,6 +71,9 @@ func (s *Store) ListSessions(ctx context.Context, sq store.SessionQuery) ([]stor
 	}
 	if sq.EnvironmentID != "" {
 		q.and("environment_id = ?", sq.EnvironmentID)
+	}
+	if sq.MemoryStoreID != "" {
+		q.and("id IN (SELECT session_id FROM session_memory_stores WHERE store_id = ?)", sq.MemoryStoreID)
 	}
 	if len(sq.Statuses) > 0 {
 		q.in("status", sq.Statuses)
@@ -119,7 +125,7 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 			return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 		}
 		// The tables that hold rows of a session go with it.
-		for _, table := range []string{"running_tools", "session_leases", "session_workspaces", "tool_calls", "idempotency_keys", "repository_tokens", "session_threads", "events"} {
+		for _, table := range []string{"running_tools", "session_leases", "session_workspaces", "tool_calls", "idempotency_keys", "repository_tokens", "session_threads", "session_memory_stores", "events"} {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE session_id = ?`, id); err != nil {
 				return fmt.Errorf("deleting the session's %s: %w", table, err)
 			}
@@ -148,4 +154,25 @@ func (s *Store) SessionIDsWithPending(ctx context.Context) ([]string, error) {
 func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
 	_, last, err := getSession(ctx, s.r, sessionID, "")
 	return last, err
+}
+
+// recordMemoryStores records the memory stores the session's
+// memory_store resources name, for the sessions list's filter.
+func recordMemoryStores(ctx context.Context, tx Querier, sess ma.Session) error {
+	for _, raw := range sess.Resources {
+		var r struct {
+			Type          string `json:"type"`
+			MemoryStoreID string `json:"memory_store_id"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("resource of session %s: %w", sess.ID, err)
+		}
+		if r.Type != "memory_store" {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO session_memory_stores (session_id, store_id) VALUES (?, ?)`, sess.ID, r.MemoryStoreID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
