@@ -75,12 +75,33 @@ func TestMultiagentCoordinator(t *testing.T) {
 	if !listed {
 		t.Fatalf("list: %s", list.RawJSON())
 	}
-	// Sessions of a multi-agent agent are refused until delegation runs
-	// (the snapshot's full definitions are agents.TestSnapshot's).
-	_, err = s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{EnvironmentID: s.newEnv(t, "multi").ID, Agent: anthropic.BetaSessionNewParamsAgentUnion{
+	env := s.newEnv(t, "multi")
+	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{EnvironmentID: env.ID, Agent: anthropic.BetaSessionNewParamsAgentUnion{
 		OfBetaManagedAgentsAgentWithOverrides: &anthropic.BetaManagedAgentsAgentWithOverridesParams{ID: c.ID, System: anthropic.String("coordinate")}}})
-	if err == nil || !strings.Contains(err.Error(), "multi-agent sessions") {
-		t.Fatalf("a session of a coordinator: %v, want a 400 naming multi-agent sessions", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*anthropic.BetaManagedAgentsSession{sess, must(s.client.Beta.Sessions.Get(ctx, sess.ID, anthropic.BetaSessionGetParams{}))(t)} {
+		m := s.Agent.Multiagent
+		if m.Type != "coordinator" || len(m.Agents) != 4 {
+			t.Fatalf("session multiagent %s", m.RawJSON())
+		}
+		w, x, self, adv := m.Agents[0], m.Agents[1], m.Agents[2], m.Agents[3]
+		if w.Type != "agent" || w.ID != k.w.ID || w.Version != 2 || w.Name != "test agent" || w.System != "you write" || w.Model.ID != "scripted" {
+			t.Errorf("w: %+v", w)
+		}
+		if x.ID != k.x.ID || x.Version != 1 || x.System != "" {
+			t.Errorf("x: %+v", x)
+		}
+		if self.ID != c.ID || self.System != "coordinate" || self.Name != "coordinator" {
+			t.Errorf("self (the coordinator, overridden): %+v", self)
+		}
+		if adv.Type != "advisor" || adv.Model.OfString != "scripted" {
+			t.Errorf("advisor: %s", adv.RawJSON())
+		}
+		if strings.Contains(m.RawJSON(), `"multiagent"`) {
+			t.Errorf("a roster entry repeats a roster: %s", m.RawJSON())
+		}
 	}
 }
 
@@ -96,8 +117,7 @@ func must[T any](v T, err error) func(t *testing.T) T {
 }
 
 // TestMultiagent20261001: the defaults, the level-by-level merge of an
-// update and null clearing (sessions of such agents are refused until
-// delegation runs; the snapshot is agents.TestSnapshot's).
+// update, null clearing, and the session snapshot of predefined agents.
 func TestMultiagent20261001(t *testing.T) {
 	s := start(t, options{})
 	ctx := context.Background()
@@ -134,6 +154,13 @@ func TestMultiagent20261001(t *testing.T) {
 		`"predefined_agents":[{"type":"agent","id":"` + k.w.ID + `","version":2}]},"workflows":{"type":"disabled"}}`
 	if up.Version != 2 || up.Multiagent.RawJSON() != wantUp {
 		t.Fatalf("merged v%d %s", up.Version, up.Multiagent.RawJSON())
+	}
+	// The session holds the predefined agents' full definitions.
+	sess := s.newSession(t, a.ID, s.newEnv(t, "multi").ID)
+	sub := sess.Agent.Multiagent.Subagents
+	if sub.Type != "enabled" || len(sub.PredefinedAgents) != 1 || sub.PredefinedAgents[0].ID != k.w.ID || sub.PredefinedAgents[0].System != "you write" ||
+		sub.PredefinedAgents[0].Version != 2 || sess.Agent.Multiagent.Workflows.Type != "disabled" || sess.Agent.Multiagent.Advisor.Model != "scripted" {
+		t.Fatalf("session multiagent %s", sess.Agent.Multiagent.RawJSON())
 	}
 	// Omitted, it stays; null clears it.
 	up, err = s.client.Beta.Agents.Update(ctx, a.ID, anthropic.BetaAgentUpdateParams{Version: anthropic.Int(2), System: anthropic.String("lead")})

@@ -27,6 +27,8 @@ type Store interface {
 	ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error)
 	SessionIDsByStatus(ctx context.Context, statuses ...string) ([]string, error)
 	SessionIDsWithPending(ctx context.Context) ([]string, error)
+	// GetThread returns a child thread of a session.
+	GetThread(ctx context.Context, sessionID, threadID string) (ma.SessionThread, error)
 }
 
 // Writer is the harness's write path of a session (a

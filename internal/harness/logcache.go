@@ -19,9 +19,9 @@ const logBatch = 1000
 // of its JSON (BenchmarkLogCache).
 type logCache struct {
 	seq     int64
-	entries []logEntry        // every entry read, in log order
-	latest  map[string]int    // event id -> index of its latest entry
-	pending map[string]string // pending client events: id -> type
+	entries []logEntry             // every entry read, in log order
+	latest  map[string]int         // event id -> index of its latest entry
+	pending map[string]queuedEvent // pending client events by id
 
 	// read holds the events the last refresh read (entries[readAt:]),
 	// decoded, until live uses them or the next refresh: a runner's first
@@ -32,13 +32,18 @@ type logCache struct {
 
 // logEntry is an entry of the log: the event's JSON as stored, with the
 // two fields the cache reads without decoding it.
+type queuedEvent struct {
+	typ    string
+	thread string // the event's session_thread_id
+}
+
 type logEntry struct {
 	ID, Type string
 	Raw      json.RawMessage
 }
 
 func newLogCache() *logCache {
-	return &logCache{latest: make(map[string]int), pending: make(map[string]string)}
+	return &logCache{latest: make(map[string]int), pending: make(map[string]queuedEvent)}
 }
 
 // refresh reads the entries written since the last refresh and returns
@@ -68,7 +73,7 @@ func (c *logCache) add(ev *ma.Event, raw json.RawMessage) {
 	c.latest[ev.ID] = len(c.entries)
 	c.entries = append(c.entries, logEntry{ID: ev.ID, Type: ev.Type, Raw: raw})
 	if store.IsPending(ev) {
-		c.pending[ev.ID] = ev.Type
+		c.pending[ev.ID] = queuedEvent{typ: ev.Type, thread: ev.SessionThreadID}
 	} else {
 		delete(c.pending, ev.ID)
 	}
@@ -113,8 +118,17 @@ func (c *logCache) live() []ma.Event {
 
 // queued reports whether an interrupt, and whether other input, waits.
 func (c *logCache) queued() (interrupt, input bool) {
-	for _, typ := range c.pending {
-		if typ == ma.EventUserInterrupt {
+	return c.queuedFor(func(string) bool { return true })
+}
+
+// queuedFor is queued of the events whose session_thread_id ofThread
+// accepts.
+func (c *logCache) queuedFor(ofThread func(thread string) bool) (interrupt, input bool) {
+	for _, q := range c.pending {
+		if !ofThread(q.thread) {
+			continue
+		}
+		if q.typ == ma.EventUserInterrupt {
 			interrupt = true
 		} else {
 			input = true

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/reinsdev/reins/internal/awaiting"
@@ -46,6 +47,15 @@ type view struct {
 	lastIdleIDs []string
 	// outcome folds the session's outcomes (user.define_outcome).
 	outcome *outcomes.Fold
+	// inbox holds the agent.thread_message_received events not yet in
+	// the transcript: a message another thread sent while this one's
+	// turn could not take user text (a model call in flight, tool uses
+	// without results, or no turn at all).
+	inbox []ma.Event
+	// answered reports that the model's last response ended the turn's
+	// work (no tool use) and nothing came since: a coordinator whose
+	// threads still run waits for their replies.
+	answered bool
 }
 
 // turnActive reports a turn that started and has not ended (running, or
@@ -98,6 +108,10 @@ type projector struct {
 	// hidden holds the unsettled tool uses the summary hid: the
 	// transcript has no tool_use block to answer.
 	hidden map[string]bool
+	// respUses counts the tool uses of the model response being
+	// recorded; ended is set when one without tool uses was.
+	respUses int
+	ended    bool
 }
 
 func newProjector(client bool, hideThrough, summary string) *projector {
@@ -107,6 +121,8 @@ func newProjector(client bool, hideThrough, summary string) *projector {
 // view returns the current view (shared: it changes with the next feed).
 func (p *projector) view() *view {
 	p.v.messages = p.tb.msgs
+	n := len(p.tb.msgs)
+	p.v.answered = p.ended && n > 0 && p.tb.msgs[n-1].Role == model.RoleAssistant
 	return p.v
 }
 
@@ -132,9 +148,48 @@ func (p *projector) feed(ev ma.Event) {
 		p.v.lastIdleIDs = nil
 	case ev.Type == ma.EventSpanModelRequestStart:
 		p.v.openSpan = ev.ID
+		p.respUses, p.ended = 0, false
 	case ev.Type == ma.EventSpanModelRequestEnd:
 		p.v.openSpan = ""
+		p.ended = p.respUses == 0 && (ev.IsError == nil || !*ev.IsError)
 	}
+	p.flushInbox()
+}
+
+// flushInbox adds the waiting thread messages to the transcript as user
+// text, once the turn can take it: a turn is active, no model call is in
+// flight and every tool use has its result.
+func (p *projector) flushInbox() {
+	if len(p.v.inbox) == 0 || !p.v.fold.TurnActive() || p.v.openSpan != "" || len(p.v.fold.Pending()) > 0 {
+		return
+	}
+	for _, ev := range p.v.inbox {
+		p.tb.add(model.RoleUser, receivedBlocks(ev)...)
+	}
+	p.v.inbox = nil
+}
+
+// ThreadMessagePrefix starts the text a coordinator's model reads for a
+// message another thread sent it: "Message from thread <id> (agent
+// "<name>"):" and a newline, then the message. A thread's task, from
+// the primary thread, is given as sent.
+const ThreadMessagePrefix = "Message from thread "
+
+// receivedBlocks returns the transcript's blocks of a received thread
+// message.
+func receivedBlocks(ev ma.Event) []model.Block {
+	blocks := contentToBlocks(ev.Content)
+	if ev.FromAgentName == "" {
+		return blocks // from the primary thread: the task as given
+	}
+	head := fmt.Sprintf("%s%s (agent %q):", ThreadMessagePrefix, ev.FromSessionThreadID, ev.FromAgentName)
+	for i := range blocks {
+		if blocks[i].Type == model.BlockText {
+			blocks[i].Text = head + "\n" + blocks[i].Text
+			return blocks
+		}
+	}
+	return append([]model.Block{{Type: model.BlockText, Text: head + "\n(no text)"}}, blocks...)
 }
 
 // transcribe adds what one event says to the transcript. A queued client
@@ -165,6 +220,8 @@ func (p *projector) transcribe(ev ma.Event) {
 		p.use(ev)
 	case ma.EventUserToolConfirmation:
 		p.confirmation(ev)
+	case ma.EventThreadMessageReceived:
+		p.v.inbox = append(p.v.inbox, ev)
 	case ma.EventUserCustomToolResult, ma.EventUserToolResult, ma.EventAgentMCPToolResult:
 		p.result(ev)
 	case ma.EventStatusIdle:
@@ -210,6 +267,7 @@ func (p *projector) closeOpen() {
 
 // use adds a tool use the harness, a client or an MCP server answers.
 func (p *projector) use(ev ma.Event) {
+	p.respUses++
 	input := ev.Input
 	if len(input) == 0 {
 		input = json.RawMessage("{}")

@@ -47,6 +47,12 @@ type runner struct {
 	turn *turnObs // the observation of the turn in progress, if any
 	obs  txObs    // what the current transaction leaves to report
 
+	// th is set on the runner of a child thread (see threads.go); kids on
+	// the session runner of a multi-agent session (set under mu).
+	th       *thread
+	kids     *threadSet
+	txStatus string // a child's status as its last transaction left it
+
 	mu         sync.Mutex         // guards the fields below
 	gen        uint64             // incremented by each interrupt
 	cancelTurn context.CancelFunc // cancels the current model/tool call or wait
@@ -66,6 +72,7 @@ func (r *runner) interrupt() {
 	if r.cancelTurn != nil {
 		r.cancelTurn()
 	}
+	r.interruptChildren()
 }
 
 // turnContext returns a context cancelled by the next interrupt, or an
@@ -255,6 +262,7 @@ func (r *runner) takeKept(toolUseID string) (tool.Result, bool) {
 // release frees the session's placement before the runner leaves (a new
 // runner places the session again when it needs its tools).
 func (r *runner) release() {
+	r.stopChildren()
 	r.endTurn(OutcomeSuspended)
 	if p, ok := r.h.cfg.Tools.(tool.Placer); ok {
 		p.Release(r.id)
@@ -284,6 +292,9 @@ func (r *runner) idled(ctx context.Context) {
 // linger waits up to IdleLinger for a wake-up; it reports whether one came.
 func (r *runner) linger(ctx context.Context) bool {
 	d := r.h.cfg.IdleLinger
+	if r.waitsForThreads() {
+		d = 24 * time.Hour // a child's write wakes it
+	}
 	if d <= 0 {
 		return false
 	}
@@ -308,7 +319,7 @@ func (r *runner) internalFailure(ctx context.Context, n int) bool {
 	// The cause stays in the log (fail logged it): what a store or a
 	// driver says is for the operator, not for the session's clients.
 	f := failure{errType: ma.ErrorUnknown, message: "internal error in the server (its log has the cause)"}
-	s, err := r.h.cfg.Writer.Update(ctx, r.id, r.guard(r.observed(func(tx store.Tx) error {
+	s, err := r.h.cfg.Writer.Update(ctx, r.id, r.guard(r.observed(r.inThread(func(tx store.Tx) error {
 		now := r.h.now()
 		switch {
 		case n == 1:
@@ -331,7 +342,7 @@ func (r *runner) internalFailure(ctx context.Context, n int) bool {
 			}
 			return r.setStatus(tx, ma.StatusTerminated, &ma.Event{Type: ma.EventStatusTerminated})
 		}
-	})))
+	}))))
 	if err != nil {
 		// The store itself fails: nothing can be recorded. Stop; the
 		// session resumes from its log at the next wake-up or start.
@@ -344,8 +355,9 @@ func (r *runner) internalFailure(ctx context.Context, n int) bool {
 }
 
 func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {
-	s, err := r.h.cfg.Writer.Update(ctx, r.id, r.guard(r.observed(fn)))
+	s, err := r.h.cfg.Writer.Update(ctx, r.id, r.guard(r.observed(r.inThread(fn))))
 	if err == nil {
+		r.wrote(&s)
 		r.sess = &s
 		r.observe(&s)
 		r.h.cfg.Bus.Publish(r.id)
@@ -356,9 +368,15 @@ func (r *runner) update(ctx context.Context, fn func(store.Tx) error) error {
 // step does the next thing the session needs and reports whether there may
 // be more to do.
 func (r *runner) step(ctx context.Context) (bool, error) {
+	if r.th != nil {
+		return r.childStep(ctx)
+	}
 	gen := r.generation()
 	fresh, err := r.refreshLog(ctx)
 	if err != nil {
+		return false, err
+	}
+	if err := r.initThreads(); err != nil {
 		return false, err
 	}
 	sess := *r.sess
@@ -366,10 +384,14 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 	if sess.Status == ma.StatusTerminated {
 		return false, nil
 	}
-	hasInterrupt, hasInput := r.log.queued()
+	hasInterrupt, hasInput := r.queued()
 	v, client, present, err := r.refreshView(ctx, &sess, fresh)
 	if err != nil {
 		return false, err
+	}
+	if r.kids != nil {
+		r.superviseChildren(ctx)
+		hasInput = hasInput || len(v.inbox) > 0
 	}
 	if hasInterrupt {
 		return true, r.update(ctx, func(tx store.Tx) error { return r.applyInterrupts(tx, v) })
@@ -382,7 +404,7 @@ func (r *runner) step(ctx context.Context) (bool, error) {
 	case ma.StatusIdle, ma.StatusRescheduling:
 		return r.stepIdle(ctx, &sess, v, needWorker, hasInput)
 	case ma.StatusRunning:
-		return true, r.stepRunning(ctx, gen, &sess, v, needWorker)
+		return r.stepRunning(ctx, gen, &sess, v, needWorker)
 	}
 	return false, nil
 }
@@ -422,13 +444,7 @@ func (r *runner) refreshView(ctx context.Context, sess *ma.Session, fresh []ma.E
 	}
 	// The view is kept up to date event by event; it is rebuilt from the
 	// whole log only when the session changed hands or was compacted.
-	if r.proj == nil || r.projClient != client || slices.ContainsFunc(fresh, func(ev ma.Event) bool { return ev.Type == ma.EventAgentContextCompacted }) {
-		r.proj, r.projClient = projectAll(r.log.live(), client), client
-	} else {
-		for _, ev := range fresh {
-			r.proj.feed(ev)
-		}
-	}
+	r.project(fresh, client, r.proj == nil || r.projClient != client || slices.ContainsFunc(fresh, func(ev ma.Event) bool { return ev.Type == ma.EventAgentContextCompacted }))
 	return r.proj.view(), client, present, nil
 }
 
@@ -437,7 +453,7 @@ func (r *runner) refreshView(ctx context.Context, sess *ma.Session, fresh []ma.E
 // starts a turn for queued input.
 func (r *runner) stepIdle(ctx context.Context, sess *ma.Session, v *view, needWorker, hasInput bool) (bool, error) {
 	if v.turnActive() {
-		aw := v.awaitingIDs()
+		aw := r.awaitingIDs(v)
 		if len(aw) == 0 {
 			return true, r.update(ctx, func(tx store.Tx) error {
 				return r.setStatus(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning})
@@ -462,24 +478,29 @@ func (r *runner) stepIdle(ctx context.Context, sess *ma.Session, v *view, needWo
 
 // stepRunning is the step of a running session: it runs the tools that may
 // run, goes idle for the ones others answer, or takes the next model (or
-// agent end) turn.
-func (r *runner) stepRunning(ctx context.Context, gen uint64, sess *ma.Session, v *view, needWorker bool) error {
+// agent end) turn. A coordinator whose model answered waits for its
+// threads (coordinate). It reports whether there may be more to do.
+func (r *runner) stepRunning(ctx context.Context, gen uint64, sess *ma.Session, v *view, needWorker bool) (bool, error) {
 	if a := v.outcome.Active(); a != nil && a.Evaluating() {
-		return r.evaluate(ctx, gen, sess, a)
+		return true, r.evaluate(ctx, gen, sess, a)
 	}
 	if rn := v.runnable(); len(rn) > 0 {
-		return r.runTools(ctx, gen, sess, rn)
+		return true, r.runTools(ctx, gen, sess, rn)
 	}
 	if aw := v.awaitingIDs(); len(aw) > 0 {
 		if needWorker {
-			return r.waitForWorker(ctx, sess)
+			return true, r.waitForWorker(ctx, sess)
 		}
-		return r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
+		aw = r.awaitingIDs(v)
+		return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
+	}
+	if r.kids != nil && v.answered {
+		return r.coordinate(ctx)
 	}
 	if r.h.cfg.AgentEnds != nil && ServedByAgentEnd(sess) {
-		return r.agentTurn(ctx, gen, sess)
+		return true, r.agentTurn(ctx, gen, sess)
 	}
-	return r.callModel(ctx, gen, sess, v)
+	return true, r.callModel(ctx, gen, sess, v)
 }
 
 // waitForWorker sets the session rescheduling and asks for a pull worker.
@@ -537,7 +558,7 @@ func (r *runner) startTurn(tx store.Tx) error {
 		return err
 	}
 	consumed := turnInputs(pending)
-	if len(consumed) == 0 {
+	if len(consumed) == 0 && (r.proj == nil || len(r.proj.view().inbox) == 0) {
 		return nil
 	}
 	// One timestamp for the status change and the consumed inputs, so the
@@ -587,6 +608,9 @@ func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
 		if err := tx.Append(&pending[i]); err != nil {
 			return err
 		}
+	}
+	if err := r.interruptThreads(tx); err != nil {
+		return err
 	}
 	if st := tx.Session().Status; st != ma.StatusRunning && !((st == ma.StatusIdle || st == ma.StatusRescheduling) && v.turnActive()) {
 		return nil
@@ -647,6 +671,7 @@ func (r *runner) exhaust(tx store.Tx, f failure) error {
 // records its outcome.
 func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v *view) error {
 	plan := planTools(&sess.Agent)
+	r.planDelegation(plan)
 	req, err := r.modelRequest(ctx, sess, v, plan)
 	if err != nil {
 		return err
@@ -708,7 +733,7 @@ func (r *runner) compactIfFull(ctx context.Context, sess *ma.Session, req *model
 	if estimateTokens(req.System, req.Messages, req.Tools) <= int(float64(window)*compactAt) {
 		return false, nil
 	}
-	through, summary, ok := compaction(r.log.live(), window)
+	through, summary, ok := compaction(r.liveEvents(), window)
 	if !ok {
 		r.h.log.Warn("transcript near the context window and no turn boundary to compact at", "session", sess.ID, "window", window)
 		return false, nil
@@ -958,7 +983,7 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 	r.h.log.Debug("model response", "session", r.id, "stop_reason", resp.StopReason, "tool_uses", uses,
 		"input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
 	if uses == 0 && resp.StopReason != model.StopPauseTurn {
-		return r.endAgentTurn(tx, now)
+		return r.turnEnds(tx, blocksToContent(resp.Content), now)
 	}
 	// Tool uses to run, or a turn of server tools the API paused: the
 	// next step calls the model again.
@@ -1068,9 +1093,10 @@ func (r *runner) runTools(ctx context.Context, gen uint64, sess *ma.Session, use
 }
 
 // runsHere reports whether the tool use u is a built-in tool that runs in
-// the session's sandbox (placed), not in the server.
-func runsHere(u awaiting.Use) bool {
-	return u.Event.Type == ma.EventAgentToolUse && u.Event.Name != toolset.WebFetch
+// the session's sandbox (placed), not in the server (web_fetch, the
+// delegation tools).
+func (r *runner) runsHere(u awaiting.Use) bool {
+	return u.Event.Type == ma.EventAgentToolUse && u.Event.Name != toolset.WebFetch && !r.isDelegation(u)
 }
 
 // placeTools places the session's sandbox when uses has built-in tools
@@ -1079,7 +1105,7 @@ func runsHere(u awaiting.Use) bool {
 // was cut short.
 func (r *runner) placeTools(ctx context.Context, gen uint64, sess *ma.Session, uses []awaiting.Use) (stop bool, err error) {
 	p, ok := r.h.cfg.Tools.(tool.Placer)
-	if !ok || !slices.ContainsFunc(uses, runsHere) {
+	if !ok || !slices.ContainsFunc(uses, r.runsHere) {
 		return false, nil
 	}
 	tctx, done := r.turnContext(ctx, gen)
@@ -1105,7 +1131,7 @@ func (r *runner) failPlacement(tx store.Tx, uses []awaiting.Use, err error) erro
 	now := r.h.now()
 	isErr := true
 	for _, u := range uses {
-		if !runsHere(u) {
+		if !r.runsHere(u) {
 			continue
 		}
 		if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: u.Event.ID, IsError: &isErr, ProcessedAt: &now,
@@ -1119,6 +1145,10 @@ func (r *runner) failPlacement(tx store.Tx, uses []awaiting.Use, err error) erro
 // runToolUse runs the tool use u (one of uses) and records its result;
 // more says the next use may run.
 func (r *runner) runToolUse(ctx context.Context, gen uint64, sess *ma.Session, uses []awaiting.Use, u awaiting.Use) (more bool, err error) {
+	if r.isDelegation(u) {
+		err := r.delegate(ctx, u)
+		return err == nil, err
+	}
 	if u.Event.Type == ma.EventAgentMCPToolUse {
 		return r.callMCP(ctx, gen, sess, u)
 	}

@@ -86,11 +86,6 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 	if sa.Multiagent, err = s.agentRules().Snapshot(r.Context(), sa); err != nil {
 		return sa, agentError(err)
 	}
-	if len(sa.Multiagent) > 0 && string(sa.Multiagent) != "null" {
-		// Agents with multiagent are stored and checked, but no session runs
-		// their delegation yet: refused rather than run as a single agent.
-		return sa, badRequest("agent.multiagent: this server does not run multi-agent sessions yet (the configuration is stored and checked; a session of the agent is refused rather than run as a single agent)")
-	}
 	return sa, nil
 }
 

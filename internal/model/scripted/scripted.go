@@ -21,6 +21,12 @@
 //
 // The requests of an outcome's grader are answered from directives in
 // the rubric (see grade).
+// A coordinator's model reads the answers of its threads as user text
+// starting "Message from thread " (harness.ThreadMessagePrefix): when the
+// latest user text is one, the scripted model answers "Collected
+// replies:" and, a line each, every thread answer it read since the
+// latest other user text, in their order. A child thread's task is its
+// user text: its directives drive the child.
 //
 // A named model "scripted/<name>" reads its directives from the file
 // <Dir>/<name>.txt instead: blocks separated by lines of "---", one block per
@@ -34,6 +40,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,7 +106,9 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 	}
 	texts := pl.texts
 	tools := pl.tools
-	if afterTools != nil {
+	if replies, ok := threadReplies(req.Messages); ok {
+		texts, tools = []string{replies}, nil
+	} else if afterTools != nil {
 		tools = nil
 		if pl.then != "" {
 			texts = []string{pl.then}
@@ -185,6 +194,38 @@ func (p *Provider) named(name string, req *model.Request) (string, error) {
 		call = len(blocks) - 1
 	}
 	return blocks[call], nil
+}
+
+// threadMessagePrefix starts a thread's answer in a coordinator's
+// transcript (harness.ThreadMessagePrefix).
+const threadMessagePrefix = "Message from thread "
+
+// threadReplies returns the answer to a transcript whose latest user text
+// is a thread's answer: the answers since the latest other user text.
+func threadReplies(msgs []model.Message) (string, bool) {
+	var replies []string
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != model.RoleUser {
+			continue
+		}
+		for j := len(msgs[i].Content) - 1; j >= 0; j-- {
+			b := msgs[i].Content[j]
+			if b.Type != model.BlockText {
+				continue
+			}
+			if !strings.HasPrefix(b.Text, threadMessagePrefix) {
+				i = -1
+				break
+			}
+			_, body, _ := strings.Cut(b.Text, "\n")
+			replies = append(replies, body)
+		}
+	}
+	if len(replies) == 0 {
+		return "", false
+	}
+	slices.Reverse(replies)
+	return "Collected replies:\n- " + strings.Join(replies, "\n- "), true
 }
 
 func hasText(m model.Message) bool {
