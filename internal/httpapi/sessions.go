@@ -320,6 +320,11 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := query{r}
+	if q.str("deployment_id") != "" {
+		// reins has no deployments yet, so no session belongs to one.
+		writeJSON(w, ma.BidirectionalPage[ma.Session]{Data: []ma.Session{}})
+		return nil
+	}
 	sq := store.SessionQuery{ListQuery: lq, AgentID: q.str("agent_id"), EnvironmentID: q.str("environment_id"),
 		MemoryStoreID: q.str("memory_store_id")}
 	if sq.Statuses, err = q.enums("statuses", "status", sessionStatuses); err != nil {
