@@ -3,7 +3,8 @@
 // synchronous=FULL (the default) and NORMAL, turns per second with many
 // concurrent sessions under each SQLite setting (FULL or NORMAL, with or
 // without group commit), SSE fan-out to many subscribers of one session,
-// and the memory cost of idle sessions. It runs in-process servers on
+// the time from a delegation to the child's first model call, and the
+// memory cost of idle sessions. It runs in-process servers on
 // loopback with the zero-latency scripted model and prints every figure
 // with its baseline.
 //
@@ -86,6 +87,12 @@ func main() {
 	ft := b.firstToken(fake, *turns/3)
 	fmt.Printf("streamed turn, first token from the fake Messages API -> event_delta on the SSE stream, %d turns:\n", *turns/3)
 	fmt.Printf("  p50 %s  p99 %s (goal p50 < 1ms; includes the provider's SSE decode and both loopback hops)\n\n", ft.p(50), ft.p(99))
+
+	deleg, delegRaw := delegation(dir, raw, *turns/3, syncOpt)
+	fmt.Printf("delegation, the coordinator's model answer asking for spawn_agent -> the child's first model call (scripted models, a fresh multi-agent session each), %d delegations:\n", *turns/3)
+	fmt.Printf("  reins   p50 %8s  p99 %8s\n", deleg.p(50), deleg.p(99))
+	fmt.Printf("  raw store commit (4 transactions, measured right before each)  p50 %8s  p99 %8s\n", delegRaw.p(50), delegRaw.p(99))
+	fmt.Printf("  ratio   p50 %.2fx\n\n", float64(deleg.p(50))/float64(delegRaw.p(50)))
 
 	commit := commitLatency(dir, *turns)
 	fmt.Printf("SQLite commit latency, the raw store turn above (4 sequential transactions), %d turns interleaved:\n", *turns)
