@@ -100,7 +100,7 @@ func (r *replicaRelay) receive(n bus.Note) {
 	case bus.Wake:
 		r.h.Wake(n.Key)
 	case bus.Interrupt:
-		r.h.Interrupt(n.Key)
+		r.h.Interrupt(n.Key, n.Thread)
 	case bus.End:
 		r.h.End(n.Key)
 		r.life.Go(func(ctx context.Context) { r.tools.EndedElsewhere(ctx, n.Key) })
@@ -145,7 +145,7 @@ func (r replicaRunner) Wake(sessionID string) {
 }
 
 // Interrupt implements sessions.Runner.
-func (r replicaRunner) Interrupt(sessionID string) {
-	r.h.Interrupt(sessionID)
-	r.b.Tell(bus.Note{Key: sessionID, Kind: bus.Interrupt})
+func (r replicaRunner) Interrupt(sessionID, threadID string) {
+	r.h.Interrupt(sessionID, threadID)
+	r.b.Tell(bus.Note{Key: sessionID, Kind: bus.Interrupt, Thread: threadID})
 }

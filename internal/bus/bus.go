@@ -43,6 +43,9 @@ const (
 type Note struct {
 	Key  string
 	Kind Kind
+	// Thread, on an Interrupt, names the session's child thread
+	// interrupted alone; empty, every thread is.
+	Thread string
 	// To, if set, names the one process the note is for (its relay
 	// origin); the others ignore it.
 	To string

@@ -287,6 +287,69 @@ func TestThreadsInterruptAll(t *testing.T) {
 	}
 }
 
+// TestThreadsInterruptOne: an interrupt naming one of two working children
+// ends that child's turn alone: the other's model call is not cut (one
+// model request, its answer delivered), and the coordinator, answered by
+// the one child, ends the session's turn.
+func TestThreadsInterruptOne(t *testing.T) {
+	s := start(t, options{})
+	steady := s.newNamedAgent(t, "steady")
+	slow := s.newNamedAgent(t, "slow")
+	coord := s.newCoordinator(t, steady, slow)
+	env := s.newEnv(t, "env")
+	sess := s.newSession(t, coord.ID, env.ID)
+	st := s.openStream(t, sess.ID)
+	s.send(t, sess.ID, userMessage(spawnLine("steady", "@sleep 2s\n@text steady done")+"\n"+
+		spawnLine("slow", "@sleep 60s\n@text too late")+"\n@then Delegated."))
+	children := map[string]string{} // agent name → thread id
+	var got []frame
+	for running := 0; running < 2; {
+		f := st.next(10 * time.Second)
+		got = append(got, f)
+		switch {
+		case f.Type == ma.EventThreadCreated:
+			children[f.AgentName] = f.SessionThreadID
+		case f.Type == ma.EventThreadStatusRunning:
+			running++
+		case isIdle(f):
+			t.Fatalf("the session went idle before the interrupt: %v", types(got))
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // both children's model calls are under way
+	s.send(t, sess.ID, anthropic.BetaManagedAgentsEventParamsUnion{
+		OfUserInterrupt: &anthropic.BetaManagedAgentsUserInterruptEventParams{SessionThreadID: anthropic.String(children["slow"])}})
+	got = st.untilWithin(isIdle, 20*time.Second)
+	if last := got[len(got)-1]; last.StopReason == nil || last.StopReason.Type != ma.StopEndTurn {
+		t.Fatalf("session idle %+v, want end_turn", last.StopReason)
+	}
+	answered := map[string]string{}
+	for _, f := range got {
+		if f.Type == ma.EventThreadMessageReceived && len(f.Content) > 0 {
+			answered[f.FromSessionThreadID] = f.Content[0].Text
+		}
+	}
+	if answered[children["steady"]] != "steady done" || answered[children["slow"]] != "" {
+		t.Fatalf("answers %v: want steady's alone (threads %v)", answered, children)
+	}
+	starts, cut := 0, 0
+	for _, ev := range s.threadEvents(t, sess.ID, children["steady"]) {
+		switch {
+		case ev.Type == ma.EventSpanModelRequestStart:
+			starts++
+		case ev.Type == ma.EventSpanModelRequestEnd && ev.IsError != nil && *ev.IsError:
+			cut++
+		}
+	}
+	if starts != 1 || cut != 0 {
+		t.Fatalf("the steady child made %d model requests, %d cut short: the interrupt of another thread reached it", starts, cut)
+	}
+	for id, status := range s.threadStatuses(t, sess.ID) {
+		if status != "idle" {
+			t.Errorf("thread %s is %s, want idle", id, status)
+		}
+	}
+}
+
 // TestThreadsAdvisorInlineAndFollowUp: list_agents describes the roster,
 // the advisor and the threads; consult_advisor starts an advisor thread
 // (agent {type: advisor}) whose answer comes back, and a second question

@@ -68,6 +68,24 @@ func (r *runner) interruptChildren() {
 	}
 }
 
+// interruptChild cuts the calls in flight of the child thread id's runner
+// alone (none if it has no runner yet: it reads the interrupt when it
+// starts).
+func (r *runner) interruptChild(id string) {
+	r.mu.Lock()
+	s := r.kids
+	r.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k := s.runners[id]; k != nil {
+		k.interrupt()
+		k.signal()
+	}
+}
+
 // childLoop runs a child thread until ctx ends: a step at a time, then a
 // wait for the session's runner to signal a change.
 func (r *runner) childLoop(ctx context.Context) {

@@ -223,15 +223,21 @@ func (h *Harness) Wake(sessionID string) {
 	h.wg.Go(r.run)
 }
 
-// Interrupt stops the session's current model call, tool call or retry
-// wait at once. The user.interrupt event must already be in the log: the
-// runner ends the turn when it reads it.
-func (h *Harness) Interrupt(sessionID string) {
+// Interrupt stops the current model call, tool call or retry wait of the
+// session's thread threadID at once: "" (or the primary's id) names the
+// primary thread, whose interrupt stops every thread's; a child's stops
+// that child's alone. The user.interrupt event must already be in the
+// log: the runner ends the turn when it reads it.
+func (h *Harness) Interrupt(sessionID, threadID string) {
 	h.mu.Lock()
 	r := h.runners[sessionID]
 	h.mu.Unlock()
-	if r != nil {
+	switch {
+	case r == nil:
+	case threadID == "" || threadID == ma.PrimaryThreadID(sessionID):
 		r.interrupt()
+	default:
+		r.interruptChild(threadID)
 	}
 	h.Wake(sessionID)
 }

@@ -92,7 +92,7 @@ func (f *fixture) send(ev ma.Event) string {
 		f.t.Fatal(err)
 	}
 	if ev.Type == ma.EventUserInterrupt {
-		f.h.Interrupt(f.sid)
+		f.h.Interrupt(f.sid, ev.SessionThreadID)
 	} else {
 		f.h.Wake(f.sid)
 	}

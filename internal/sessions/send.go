@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/reinsdev/reins/internal/awaiting"
@@ -40,7 +41,7 @@ func (s *Service) Send(ctx context.Context, id string, evs []ma.Event, rec Recor
 		}
 	}
 	var next view
-	interrupt := false
+	var interrupts []string
 	sess, err := s.cfg.Writer.Update(ctx, id, func(tx store.Tx) error {
 		var fold *awaiting.Fold
 		if base.fold != nil {
@@ -51,7 +52,7 @@ func (s *Service) Send(ctx context.Context, id string, evs []ma.Event, rec Recor
 		}
 		first := tx.LastSeq() + 1
 		var err error
-		interrupt, err = accept(tx, fold, evs)
+		interrupts, err = accept(tx, fold, evs)
 		if err != nil {
 			return err
 		}
@@ -70,9 +71,10 @@ func (s *Service) Send(ctx context.Context, id string, evs []ma.Event, rec Recor
 		s.remember(id, next)
 	}
 	s.cfg.Bus.Publish(id)
-	if interrupt {
-		s.cfg.Runner.Interrupt(id)
-	} else {
+	for _, th := range interrupts {
+		s.cfg.Runner.Interrupt(id, th)
+	}
+	if interrupts == nil {
 		s.cfg.Runner.Wake(id)
 	}
 	for _, ev := range evs {
@@ -150,15 +152,16 @@ func catchUp(tx store.Tx, base view) (*awaiting.Fold, error) {
 }
 
 // accept validates and appends evs in tx; fold, if set, is what the
-// session waits for and is fed each accepted event. It reports whether an
-// interrupt must stop the runner.
-func accept(tx store.Tx, fold *awaiting.Fold, evs []ma.Event) (interrupt bool, err error) {
+// session waits for and is fed each accepted event. It returns the threads
+// whose runners an interrupt must stop, each once ("" for the primary,
+// which stops them all).
+func accept(tx store.Tx, fold *awaiting.Fold, evs []ma.Event) (interrupts []string, err error) {
 	sess := tx.Session()
 	if sess.ArchivedAt != nil {
-		return false, conflict("session %s is archived; it accepts no events", sess.ID)
+		return nil, conflict("session %s is archived; it accepts no events", sess.ID)
 	}
 	if sess.Status == ma.StatusTerminated {
-		return false, conflict("session %s is terminated; it accepts no events", sess.ID)
+		return nil, conflict("session %s is terminated; it accepts no events", sess.ID)
 	}
 	now := ma.Time(time.Now())
 	for i := range evs {
@@ -170,20 +173,22 @@ func accept(tx store.Tx, fold *awaiting.Fold, evs []ma.Event) (interrupt bool, e
 		f := fmt.Sprintf("events[%d]", i)
 		stop, err := check(sess, fold, f, ev, prev, now)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		if err := route(tx, f, ev); err != nil {
-			return false, err
+			return nil, err
 		}
-		interrupt = interrupt || stop
+		if th := ma.StreamThread(sess.ID, ev); stop && !slices.Contains(interrupts, th) {
+			interrupts = append(interrupts, th)
+		}
 		if err := tx.Append(ev); err != nil {
-			return false, err
+			return nil, err
 		}
 		if fold != nil {
 			fold.Feed(*ev)
 		}
 	}
-	return interrupt, nil
+	return interrupts, nil
 }
 
 // check validates one event against what the session waits for and sets

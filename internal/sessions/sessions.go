@@ -29,9 +29,10 @@ import (
 type Runner interface {
 	// Wake makes sure a runner looks at the session soon.
 	Wake(sessionID string)
-	// Interrupt stops the session's current call; the user.interrupt is
-	// already in the log.
-	Interrupt(sessionID string)
+	// Interrupt stops the current call of the session's thread threadID
+	// ("" for the primary thread, which stops every thread's); the
+	// user.interrupt is already in the log.
+	Interrupt(sessionID, threadID string)
 }
 
 // WorkQueue gives sessions of self-hosted environments a work item.

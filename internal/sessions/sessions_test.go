@@ -32,7 +32,7 @@ func (r *runner) Wake(id string) {
 	r.woken = append(r.woken, id)
 }
 
-func (r *runner) Interrupt(id string) {
+func (r *runner) Interrupt(id, _ string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.interrupted = append(r.interrupted, id)

@@ -479,11 +479,15 @@ func decodeData(payload string) (key string, msgs [][]byte, origin string, ok bo
 // kindCodes are the kinds as they travel.
 var kindCodes = [...]string{bus.Changed: "c", bus.Wake: "w", bus.Interrupt: "i", bus.End: "e", bus.Watch: "v"}
 
-// encode writes a note as "kind sent origin key", or "kind@to sent origin
-// key" for a note to one process; sent is the time of its first Send in
-// Unix microseconds (for the receiver's lag figure).
+// encode writes a note as "kind sent origin key", where kind is followed
+// by "#thread" for a note that names a thread and by "@to" for a note to
+// one process; sent is the time of its first Send in Unix microseconds (for
+// the receiver's lag figure).
 func encode(n bus.Note, origin string, sent int64) string {
 	kind := kindCodes[n.Kind]
+	if n.Thread != "" {
+		kind += "#" + n.Thread
+	}
 	if n.To != "" {
 		kind += "@" + n.To
 	}
@@ -497,7 +501,8 @@ func decode(payload string) (n bus.Note, origin string, sent int64, ok bool) {
 		return n, "", 0, false
 	}
 	kind, to, targeted := strings.Cut(parts[0], "@")
-	if targeted && to == "" {
+	kind, thread, named := strings.Cut(kind, "#")
+	if targeted && to == "" || named && thread == "" {
 		return n, "", 0, false
 	}
 	sent, err := strconv.ParseInt(parts[1], 10, 64)
@@ -506,7 +511,7 @@ func decode(payload string) (n bus.Note, origin string, sent int64, ok bool) {
 	}
 	for k, code := range kindCodes {
 		if code == kind {
-			return bus.Note{Key: parts[3], Kind: bus.Kind(k), To: to}, parts[2], sent, true
+			return bus.Note{Key: parts[3], Kind: bus.Kind(k), To: to, Thread: thread}, parts[2], sent, true
 		}
 	}
 	return n, "", 0, false

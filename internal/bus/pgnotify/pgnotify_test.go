@@ -190,7 +190,7 @@ func TestRelayUnreadableNoteCatchesUp(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
-	for _, p := range []string{"", "w", "w a", "w a ", "x a k", "w 1 a", "w 1 a ", "x 1 a k", "w a k", "w x a k", "w@ 1 a k", "x@b 1 a k"} {
+	for _, p := range []string{"", "w", "w a", "w a ", "x a k", "w 1 a", "w 1 a ", "x 1 a k", "w a k", "w x a k", "w@ 1 a k", "x@b 1 a k", "i# 1 a k", "i#@b 1 a k"} {
 		if _, _, _, ok := decode(p); ok {
 			t.Errorf("decode(%q) accepted", p)
 		}
@@ -202,6 +202,11 @@ func TestDecode(t *testing.T) {
 	to := bus.Note{Key: "sesn_1", Kind: bus.Wake, To: "replica@host"}
 	if n, origin, _, ok := decode(encode(to, "o", 1)); !ok || origin != "o" || n != to {
 		t.Fatalf("round trip of a targeted note = %+v %q %v", n, origin, ok)
+	}
+	for _, th := range []bus.Note{{Key: "sesn_1", Kind: bus.Interrupt, Thread: "sthr_2"}, {Key: "sesn_1", Kind: bus.Interrupt, Thread: "sthr_2", To: "replica@host"}} {
+		if n, _, _, ok := decode(encode(th, "o", 1)); !ok || n != th {
+			t.Fatalf("round trip of a note naming a thread = %+v %v, want %+v", n, ok, th)
+		}
 	}
 }
 
