@@ -43,6 +43,40 @@ func (s *server) newCoordinator(t *testing.T, roster ...*anthropic.BetaManagedAg
 	return a
 }
 
+// coordinatedSession starts a session of a scripted coordinator whose
+// roster is a plain scripted agent for each name, with its stream open.
+func (s *server) coordinatedSession(t *testing.T, names ...string) (*anthropic.BetaManagedAgentsSession, *stream) {
+	t.Helper()
+	var roster []*anthropic.BetaManagedAgentsAgent
+	for _, n := range names {
+		roster = append(roster, s.newNamedAgent(t, n))
+	}
+	coord := s.newCoordinator(t, roster...)
+	sess := s.newSession(t, coord.ID, s.newEnv(t, "env").ID)
+	return sess, s.openStream(t, sess.ID)
+}
+
+// untilChildrenRun reads st until n child threads run, failing if the
+// session goes idle first, and returns the threads' ids by agent name.
+func untilChildrenRun(t *testing.T, st *stream, n int) map[string]string {
+	t.Helper()
+	children := map[string]string{}
+	var got []frame
+	for running := 0; running < n; {
+		f := st.next(10 * time.Second)
+		got = append(got, f)
+		switch {
+		case f.Type == ma.EventThreadCreated:
+			children[f.AgentName] = f.SessionThreadID
+		case f.Type == ma.EventThreadStatusRunning:
+			running++
+		case isIdle(f):
+			t.Fatalf("the session went idle before its children ran: %v", types(got))
+		}
+	}
+	return children
+}
+
 // spawnLine is a scripted directive calling spawn_agent.
 func spawnLine(agent, task string) string {
 	return `@tool spawn_agent {"agent":"` + agent + `","task":"` + strings.ReplaceAll(strings.ReplaceAll(task, `"`, `\"`), "\n", `\n`) + `"}`
@@ -55,12 +89,7 @@ func spawnLine(agent, task string) string {
 // session stays running until every thread is idle.
 func TestThreadsDelegateInParallel(t *testing.T) {
 	s := start(t, options{})
-	researcher := s.newNamedAgent(t, "researcher")
-	writer := s.newNamedAgent(t, "writer")
-	coord := s.newCoordinator(t, researcher, writer)
-	env := s.newEnv(t, "env")
-	sess := s.newSession(t, coord.ID, env.ID)
-	st := s.openStream(t, sess.ID)
+	sess, st := s.coordinatedSession(t, "researcher", "writer")
 	s.send(t, sess.ID, userMessage(spawnLine("researcher", "@text A1 from the researcher")+"\n"+
 		spawnLine("writer", "@text A2 from the writer")+"\n@then Delegated to two threads."))
 	got := st.untilWithin(isIdle, 20*time.Second)
@@ -230,29 +259,14 @@ func TestThreadsChildConfirmation(t *testing.T) {
 // (end_turn) without answering, and the session goes idle once.
 func TestThreadsInterruptAll(t *testing.T) {
 	s := start(t, options{})
-	slow1 := s.newNamedAgent(t, "slow-one")
-	slow2 := s.newNamedAgent(t, "slow-two")
-	coord := s.newCoordinator(t, slow1, slow2)
-	env := s.newEnv(t, "env")
-	sess := s.newSession(t, coord.ID, env.ID)
-	st := s.openStream(t, sess.ID)
+	sess, st := s.coordinatedSession(t, "slow-one", "slow-two")
 	s.send(t, sess.ID, userMessage(spawnLine("slow-one", "@sleep 60s\n@text too late")+"\n"+
 		spawnLine("slow-two", "@sleep 60s\n@text too late")+"\n@then Delegated."))
-	var got []frame
-	for running := 0; running < 2; {
-		f := st.next(10 * time.Second)
-		got = append(got, f)
-		if f.Type == ma.EventThreadStatusRunning {
-			running++
-		}
-		if isIdle(f) {
-			t.Fatalf("the session went idle before the interrupt: %v", types(got))
-		}
-	}
+	untilChildrenRun(t, st, 2)
 	time.Sleep(200 * time.Millisecond) // the children's model calls are under way
 	start := time.Now()
 	s.send(t, sess.ID, interruptEvent())
-	got = st.untilWithin(isIdle, 20*time.Second)
+	got := st.untilWithin(isIdle, 20*time.Second)
 	if time.Since(start) > 10*time.Second {
 		t.Fatalf("the interrupt took %s", time.Since(start))
 	}
@@ -293,32 +307,14 @@ func TestThreadsInterruptAll(t *testing.T) {
 // the one child, ends the session's turn.
 func TestThreadsInterruptOne(t *testing.T) {
 	s := start(t, options{})
-	steady := s.newNamedAgent(t, "steady")
-	slow := s.newNamedAgent(t, "slow")
-	coord := s.newCoordinator(t, steady, slow)
-	env := s.newEnv(t, "env")
-	sess := s.newSession(t, coord.ID, env.ID)
-	st := s.openStream(t, sess.ID)
+	sess, st := s.coordinatedSession(t, "steady", "slow")
 	s.send(t, sess.ID, userMessage(spawnLine("steady", "@sleep 2s\n@text steady done")+"\n"+
 		spawnLine("slow", "@sleep 60s\n@text too late")+"\n@then Delegated."))
-	children := map[string]string{} // agent name → thread id
-	var got []frame
-	for running := 0; running < 2; {
-		f := st.next(10 * time.Second)
-		got = append(got, f)
-		switch {
-		case f.Type == ma.EventThreadCreated:
-			children[f.AgentName] = f.SessionThreadID
-		case f.Type == ma.EventThreadStatusRunning:
-			running++
-		case isIdle(f):
-			t.Fatalf("the session went idle before the interrupt: %v", types(got))
-		}
-	}
+	children := untilChildrenRun(t, st, 2)
 	time.Sleep(200 * time.Millisecond) // both children's model calls are under way
 	s.send(t, sess.ID, anthropic.BetaManagedAgentsEventParamsUnion{
 		OfUserInterrupt: &anthropic.BetaManagedAgentsUserInterruptEventParams{SessionThreadID: anthropic.String(children["slow"])}})
-	got = st.untilWithin(isIdle, 20*time.Second)
+	got := st.untilWithin(isIdle, 20*time.Second)
 	if last := got[len(got)-1]; last.StopReason == nil || last.StopReason.Type != ma.StopEndTurn {
 		t.Fatalf("session idle %+v, want end_turn", last.StopReason)
 	}
