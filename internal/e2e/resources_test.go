@@ -8,19 +8,22 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 )
 
 // toolOutput runs one bash command through the scripted model and returns
-// the tool result's text.
+// the tool result's text. The wait is long: the first call of a session
+// places its resources first, a few megabytes through bash, which on a
+// loaded 2-core CI machine under -race took more than until's 10 s.
 func (s *server) toolOutput(t *testing.T, sessionID, command string) string {
 	t.Helper()
 	st := s.openStream(t, sessionID)
 	defer st.cancel()
 	s.send(t, sessionID, userMessage(fmt.Sprintf(`@tool bash {"command":%q}`+"\n@then done", command)))
 	var out strings.Builder
-	for _, ev := range st.until(isIdle) {
+	for _, ev := range st.untilWithin(isIdle, time.Minute) {
 		if ev.Type == "agent.tool_result" {
 			for _, b := range ev.Content {
 				out.WriteString(b.Text)
