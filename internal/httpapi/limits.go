@@ -77,6 +77,8 @@ func (p Principal) limitKey() string {
 		return "ek:" + p.hash
 	case p.MachineID != "":
 		return "mt:" + p.hash
+	case p.Grant != nil:
+		return "st:" + p.hash
 	case p.hash != "":
 		return "ak:" + p.hash
 	}

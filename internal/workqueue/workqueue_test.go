@@ -2,8 +2,11 @@ package workqueue
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,8 +15,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/secret"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	ma "github.com/reinsdev/reins/managedagents"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -124,7 +129,7 @@ func TestLongPollWakesOnEnqueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		q, _, _ := newService(t)
-		got := make(chan *store.WorkItem, 1)
+		got := make(chan *Claim, 1)
 		go func() {
 			w, _ := q.Poll(ctx, "env_1", "w", 900*time.Millisecond, DefaultReclaim)
 			got <- w
@@ -253,5 +258,56 @@ func TestConcurrentEnqueue(t *testing.T) {
 	list, err := st.ListWork(ctx, "env_1", store.ListQuery{Limit: 100})
 	if err != nil || len(list) != rounds {
 		t.Fatalf("%d items for %d sessions (%v)", len(list), rounds, err)
+	}
+}
+
+// TestPollIssuesSessionsToken: each hand-out of an item carries a secret
+// that the official workers decode (URL-safe base64 of a JSON object) into
+// a new sessions token; the store keeps only the token's hash, which names
+// the session, the item and its environment. A reclaimed item's earlier
+// token stays valid.
+func TestPollIssuesSessionsToken(t *testing.T) {
+	ctx := context.Background()
+	q, _, st := newService(t)
+	ts := ma.Time(time.Now())
+	if _, err := st.CreateSession(ctx, ma.Session{ID: "sesn_1", Type: "session", Status: ma.StatusIdle, EnvironmentID: "env_1",
+		CreatedAt: ts, UpdatedAt: ts, Metadata: ma.Metadata{}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := q.Enqueue(ctx, "env_1", "sesn_1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(c *Claim) string {
+		t.Helper()
+		raw, err := base64.RawURLEncoding.DecodeString(c.Secret)
+		var payload map[string]string
+		if err != nil || json.Unmarshal(raw, &payload) != nil || len(payload) != 1 || !strings.HasPrefix(payload["sessions_token"], secret.SessionsTokenPrefix) {
+			t.Fatalf("secret %q decodes to %s (%v)", c.Secret, raw, err)
+		}
+		tok, err := st.SessionTokenByHash(ctx, secret.Hash(payload["sessions_token"]))
+		if err != nil || tok.SessionID != "sesn_1" || tok.WorkID != w.ID || tok.EnvironmentID != "env_1" {
+			t.Fatalf("stored token %+v %v", tok, err)
+		}
+		if strings.Contains(string(raw), tok.Hash) {
+			t.Fatal("the secret carries the stored hash")
+		}
+		return payload["sessions_token"]
+	}
+	first, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim)
+	if err != nil || first == nil || first.ID != w.ID {
+		t.Fatalf("poll: %+v %v", first, err)
+	}
+	a := token(first)
+	// Reclaimed at once (no reclaim window): another hand-out, another token.
+	second, err := q.Poll(ctx, "env_1", "worker-b", 0, 0)
+	if err != nil || second == nil || second.ID != w.ID {
+		t.Fatalf("reclaim: %+v %v", second, err)
+	}
+	if b := token(second); b == a {
+		t.Fatal("two hand-outs got the same token")
+	}
+	if _, err := st.SessionTokenByHash(ctx, secret.Hash(a)); err != nil {
+		t.Fatalf("the first hand-out's token after a reclaim: %v", err)
 	}
 }
