@@ -70,7 +70,9 @@ func newLimiter(cfg KeyLimits) *limiter {
 }
 
 // limitKey names the key p was authenticated with: the hash of an API key
-// or environment key (one per key, as its id), or the bootstrap key.
+// or environment key (one per key, as its id), the session of a sessions
+// token (the tokens of a session's hand-outs share its limits and
+// Idempotency-Keys), or the bootstrap key.
 func (p Principal) limitKey() string {
 	switch {
 	case p.EnvironmentID != "":
@@ -78,7 +80,7 @@ func (p Principal) limitKey() string {
 	case p.MachineID != "":
 		return "mt:" + p.hash
 	case p.Grant != nil:
-		return "st:" + p.hash
+		return "st:" + p.Grant.SessionID
 	case p.hash != "":
 		return "ak:" + p.hash
 	}
