@@ -23,6 +23,8 @@ type execSpec struct {
 	ReadOnly bool     `json:"read_only,omitempty"`
 	// Binds are the targets of the sandbox's read-only binds.
 	Binds []string `json:"binds,omitempty"`
+	// Memory: the sandbox has memory mounts under MemoryDir.
+	Memory bool `json:"memory,omitempty"`
 }
 
 // execStatusFD is the launcher's status pipe: closed by a successful
@@ -69,7 +71,7 @@ func launch(arg string) error {
 	if err != nil {
 		return err
 	}
-	if err := confine(spec.ReadOnly, spec.Binds); err != nil {
+	if err := confine(spec); err != nil {
 		return err
 	}
 	if err := unix.Exec(path, spec.Argv, spec.Env); err != nil {
@@ -124,11 +126,11 @@ func setLimits(l Limits) error {
 // second layer under the mount namespace): the workspace, /tmp, /dev/shm
 // and the terminal devices are writable, system directories and the binds
 // readable and executable, nothing else reachable.
-func confine(readOnly bool, binds []string) error {
+func confine(spec execSpec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	if err := landlock(readOnly, binds); err != nil {
+	if err := landlock(spec); err != nil {
 		return err
 	}
 	if err := seccomp.Install(); err != nil {
@@ -137,7 +139,7 @@ func confine(readOnly bool, binds []string) error {
 	return nil
 }
 
-func landlock(readOnly bool, binds []string) error {
+func landlock(spec execSpec) error {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return nil // the namespaces are the boundary; Landlock is a second layer
@@ -150,7 +152,7 @@ func landlock(readOnly bool, binds []string) error {
 	defer unix.Close(fd)
 	ro := uint64(ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir)
 	ws := all
-	if readOnly {
+	if spec.ReadOnly {
 		ws = ro
 	}
 	type rule struct {
@@ -162,8 +164,13 @@ func landlock(readOnly bool, binds []string) error {
 		{"/libx32", ro}, {"/etc", ro}, {"/proc", ro | ll.AccessFSWriteFile}, {"/dev", all},
 		{"/tmp", all}, {"/var/tmp", all}, {WorkspaceDir, ws},
 	}
-	for _, b := range binds {
+	for _, b := range spec.Binds {
 		rules = append(rules, rule{b, ro})
+	}
+	if spec.Memory {
+		// Read-only stores are read-only mounts: Landlock cannot narrow
+		// a subtree below what its parent grants.
+		rules = append(rules, rule{MemoryDir, all})
 	}
 	for _, r := range rules {
 		if err := landlockrule.Add(fd, r.path, r.access, all); err != nil && !os.IsNotExist(err) {

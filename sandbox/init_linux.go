@@ -40,6 +40,9 @@ type initConfig struct {
 	// Binds are bound read-only in the new root. Init opens their
 	// sources along with the workspace.
 	Binds []Bind `json:"binds,omitempty"`
+	// Memory are mounted under MemoryDir; init opens their sources along
+	// with the workspace.
+	Memory []MemoryMount `json:"memory,omitempty"`
 }
 
 // init does the work of a sandbox's own processes, which are the program
@@ -171,16 +174,25 @@ func setup(cfg *initConfig) (net.Listener, error) {
 	return ln, nil
 }
 
-// openSources opens the workspace and the sources of the binds by their
+// openSources opens the workspace and the sources of the binds and of
+// the memory mounts (binds first, then memory, in one slice) by their
 // paths in the sandbox's mount namespace (a descriptor opened by the
 // server would name a mount of the server's namespace, which cannot be
 // bound here), then gives up the server's ids when it started with them.
 func openSources(cfg *initConfig) (ws *os.File, binds []*os.File, err error) {
+	sources := make([]string, 0, len(cfg.Binds)+len(cfg.Memory))
+	names := make([]string, 0, cap(sources))
 	for _, b := range cfg.Binds {
-		f, err := openDir(b.Source)
+		sources, names = append(sources, b.Source), append(names, "bind "+b.Target)
+	}
+	for _, m := range cfg.Memory {
+		sources, names = append(sources, m.Source), append(names, "memory "+m.Name)
+	}
+	for i, src := range sources {
+		f, err := openDir(src)
 		if err != nil {
 			closeAll(binds)
-			return nil, nil, fmt.Errorf("bind %s: %w", b.Target, err)
+			return nil, nil, fmt.Errorf("%s: %w", names[i], err)
 		}
 		binds = append(binds, f)
 	}
@@ -297,7 +309,7 @@ func (in *initProc) launch(m msg, files []*os.File) (int, error) {
 		return 0, errors.New("a process needs argv and three descriptors")
 	}
 	spec := execSpec{Argv: m.Argv, Dir: m.Dir, Env: mergeEnv(in.cfg.Env, m.Env),
-		Limits: in.cfg.Limits, ReadOnly: in.cfg.ReadOnly, Binds: bindTargets(in.cfg.Binds)}
+		Limits: in.cfg.Limits, ReadOnly: in.cfg.ReadOnly, Binds: bindTargets(in.cfg.Binds), Memory: len(in.cfg.Memory) > 0}
 	arg, err := json.Marshal(spec)
 	if err != nil {
 		return 0, err

@@ -47,7 +47,8 @@ func setupRoot(cfg *initConfig, ws *os.File, binds []*os.File) error {
 		bindSystem,
 		func() error { return makeEtc(cfg) },
 		func() error { return bindWorkspace(ws, cfg.ReadOnly) },
-		func() error { return bindExtra(cfg.Binds, binds) },
+		func() error { return bindExtra(cfg.Binds, binds[:len(cfg.Binds)]) },
+		func() error { return mountMemory(cfg, binds[len(cfg.Binds):]) },
 		linkOutputs,
 		func() error { return makeTmp(cfg.Limits.TmpBytes) },
 		func() error { return makeDev(cfg.Limits.TmpBytes) },
@@ -238,6 +239,40 @@ func bindExtra(binds []Bind, srcs []*os.File) error {
 	for i, b := range binds {
 		if err := bindRO(fdPath(srcs[i]), inRoot(b.Target), true); err != nil {
 			return fmt.Errorf("%s: %w", b.Target, err)
+		}
+	}
+	return nil
+}
+
+// mountMemory mounts a scratch tmpfs at MemoryDir and each memory
+// mount's source (an open descriptor) on its directory there, read-only
+// for a read-only mount.
+func mountMemory(cfg *initConfig, srcs []*os.File) error {
+	if len(cfg.Memory) == 0 {
+		return nil
+	}
+	dir := inRoot(MemoryDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	opts := fmt.Sprintf("mode=1777,size=%d", cfg.Limits.TmpBytes)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("%s: %w", MemoryDir, err)
+	}
+	for i, m := range cfg.Memory {
+		dst := filepath.Join(dir, m.Name)
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(fdPath(srcs[i]), dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("memory %s: %w", m.Name, err)
+		}
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+		if m.ReadOnly {
+			flags |= unix.MS_RDONLY
+		}
+		if err := remount(dst, flags); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -138,6 +138,40 @@ type Options struct {
 	ExtraCA []byte
 	// Binds are host directories made visible read-only inside.
 	Binds []Bind
+	// Memory are host directories mounted under [MemoryDir], each at
+	// MemoryDir/Name. The rest of MemoryDir is the sandbox's own
+	// scratch space, lost when it ends. Nil leaves MemoryDir out.
+	Memory []MemoryMount
+}
+
+// MemoryDir is where a sandbox sees its [MemoryMount]s.
+const MemoryDir = "/mnt/memory"
+
+// A MemoryMount makes the host directory Source visible at
+// MemoryDir/Name, writable unless ReadOnly (which the file system
+// enforces). Name is one path segment.
+type MemoryMount struct {
+	Source   string `json:"source"`
+	Name     string `json:"name"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+// checkMemory reports the first memory mount that cannot be made.
+func checkMemory(mounts []MemoryMount) error {
+	seen := map[string]bool{}
+	for _, m := range mounts {
+		if !filepath.IsAbs(m.Source) {
+			return fmt.Errorf("sandbox: memory source %q is not an absolute path", m.Source)
+		}
+		if m.Name == "" || m.Name == "." || m.Name == ".." || strings.ContainsAny(m.Name, "/\x00") {
+			return fmt.Errorf("sandbox: memory mount name %q is not one path segment", m.Name)
+		}
+		if seen[m.Name] {
+			return fmt.Errorf("sandbox: two memory mounts are named %s", m.Name)
+		}
+		seen[m.Name] = true
+	}
+	return nil
 }
 
 // CABundle is the sandbox's bundle of trusted roots when Options.ExtraCA

@@ -110,6 +110,9 @@ func (m *Manager) Start(ctx context.Context, o Options) (*Sandbox, error) {
 	if err := checkBinds(o.Binds); err != nil {
 		return nil, err
 	}
+	if err := checkMemory(o.Memory); err != nil {
+		return nil, err
+	}
 	sb, err := m.start(ctx, o)
 	if err != nil {
 		return nil, err
@@ -122,6 +125,9 @@ func (m *Manager) Start(ctx context.Context, o Options) (*Sandbox, error) {
 
 func (m *Manager) start(ctx context.Context, o Options) (*Sandbox, error) {
 	if err := m.prepareWorkspace(o.Workspace, !o.ReadOnly); err != nil {
+		return nil, err
+	}
+	if err := m.prepareMemory(o.Memory); err != nil {
 		return nil, err
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -216,6 +222,35 @@ func (m *Manager) prepareWorkspace(dir string, outputs bool) error {
 	return nil
 }
 
+// prepareMemory checks that the memory mounts' sources are directories
+// and, when the server runs as root, gives the writable ones to the
+// sandbox's user (what their writers put in them later is theirs to
+// give).
+func (m *Manager) prepareMemory(mounts []MemoryMount) error {
+	for _, mm := range mounts {
+		var st unix.Stat_t
+		if err := unix.Lstat(mm.Source, &st); err != nil {
+			return fmt.Errorf("sandbox: memory %s: %w", mm.Name, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return fmt.Errorf("sandbox: memory %s: %s is not a directory", mm.Name, mm.Source)
+		}
+		if mm.ReadOnly || os.Geteuid() != 0 || int(st.Uid) == m.cfg.HostUID {
+			continue
+		}
+		root, err := os.OpenRoot(mm.Source)
+		if err != nil {
+			return fmt.Errorf("sandbox: memory %s: %w", mm.Name, err)
+		}
+		err = chownTree(root, m.cfg.HostUID, m.cfg.HostGID)
+		root.Close()
+		if err != nil {
+			return fmt.Errorf("sandbox: memory %s owner: %w", mm.Name, err)
+		}
+	}
+	return nil
+}
+
 // chownDepth bounds how deep chownTree goes (it keeps two descriptors open
 // per level).
 const chownDepth = 1024
@@ -256,7 +291,7 @@ func (m *Manager) initCommand(o Options, ctl *os.File) (*exec.Cmd, *initConfig, 
 		env = append(env, caEnv()...)
 	}
 	cfg := &initConfig{Workspace: abs, SwitchUser: os.Geteuid() == 0, ReadOnly: o.ReadOnly, Env: append(env, o.Env...),
-		Limits: m.cfg.Limits, Hostname: "reins", ExtraCA: string(o.ExtraCA), Binds: o.Binds}
+		Limits: m.cfg.Limits, Hostname: "reins", ExtraCA: string(o.ExtraCA), Binds: o.Binds, Memory: o.Memory}
 	if m.cgroup != nil {
 		cfg.Limits.Memory = 0 // the cgroup bounds the whole sandbox instead
 	}

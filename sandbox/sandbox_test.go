@@ -432,3 +432,44 @@ func TestChownTreeKeepsToTheTree(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryMounts: a memory mount shows its host directory at
+// MemoryDir/Name, writable (the writes land in the host directory) or
+// read-only by the file system; the rest of MemoryDir is scratch that
+// stays in the sandbox; names that are not one segment are refused.
+func TestMemoryMounts(t *testing.T) {
+	m := newManager(t)
+	rw, ro := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(rw, "notes.md"), []byte("old\n"), 0o644)
+	os.WriteFile(filepath.Join(ro, "rules.md"), []byte("keep\n"), 0o644)
+	sb := start(t, m, Options{Memory: []MemoryMount{{Source: rw, Name: "prefs"}, {Source: ro, Name: "team", ReadOnly: true}}})
+	out, _ := run(t, sb, `cd /mnt/memory && ls; cat prefs/notes.md team/rules.md
+echo new > prefs/notes.md && mkdir -p prefs/a && echo deep > prefs/a/b.md && echo RW-OK
+echo x > team/rules.md && echo WROTE-RO; touch team/y && echo WROTE-RO2
+echo s > scratch.txt && echo SCRATCH-OK; true`)
+	for _, want := range []string{"prefs\nteam\n", "old\nkeep\n", "RW-OK", "SCRATCH-OK", "Read-only file system"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "WROTE-RO") {
+		t.Errorf("a read-only mount took a write:\n%s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(rw, "a", "b.md")); string(b) != "deep\n" {
+		t.Errorf("the write did not reach the host directory: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ro, "rules.md")); string(b) != "keep\n" {
+		t.Errorf("read-only source changed: %q", b)
+	}
+	for _, d := range []string{rw, ro} {
+		if _, err := os.Stat(filepath.Join(d, "scratch.txt")); err == nil {
+			t.Errorf("scratch reached %s", d)
+		}
+	}
+	for _, name := range []string{"", ".", "..", "a/b"} {
+		_, err := m.Start(context.Background(), Options{Name: "bad", Workspace: t.TempDir(), Memory: []MemoryMount{{Source: rw, Name: name}}})
+		if err == nil || !strings.Contains(err.Error(), "one path segment") {
+			t.Errorf("name %q: err = %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,284 @@
+// Package memsync keeps a memory store and a directory in step: the
+// directory a session's tools see a store as (under /mnt/memory). Before
+// a tool call, Pull brings what others wrote to the store into the
+// directory; after it, Push turns what the call changed into memory
+// versions by the session. When both sides changed a memory between two
+// syncs, the store wins (as the official environment worker decides):
+// its version is never lost, the directory's change is.
+//
+// The directory is written by a sandbox's hostile code: it is read and
+// changed only through its root, without following links (package
+// nofollow), and what is not a regular file, or breaks a rule of
+// memories, is reported, never saved.
+package memsync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"syscall"
+
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/memories"
+	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox/nofollow"
+)
+
+// Store is what a Dir needs of the store.
+type Store interface {
+	ListMemories(ctx context.Context, storeID string, q store.MemoryQuery) ([]store.MemoryItem, error)
+	GetMemory(ctx context.Context, storeID, id string) (ma.Memory, error)
+	CreateMemory(ctx context.Context, w store.MemoryWrite) (ma.Memory, error)
+	UpdateMemory(ctx context.Context, w store.MemoryWrite) (ma.Memory, error)
+	DeleteMemory(ctx context.Context, w store.MemoryWrite) error
+}
+
+// Owner is the user that the files a Dir writes are given to (the
+// sandbox's user, so that its tools can change them).
+type Owner struct{ UID, GID int }
+
+// Dir is one memory store's directory in one session. Its methods are
+// not safe for concurrent use.
+type Dir struct {
+	// StoreID is the memory store.
+	StoreID string
+	// Path is the host directory (it is created if missing).
+	Path string
+	// Mount is where the session sees it, for what Push reports.
+	Mount string
+	// ReadOnly: Push never writes to the store.
+	ReadOnly bool
+	// Owner, if set, is given the files and directories Pull makes.
+	Owner *Owner
+	// Actor is recorded on the versions Push writes.
+	Actor ma.Actor
+
+	// base is, per memory path, what the store and the directory last
+	// agreed on.
+	base map[string]entry
+}
+
+// entry is a memory as last synced: its id and content hash in the
+// store, and the file's identity and times on disk then (a file whose
+// stat still matches was not changed and is not read again).
+type entry struct {
+	id, sha string
+	stat    fileStat
+}
+
+type fileStat struct {
+	ino, size    int64
+	mtime, ctime int64
+}
+
+func statOf(fi fs.FileInfo) fileStat {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	}
+	return fileStat{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+}
+
+// listPage is how many memories one list read returns.
+const listPage = 1000
+
+// remote lists the store's memories (without content) by path.
+func (d *Dir) remote(ctx context.Context, st Store) (map[string]ma.Memory, error) {
+	out := map[string]ma.Memory{}
+	q := store.MemoryQuery{Limit: listPage}
+	for {
+		items, err := st.ListMemories(ctx, d.StoreID, q)
+		if err != nil {
+			return nil, fmt.Errorf("list memory store %s: %w", d.StoreID, err)
+		}
+		for _, it := range items {
+			if it.Memory != nil {
+				out[it.Memory.Path] = *it.Memory
+			}
+		}
+		if len(items) < q.Limit {
+			return out, nil
+		}
+		q.After = items[len(items)-1].Key()
+	}
+}
+
+func (d *Dir) open() (*os.Root, error) {
+	if err := os.MkdirAll(d.Path, 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenRoot(d.Path)
+}
+
+// rel is a memory path's name relative to the directory.
+func rel(memPath string) string { return memPath[1:] }
+
+// Pull brings the store's changes since the last sync into the
+// directory (all of the store at the first): new and changed memories
+// are written, deleted ones removed. A memory changed on both sides
+// since takes the store's content. It returns how many files it wrote or
+// removed.
+func (d *Dir) Pull(ctx context.Context, st Store) (int, error) {
+	remote, err := d.remote(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	root, err := d.open()
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	if d.base == nil {
+		d.base = map[string]entry{}
+	}
+	n := 0
+	for p, m := range remote {
+		b, known := d.base[p]
+		if known && b.sha == m.ContentSHA256 && b.id == m.ID {
+			continue
+		}
+		if !known {
+			if fi, sha, ok := d.same(root, p, m.ContentSHA256); ok {
+				d.base[p] = entry{id: m.ID, sha: sha, stat: statOf(fi)}
+				continue
+			}
+		}
+		if err := d.write(ctx, st, root, m); err != nil {
+			return n, err
+		}
+		n++
+	}
+	for p := range d.base {
+		if _, ok := remote[p]; ok {
+			continue
+		}
+		delete(d.base, p)
+		if err := root.Remove(rel(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return n, fmt.Errorf("remove %s: %w", p, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// same reports whether the file at memory path p has content sha (a
+// directory's first look at a store whose files it holds already).
+func (d *Dir) same(root *os.Root, p, sha string) (fs.FileInfo, string, bool) {
+	content, fi, err := readRegular(root, rel(p))
+	if err != nil {
+		return nil, "", false
+	}
+	got := hash(content)
+	return fi, got, got == sha
+}
+
+// write puts memory m's content at its path: into a new file beside it,
+// then renamed over whatever is there (a link included, which is
+// replaced, not followed).
+func (d *Dir) write(ctx context.Context, st Store, root *os.Root, m ma.Memory) error {
+	full, err := st.GetMemory(ctx, d.StoreID, m.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted since the list: the next pull removes it
+	}
+	if err != nil {
+		return fmt.Errorf("read memory %s: %w", m.Path, err)
+	}
+	name := rel(full.Path)
+	if dir := path.Dir(name); dir != "." {
+		if err := d.mkdirAll(root, dir); err != nil {
+			return err
+		}
+	}
+	tmp := path.Join(path.Dir(name), tempPrefix+ids.New(""))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", full.Path, err)
+	}
+	_, err = io.WriteString(f, deref(full.Content))
+	if err == nil && d.Owner != nil {
+		err = f.Chown(d.Owner.UID, d.Owner.GID)
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		root.Remove(tmp)
+		return fmt.Errorf("write %s: %w", full.Path, err)
+	}
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", full.Path, err)
+	}
+	d.base[full.Path] = entry{id: full.ID, sha: full.ContentSHA256, stat: statOf(fi)}
+	return nil
+}
+
+// mkdirAll makes dir and its parents, given to the owner.
+func (d *Dir) mkdirAll(root *os.Root, dir string) error {
+	if parent := path.Dir(dir); parent != "." {
+		if err := d.mkdirAll(root, parent); err != nil {
+			return err
+		}
+	}
+	err := root.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err == nil && d.Owner != nil {
+		err = root.Lchown(dir, d.Owner.UID, d.Owner.GID)
+	}
+	if err != nil {
+		return fmt.Errorf("make directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func hash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// readRegular reads name, a regular file of root, without following a
+// link, up to one byte over the limit of a memory.
+func readRegular(root *os.Root, name string) ([]byte, fs.FileInfo, error) {
+	dir, base := path.Split(name)
+	d := root
+	if dir != "" {
+		sub, err := nofollow.OpenDir(root, path.Clean(dir))
+		if err != nil {
+			return nil, nil, err
+		}
+		defer sub.Close()
+		d = sub
+	}
+	info, err := d.Lstat(base)
+	if err != nil {
+		return nil, nil, err
+	}
+	return readOpen(d, base, info)
+}
+
+func readOpen(d *os.Root, name string, info fs.FileInfo) ([]byte, fs.FileInfo, error) {
+	f, fi, err := nofollow.OpenRegular(d, name, info)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, memories.MaxContentBytes+1))
+	return b, fi, err
+}
