@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -176,13 +177,14 @@ func TestOfficialWorkerSyncsMemory(t *testing.T) {
 }
 
 // pollToken polls the environment's work queue with its key and returns
-// the item handed out and the sessions token its secret carries.
-func pollToken(t *testing.T, url, envID, envKey string) (workID, token string) {
+// the item handed out and the sessions token its secret carries; the item
+// must be the session's.
+func pollToken(t *testing.T, url, envID, envKey, sessionID string) (workID, token string) {
 	t.Helper()
 	c := anthropic.NewClient(option.WithBaseURL(url), option.WithAuthToken(envKey), option.WithHeaderDel("x-api-key"), option.WithMaxRetries(0))
 	w, err := c.Beta.Environments.Work.Poll(context.Background(), envID, anthropic.BetaEnvironmentWorkPollParams{})
-	if err != nil || w == nil || w.ID == "" {
-		t.Fatalf("poll: %+v %v", w, err)
+	if err != nil || w == nil || w.ID == "" || w.Data.ID != sessionID {
+		t.Fatalf("poll: %+v %v; want the item of session %s", w, err, sessionID)
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(w.Secret)
 	var payload struct {
@@ -209,6 +211,7 @@ func tokenClient(url, token string) anthropic.Client {
 // attached are not found; listing or managing stores, their versions,
 // agents, environments, the work queue, new sessions and events that
 // drive a session are 403. Once its session is archived, or deleted, the
+// environment key that polled it revoked or its environment archived, the
 // token is refused (401).
 func TestSessionsTokenScope(t *testing.T) {
 	s := start(t, options{})
@@ -232,9 +235,9 @@ func TestSessionsTokenScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess := s.newMemorySession(t, a.ID, envID, memoryResource(rw, "read_write", ""), memoryResource(ro, "read_only", ""))
-	workID, token := pollToken(t, s.url, envID, envKey)
+	workID, token := pollToken(t, s.url, envID, envKey, sess.ID)
 	otherSess := s.newMemorySession(t, a.ID, envID, memoryResource(other, "read_write", ""))
-	otherWork, otherToken := pollToken(t, s.url, envID, envKey)
+	otherWork, otherToken := pollToken(t, s.url, envID, envKey, otherSess.ID)
 	c := tokenClient(s.url, token)
 	mems := c.Beta.MemoryStores.Memories
 
@@ -359,6 +362,44 @@ func TestSessionsTokenScope(t *testing.T) {
 	}
 	_, err = oc.Beta.MemoryStores.Memories.List(ctx, other, anthropic.BetaMemoryStoreMemoryListParams{})
 	says(err, 401, "authentication_error", "deleted")
+
+	// The environment key that polled it revoked, or its environment
+	// archived: refused.
+	env2, key1 := s.selfHosted(t, "pull 2")
+	var key2 struct{ ID, Key string }
+	if _, err := call(s.url, s.key, "POST", "/v1/environments/"+env2+"/keys", nil, &key2); err != nil {
+		t.Fatal(err)
+	}
+	var keys struct{ Data []struct{ ID string } }
+	if _, err := call(s.url, s.key, "GET", "/v1/environments/"+env2+"/keys", nil, &keys); err != nil || len(keys.Data) != 2 {
+		t.Fatalf("keys: %+v %v", keys, err)
+	}
+	s3, s4 := s.newSession(t, a.ID, env2), s.newSession(t, a.ID, env2)
+	_, t3 := pollToken(t, s.url, env2, key1, s3.ID)
+	_, t4 := pollToken(t, s.url, env2, key2.Key, s4.ID)
+	get := func(token, id string) error {
+		c := tokenClient(s.url, token)
+		_, err := c.Beta.Sessions.Get(ctx, id, anthropic.BetaSessionGetParams{})
+		return err
+	}
+	if err := errors.Join(get(t3, s3.ID), get(t4, s4.ID)); err != nil {
+		t.Fatal(err)
+	}
+	firstKey := keys.Data[0].ID
+	if firstKey == key2.ID {
+		firstKey = keys.Data[1].ID
+	}
+	if _, err := call(s.url, s.key, "POST", "/v1/environments/"+env2+"/keys/"+firstKey+"/revoke", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	says(get(t3, s3.ID), 401, "authentication_error", "revoked")
+	if err := get(t4, s4.ID); err != nil {
+		t.Fatalf("the token of another key after a revocation: %v", err)
+	}
+	if _, err := s.client.Beta.Environments.Archive(ctx, env2, anthropic.BetaEnvironmentArchiveParams{}); err != nil {
+		t.Fatal(err)
+	}
+	says(get(t4, s4.ID), 401, "authentication_error", "archived")
 }
 
 // TestSessionsTokenAcrossReplicas: a sessions token handed out by one
@@ -376,7 +417,7 @@ func TestSessionsTokenAcrossReplicas(t *testing.T) {
 	storeID, _ := a.newMemoryStore(t, "shared", "/a.md", "alpha")
 	agent := a.newAgent(t, "scripted", toolset(false))
 	sess := a.newMemorySession(t, agent.ID, envID, memoryResource(storeID, "read_write", ""))
-	_, token := pollToken(t, a.url, envID, envKey)
+	_, token := pollToken(t, a.url, envID, envKey, sess.ID)
 	for _, r := range []*server{a, b} {
 		c := tokenClient(r.url, token)
 		if page, err := c.Beta.MemoryStores.Memories.List(ctx, storeID, anthropic.BetaMemoryStoreMemoryListParams{}); err != nil || len(page.Data) != 1 {

@@ -151,8 +151,10 @@ type Principal struct {
 	// by the server once the anthropic-workspace-id header is checked, for
 	// an environment key its environment's.
 	Workspace string
-	// EnvironmentID is set for an environment key.
-	EnvironmentID string
+	// EnvironmentID and EnvironmentKeyID are set for an environment key:
+	// its environment and its id.
+	EnvironmentID    string
+	EnvironmentKeyID string
 	// MachineID is set for a machine token.
 	MachineID string
 	// Grant is set for a sessions token: the session and work item it
@@ -304,7 +306,7 @@ func (a *Authenticator) checkEnvironmentKey(ctx context.Context, hash string) (P
 	}
 	// The key works in its environment's workspace: the store scopes its
 	// requests there, as an API key's.
-	return Principal{EnvironmentID: k.EnvironmentID, Workspace: k.WorkspaceID, hash: hash}, nil
+	return Principal{EnvironmentID: k.EnvironmentID, EnvironmentKeyID: k.ID, Workspace: k.WorkspaceID, hash: hash}, nil
 }
 
 // checkMachineToken authenticates a machine token by its hash: it must be

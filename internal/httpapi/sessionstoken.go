@@ -30,9 +30,10 @@ type SessionTokenStore interface {
 }
 
 // checkSessionsToken authenticates a sessions token by its hash: it must
-// be known and its session neither deleted nor archived. A terminated
-// session's token still works: the official worker syncs the session's
-// memory and stops its work item after it sees the session end.
+// be known, its session neither deleted nor archived, the environment key
+// whose poll handed it out not revoked and its environment not archived.
+// A terminated session's token still works: the official worker syncs the
+// session's memory and stops its work item after it sees the session end.
 func (a *Authenticator) checkSessionsToken(ctx context.Context, hash string) (Principal, error) {
 	t, err := a.SessionTokens.SessionTokenByHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
@@ -41,8 +42,14 @@ func (a *Authenticator) checkSessionsToken(ctx context.Context, hash string) (Pr
 	if err != nil {
 		return Principal{}, err
 	}
-	if t.SessionArchived {
+	switch {
+	case t.SessionArchived:
 		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "sessions token rejected: session %s is archived", t.SessionID)
+	case t.KeyRevoked:
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication,
+			"sessions token rejected: environment key %s, whose poll handed it out, is revoked", t.EnvironmentKeyID)
+	case t.EnvironmentArchived:
+		return Principal{}, errf(http.StatusUnauthorized, ma.ErrAuthentication, "sessions token rejected: environment %s is archived", t.EnvironmentID)
 	}
 	// The token works in its session's workspace: the store scopes its
 	// requests there, as an API key's.

@@ -10,14 +10,17 @@ import (
 // credential of its session's work: the session, its events, its work
 // item and the memory stores attached to it. It lives as long as the
 // session: its row goes with the session, and SessionTokenByHash finds
-// no token of a deleted session.
+// no token of a deleted session. It also reports what else ends a token:
+// the session archived, the environment key that polled it revoked, its
+// environment archived.
 type SessionTokens interface {
 	// CreateSessionToken stores a token (its hash); a taken hash is
 	// ErrConflict.
 	CreateSessionToken(ctx context.Context, t SessionToken) error
 	// SessionTokenByHash returns the token with that hash, with its
-	// session's workspace and whether the session is archived;
-	// ErrNotFound when no such token exists or its session is gone.
+	// session's workspace and whether the session is archived, the key
+	// revoked, the environment archived; ErrNotFound when no such token
+	// exists or its session is gone.
 	SessionTokenByHash(ctx context.Context, hash string) (SessionToken, error)
 }
 
@@ -29,9 +32,16 @@ type SessionToken struct {
 	SessionID     string
 	WorkID        string
 	EnvironmentID string
-	CreatedAt     time.Time
-	// WorkspaceID and SessionArchived describe the session as
-	// SessionTokenByHash reads it (unset on create).
-	WorkspaceID     string
-	SessionArchived bool
+	// EnvironmentKeyID is the environment key whose poll handed the
+	// token out ("" when another credential polled).
+	EnvironmentKeyID string
+	CreatedAt        time.Time
+	// Set by SessionTokenByHash (ignored on create): the session's
+	// workspace and whether it is archived; whether EnvironmentKeyID
+	// names a key that is revoked or gone; whether the environment is
+	// archived or gone.
+	WorkspaceID         string
+	SessionArchived     bool
+	KeyRevoked          bool
+	EnvironmentArchived bool
 }

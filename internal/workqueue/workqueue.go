@@ -173,8 +173,10 @@ type workSecret struct {
 }
 
 // Poll hands out the oldest available item, waiting up to block for one,
-// with a new sessions token in its secret; nil when there is none.
-func (s *Service) Poll(ctx context.Context, envID, worker string, block, reclaim time.Duration) (*Claim, error) {
+// with a new sessions token in its secret; nil when there is none. keyID
+// is the environment key that polls ("" for another credential): its
+// revocation ends the token.
+func (s *Service) Poll(ctx context.Context, envID, worker, keyID string, block, reclaim time.Duration) (*Claim, error) {
 	s.seen(envID, worker)
 	var sub *bus.Sub
 	var deadline <-chan time.Time
@@ -194,7 +196,7 @@ func (s *Service) Poll(ctx context.Context, envID, worker string, block, reclaim
 				return nil, err
 			}
 			if !served {
-				sec, err := s.issueSecret(ctx, w)
+				sec, err := s.issueSecret(ctx, w, keyID)
 				if err != nil {
 					return nil, err
 				}
@@ -222,12 +224,13 @@ func (s *Service) Poll(ctx context.Context, envID, worker string, block, reclaim
 	}
 }
 
-// issueSecret makes the secret of a hand-out of w: a new sessions token
-// for w's session, whose hash it stores.
-func (s *Service) issueSecret(ctx context.Context, w store.WorkItem) (string, error) {
+// issueSecret makes the secret of a hand-out of w to a poll with the
+// environment key keyID: a new sessions token for w's session, whose hash
+// it stores.
+func (s *Service) issueSecret(ctx context.Context, w store.WorkItem, keyID string) (string, error) {
 	token, hash := secret.New(secret.SessionsTokenPrefix)
 	err := s.st.CreateSessionToken(ctx, store.SessionToken{Hash: hash, SessionID: w.SessionID, WorkID: w.ID,
-		EnvironmentID: w.EnvironmentID, CreatedAt: time.Now().UTC()})
+		EnvironmentID: w.EnvironmentID, EnvironmentKeyID: keyID, CreatedAt: time.Now().UTC()})
 	if err != nil {
 		return "", fmt.Errorf("issue the sessions token of work %s: %w", w.ID, err)
 	}

@@ -79,7 +79,7 @@ func TestLeaseLapsesAfterTTL(t *testing.T) {
 		if again, _ := q.Enqueue(ctx, "env_1", "sesn_1", nil); again.ID != w.ID {
 			t.Fatal("a session with open work got a second item")
 		}
-		if got, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim); err != nil || got == nil || got.ID != w.ID {
+		if got, err := q.Poll(ctx, "env_1", "worker-a", "", 0, DefaultReclaim); err != nil || got == nil || got.ID != w.ID {
 			t.Fatalf("poll: %+v %v", got, err)
 		}
 		if _, err := q.Ack(ctx, "env_1", w.ID); err != nil {
@@ -119,7 +119,7 @@ func TestLeaseLapsesAfterTTL(t *testing.T) {
 			t.Fatalf("stale heartbeat: %v", err)
 		}
 		// Another worker takes it.
-		if got, err := q.Poll(ctx, "env_1", "worker-b", 0, DefaultReclaim); err != nil || got == nil || got.ClaimedBy != "worker-b" {
+		if got, err := q.Poll(ctx, "env_1", "worker-b", "", 0, DefaultReclaim); err != nil || got == nil || got.ClaimedBy != "worker-b" {
 			t.Fatalf("second poll: %+v %v", got, err)
 		}
 	})
@@ -131,7 +131,7 @@ func TestLongPollWakesOnEnqueue(t *testing.T) {
 		q, _, _ := newService(t)
 		got := make(chan *Claim, 1)
 		go func() {
-			w, _ := q.Poll(ctx, "env_1", "w", 900*time.Millisecond, DefaultReclaim)
+			w, _ := q.Poll(ctx, "env_1", "w", "", 900*time.Millisecond, DefaultReclaim)
 			got <- w
 		}()
 		time.Sleep(100 * time.Millisecond)
@@ -145,7 +145,7 @@ func TestLongPollWakesOnEnqueue(t *testing.T) {
 		}
 		// An empty long poll answers nil after block.
 		start := time.Now()
-		if p, err := q.Poll(ctx, "env_1", "w", 900*time.Millisecond, DefaultReclaim); p != nil || err != nil || time.Since(start) != 900*time.Millisecond {
+		if p, err := q.Poll(ctx, "env_1", "w", "", 900*time.Millisecond, DefaultReclaim); p != nil || err != nil || time.Since(start) != 900*time.Millisecond {
 			t.Fatalf("empty poll: %+v %v after %s", p, err, time.Since(start))
 		}
 	})
@@ -193,10 +193,10 @@ func TestExecutorSessionsAreNeverOffered(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Claimed by one worker before the executor took its session.
-	if got, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim); err != nil || got == nil || got.ID != polled.ID {
+	if got, err := q.Poll(ctx, "env_1", "worker-a", "", 0, DefaultReclaim); err != nil || got == nil || got.ID != polled.ID {
 		t.Fatalf("first poll: %+v %v", got, err)
 	}
-	if got, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim); err != nil || got == nil || got.ID != claimed.ID {
+	if got, err := q.Poll(ctx, "env_1", "worker-a", "", 0, DefaultReclaim); err != nil || got == nil || got.ID != claimed.ID {
 		t.Fatalf("second poll: %+v %v", got, err)
 	}
 	ss.setExecutor("sesn_polled")
@@ -204,7 +204,7 @@ func TestExecutorSessionsAreNeverOffered(t *testing.T) {
 	if _, err := q.Ack(ctx, "env_1", claimed.ID); !errors.Is(err, ErrConflict) {
 		t.Fatalf("ack of an executor's session: %v, want a conflict", err)
 	}
-	if got, err := q.Poll(ctx, "env_1", "worker-b", 0, 0); err != nil || got != nil {
+	if got, err := q.Poll(ctx, "env_1", "worker-b", "", 0, 0); err != nil || got != nil {
 		t.Fatalf("poll offered %+v (%v); every queued session is an executor's", got, err)
 	}
 	for _, id := range []string{polled.ID, claimed.ID} {
@@ -264,7 +264,7 @@ func TestConcurrentEnqueue(t *testing.T) {
 // TestPollIssuesSessionsToken: each hand-out of an item carries a secret
 // that the official workers decode (URL-safe base64 of a JSON object) into
 // a new sessions token; the store keeps only the token's hash, which names
-// the session, the item and its environment. A reclaimed item's earlier
+// the session, the item, its environment and the key that polled. A reclaimed item's earlier
 // token stays valid.
 func TestPollIssuesSessionsToken(t *testing.T) {
 	ctx := context.Background()
@@ -278,7 +278,7 @@ func TestPollIssuesSessionsToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := func(c *Claim) string {
+	token := func(c *Claim, keyID string) string {
 		t.Helper()
 		raw, err := base64.RawURLEncoding.DecodeString(c.Secret)
 		var payload map[string]string
@@ -286,7 +286,7 @@ func TestPollIssuesSessionsToken(t *testing.T) {
 			t.Fatalf("secret %q decodes to %s (%v)", c.Secret, raw, err)
 		}
 		tok, err := st.SessionTokenByHash(ctx, secret.Hash(payload["sessions_token"]))
-		if err != nil || tok.SessionID != "sesn_1" || tok.WorkID != w.ID || tok.EnvironmentID != "env_1" {
+		if err != nil || tok.SessionID != "sesn_1" || tok.WorkID != w.ID || tok.EnvironmentID != "env_1" || tok.EnvironmentKeyID != keyID {
 			t.Fatalf("stored token %+v %v", tok, err)
 		}
 		if strings.Contains(string(raw), tok.Hash) {
@@ -294,17 +294,17 @@ func TestPollIssuesSessionsToken(t *testing.T) {
 		}
 		return payload["sessions_token"]
 	}
-	first, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim)
+	first, err := q.Poll(ctx, "env_1", "worker-a", "ekey_a", 0, DefaultReclaim)
 	if err != nil || first == nil || first.ID != w.ID {
 		t.Fatalf("poll: %+v %v", first, err)
 	}
-	a := token(first)
+	a := token(first, "ekey_a")
 	// Reclaimed at once (no reclaim window): another hand-out, another token.
-	second, err := q.Poll(ctx, "env_1", "worker-b", 0, 0)
+	second, err := q.Poll(ctx, "env_1", "worker-b", "ekey_b", 0, 0)
 	if err != nil || second == nil || second.ID != w.ID {
 		t.Fatalf("reclaim: %+v %v", second, err)
 	}
-	if b := token(second); b == a {
+	if b := token(second, "ekey_b"); b == a {
 		t.Fatal("two hand-outs got the same token")
 	}
 	if _, err := st.SessionTokenByHash(ctx, secret.Hash(a)); err != nil {
