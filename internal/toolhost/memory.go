@@ -122,7 +122,8 @@ func (sm *sessionMemory) pull(ctx context.Context, st memsync.Store) (problems [
 	defer sm.mu.Unlock()
 	live := sm.dirs[:0]
 	for _, d := range sm.dirs {
-		_, err := d.Pull(ctx, st)
+		p, err := d.Pull(ctx, st)
+		problems = append(problems, p...)
 		if errors.Is(err, store.ErrNotFound) {
 			problems = append(problems, fmt.Sprintf("the memory store mounted at %s was deleted: what is written there is no longer saved.", d.Mount))
 			continue

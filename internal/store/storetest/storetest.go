@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Memories", testMemories},
 		{"MemoryVersions", testMemoryVersions},
 		{"MemoryRace", testMemoryRace},
+		{"MemoryRetention", testMemoryRetention},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
