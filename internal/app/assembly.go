@@ -255,7 +255,7 @@ func (as *assembly) api(context.Context) error {
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = a.Store, a.Bus, a.Harness, cfg.Logger, a.Hub, a.Work
 	hc.Sessions = sessions.New(sessions.Config{Store: a.Store, Bus: a.Bus, Runner: as.runner, Work: a.Work, Hosting: as.hosting, Writer: as.writer})
 	hc.Vaults = httpapi.VaultConfig{Store: a.Store, Keyring: as.keys, ProbeClient: as.requests}
-	hc.Auth = &httpapi.Authenticator{Keys: a.Store, EnvironmentKeys: a.Store, Machines: a.Store, Bootstrap: cfg.BootstrapKey}
+	hc.Auth = &httpapi.Authenticator{Keys: a.Store, EnvironmentKeys: a.Store, SessionTokens: a.Store, Machines: a.Store, Bootstrap: cfg.BootstrapKey}
 	hc.Lifecycle = replicaLifecycle{a.tools, a.Bus}
 	hc.ValidatePackages = packages.Validate
 	hc.Models = as.models

@@ -70,13 +70,17 @@ func newLimiter(cfg KeyLimits) *limiter {
 }
 
 // limitKey names the key p was authenticated with: the hash of an API key
-// or environment key (one per key, as its id), or the bootstrap key.
+// or environment key (one per key, as its id), the session of a sessions
+// token (the tokens of a session's hand-outs share its limits and
+// Idempotency-Keys), or the bootstrap key.
 func (p Principal) limitKey() string {
 	switch {
 	case p.EnvironmentID != "":
 		return "ek:" + p.hash
 	case p.MachineID != "":
 		return "mt:" + p.hash
+	case p.Grant != nil:
+		return "st:" + p.Grant.SessionID
 	case p.hash != "":
 		return "ak:" + p.hash
 	}

@@ -416,6 +416,10 @@ func (s *Server) authorize(r *http.Request, pattern string) (p Principal, releas
 		if err = envKeyWorkspace(r, p); err == nil {
 			err = s.scope(r, p.EnvironmentID)
 		}
+	case p.Grant != nil:
+		if err = envKeyWorkspace(r, p); err == nil {
+			err = s.sessionsScope(r, *p.Grant)
+		}
 	default:
 		err = s.authorizeKey(r, &p)
 	}
@@ -426,13 +430,17 @@ func (s *Server) authorize(r *http.Request, pattern string) (p Principal, releas
 	return p, release, nil
 }
 
-// envKeyWorkspace refuses a request of an environment key whose
-// anthropic-workspace-id header names another workspace than its
-// environment's, the one it works in.
+// envKeyWorkspace refuses a request of an environment key (or sessions
+// token) whose anthropic-workspace-id header names another workspace than
+// its environment's (its session's), the one it works in.
 func envKeyWorkspace(r *http.Request, p Principal) error {
 	hdr := strings.TrimSpace(r.Header.Get(WorkspaceHeader))
 	if hdr == "" || hdr == p.Workspace {
 		return nil
+	}
+	if p.Grant != nil {
+		return errf(http.StatusForbidden, ma.ErrPermission,
+			"this sessions token works in workspace %s, its session's; the %s header asks for workspace %s", p.Workspace, WorkspaceHeader, hdr)
 	}
 	return errf(http.StatusForbidden, ma.ErrPermission,
 		"this environment key works in workspace %s, its environment's; the %s header asks for workspace %s", p.Workspace, WorkspaceHeader, hdr)

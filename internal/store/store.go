@@ -60,6 +60,7 @@ type Store interface {
 	ToolCalls
 	Idempotency
 	RepositoryTokens
+	SessionTokens
 	Workspaces
 	KeyAdmin
 	Audit

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Idempotency", testIdempotency},
 		{"IdempotentCreates", testIdempotentCreates},
 		{"RepositoryTokens", testRepositoryTokens},
+		{"SessionTokens", testSessionTokens},
 		{"WorkspaceScoping", testWorkspaceScoping},
 		{"Workspaces", testWorkspaces},
 		{"KeyAdmin", testKeyAdmin},
