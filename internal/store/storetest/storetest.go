@@ -68,6 +68,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Memories", testMemories},
 		{"MemoryVersions", testMemoryVersions},
 		{"MemoryRace", testMemoryRace},
+		{"Dreams", testDreams},
+		{"DreamConflicts", testDreamConflicts},
+		{"DreamClaims", testDreamClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
