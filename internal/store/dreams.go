@@ -10,7 +10,9 @@ import (
 
 // Dreams stores dreams: their API object and what the server that runs
 // them keeps of each (Dream). Dreams are scoped to ctx's workspace
-// (WithWorkspace), but ClaimDreams, which serves every workspace.
+// (WithWorkspace), but ClaimDreams, which serves every workspace. A
+// create or update records ctx's WithAudit entry, if any, in its
+// transaction.
 type Dreams interface {
 	// CreateDream stores a new dream in ctx's workspace. A dream that
 	// updates a memory store in place (update_existing) is refused with a

@@ -46,7 +46,7 @@ func (s *Store) CreateDream(ctx context.Context, d store.Dream) error {
 		return err
 	}
 	target := d.UpdatesStore()
-	return s.d.WithTx(ctx, func(tx Querier) error {
+	return s.withAudit(ctx, func(tx Querier) error {
 		if target != "" {
 			if err := s.activeDreamOn(ctx, tx, target); err != nil {
 				return err
@@ -92,7 +92,7 @@ func (s *Store) GetDream(ctx context.Context, id string) (store.Dream, error) {
 // UpdateDream implements store.Dreams.
 func (s *Store) UpdateDream(ctx context.Context, id string, fn func(*store.Dream) error) (store.Dream, error) {
 	var out store.Dream
-	err := s.d.WithTx(ctx, func(tx Querier) error {
+	err := s.withAudit(ctx, func(tx Querier) error {
 		d, err := getDream(ctx, tx, id, s.lock(LockUpdate))
 		if err != nil {
 			return err
