@@ -46,7 +46,6 @@ type Store interface {
 	ListMemories(ctx context.Context, storeID string, q store.MemoryQuery) ([]store.MemoryItem, error)
 	CreateMemory(ctx context.Context, w store.MemoryWrite) (ma.Memory, error)
 	GetSession(ctx context.Context, id string) (ma.Session, error)
-	ReadLog(ctx context.Context, sessionID string, after int64, limit int) ([]store.Entry, error)
 	ListEvents(ctx context.Context, sessionID string, q store.EventQuery) ([]store.Entry, error)
 	CreateFile(ctx context.Context, f store.File, content io.Reader) error
 	ListFiles(ctx context.Context, q store.FileQuery) ([]store.Item[store.File], error)

@@ -226,12 +226,13 @@ func (r *Runner) removeFiles(ctx context.Context, scope string) error {
 	}
 }
 
-// render reads the session's log and renders its transcript.
+// render reads the session's events as its events list shows them (each
+// once, where it was last echoed) and renders its transcript.
 func (r *Runner) render(ctx context.Context, sess *ma.Session) (string, error) {
 	t := newTranscript(sess)
 	var after int64
 	for !t.full {
-		entries, err := r.cfg.Store.ReadLog(ctx, sess.ID, after, 500)
+		entries, err := r.cfg.Store.ListEvents(ctx, sess.ID, store.EventQuery{After: after, Limit: 500})
 		if err != nil {
 			return "", err
 		}

@@ -172,7 +172,9 @@ func (a *dreamAPI) newDream(r *http.Request, p *dreamCreate) (store.Dream, error
 	if d.OutputBehavior.Type == ma.DreamCreateNew {
 		d.Plan.StoreID = ids.New(ids.MemoryStore)
 	}
-	d.CreatedAt = ma.Time(time.Now())
+	// Microseconds, as the SDKs send created_at[gt] and [lt]: a bound
+	// taken from a dream's created_at then excludes that very dream.
+	d.CreatedAt = ma.Time(time.Now().Truncate(time.Microsecond))
 	return d, nil
 }
 
