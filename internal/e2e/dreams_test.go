@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,10 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/reinsdev/reins/internal/app"
+	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/store"
+	"github.com/reinsdev/reins/internal/store/sqlite"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -442,3 +447,92 @@ func TestDreamValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestDreamResumesAfterRestart: a running dream whose server stops
+// completes after the restart, in the same session; a pending dream whose
+// start was cut off (its copy store made, with a memory the copy did not
+// finish, and a transcript file left) starts again from its plan: the
+// copy is made anew, exactly the input's memories, and the leftover file
+// is gone.
+func TestDreamResumesAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, stop := startStoppable(t, options{dir: dir}, nil)
+	k := newDreamKit(t, s)
+	memories := s.memorySnapshot(t, k.store)
+	a, err := s.client.Beta.Dreams.New(ctx, k.params("@sleep 1s\n@text dreamt", anthropic.BetaOutputBehaviorUnionParam{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := s.waitDream(t, a.ID, func(d *anthropic.BetaDream) bool { return d.Status == anthropic.BetaDreamStatusRunning })
+	stop()
+
+	b, leftover := cutOffDream(t, dir, k)
+	s2 := startWith(t, options{dir: dir}, nil)
+	done := s2.waitDream(t, a.ID, ended)
+	if done.Status != anthropic.BetaDreamStatusCompleted || done.SessionID != running.SessionID {
+		t.Fatalf("running dream after the restart: %s (was %s)", done.RawJSON(), running.RawJSON())
+	}
+	resumed := s2.waitDream(t, b.ID, ended)
+	if resumed.Status != anthropic.BetaDreamStatusCompleted || resumed.SessionID != b.Plan.SessionID || len(resumed.Outputs) != 1 ||
+		resumed.Outputs[0].MemoryStoreID != b.Plan.StoreID {
+		t.Fatalf("cut-off dream after the restart: %s", resumed.RawJSON())
+	}
+	if got := s2.memorySnapshot(t, b.Plan.StoreID); !slices.Equal(got, memories) {
+		t.Fatalf("the copy after the restart: %v, want %v", got, memories)
+	}
+	files, err := s2.client.Beta.Files.List(ctx, anthropic.BetaFileListParams{ScopeID: anthropic.String(b.Plan.SessionID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files.Data {
+		if f.ID == leftover {
+			t.Fatalf("the leftover transcript %s is still there", leftover)
+		}
+		names = append(names, f.Filename)
+	}
+	if len(names) != 2 {
+		t.Fatalf("transcripts of the resumed dream: %v", names)
+	}
+}
+
+// cutOffDream writes, in the stopped server's database in dir, a
+// pending dream over k whose start was cut off: its copy store exists
+// with one memory, and a transcript file of its session. It returns the
+// dream and the file's id.
+func cutOffDream(t *testing.T, dir string, k *dreamKit) (store.Dream, string) {
+	t.Helper()
+	ctx := store.WithWorkspace(context.Background(), store.DefaultWorkspace)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, app.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	d := store.Dream{Dream: ma.Dream{ID: ids.New(ids.Dream), Type: "dream", Status: ma.DreamPending,
+		Inputs:  []ma.DreamInput{{Type: ma.DreamInputMemoryStore, MemoryStoreID: k.store}, {Type: ma.DreamInputSessions, SessionIDs: k.sessions}},
+		Outputs: []ma.DreamOutput{}, Model: ma.DreamModel{ID: "scripted", Speed: "standard"}, Instructions: ptrTo("@text resumed"),
+		OutputBehavior: ma.DreamOutputBehavior{Type: ma.DreamCreateNew}, CreatedAt: ma.Time(now)},
+		Active: true, Plan: store.DreamPlan{SessionID: ids.New(ids.Session), StoreID: ids.New(ids.MemoryStore)}}
+	if err := st.CreateDream(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateMemoryStore(ctx, ma.MemoryStore{ID: d.Plan.StoreID, Type: "memory_store", Name: "half a copy", Metadata: ma.Metadata{},
+		CreatedAt: ma.Time(now), UpdatedAt: ma.Time(now)}); err != nil {
+		t.Fatal(err)
+	}
+	path, content := "/leftover.md", "from the cut-off start"
+	if _, err := st.CreateMemory(ctx, store.MemoryWrite{StoreID: d.Plan.StoreID, MemoryID: ids.New(ids.Memory), VersionID: ids.New(ids.MemoryVersion),
+		Path: &path, Content: &content, At: now}); err != nil {
+		t.Fatal(err)
+	}
+	f := store.File{File: ma.File{ID: ids.New(ids.File), Type: "file", Filename: "old.md", MimeType: "text/markdown", SizeBytes: 3,
+		CreatedAt: ma.Time(now), Downloadable: true, Scope: &ma.FileScope{ID: d.Plan.SessionID, Type: "session"}}, SHA256: sha256Hex("old")}
+	if err := st.CreateFile(ctx, f, strings.NewReader("old")); err != nil {
+		t.Fatal(err)
+	}
+	return d, f.ID
+}
+
+func ptrTo[T any](v T) *T { return &v }
