@@ -324,6 +324,7 @@ func (r *Runner) abandon(ctx context.Context, d store.Dream) (store.Dream, error
 // the next claim to start again).
 func (r *Runner) startFailed(ctx context.Context, d store.Dream, err error) {
 	var ie *inputError
+	var re *sessions.RejectedError
 	switch {
 	case ctx.Err() != nil || errors.Is(err, errLost):
 		return
@@ -332,6 +333,8 @@ func (r *Runner) startFailed(ctx context.Context, d store.Dream, err error) {
 		return
 	case errors.As(err, &ie):
 		err = r.fail(ctx, d, ErrInputUnavailable, ie.msg)
+	case errors.As(err, &re):
+		err = r.fail(ctx, d, ErrInternal, "the dream's session could not be created: "+re.Message)
 	default:
 		r.log.Error("dreams: cannot start a dream", "dream", d.ID, "err", err)
 		err = r.fail(ctx, d, ErrInternal, "reins could not start the dream's session (the server's log has the cause)")

@@ -344,9 +344,10 @@ func TestDreamsLifecycle(t *testing.T) {
 }
 
 // TestDreamValidation: every malformed, unsupported or unknown part of a
-// create request is a 400 (a missing store or session a 404), as is a
-// request without the dreams beta header, an unknown list parameter or
-// status, and a limit out of range; an unknown dream is a 404.
+// create request is a 400 (a missing store or session, or another
+// workspace's, a 404), as is a request without the dreams beta header,
+// an unknown list parameter or status, and a limit out of range; a
+// read_only key cannot create a dream (403); an unknown dream is a 404.
 func TestDreamValidation(t *testing.T) {
 	s := start(t, options{})
 	ctx := context.Background()
@@ -432,6 +433,27 @@ func TestDreamValidation(t *testing.T) {
 	if st, err := call(s.url, s.key, "POST", "/v1/dreams", valid(), nil); st != 400 || !strings.Contains(err.Error(), "dreaming-2026-04-21") {
 		t.Fatalf("without the beta header: %d %v", st, err)
 	}
+	// Another workspace's session and store are not found; a read_only
+	// key cannot create a dream, nor see the default workspace's.
+	w, err := s.client.Organization.Workspaces.New(ctx, anthropic.OrganizationWorkspaceNewParams{Name: "elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := s.developer(t, w.ID, "dreamer", "developer")
+	dev.makeAll(t, s)
+	params := anthropic.BetaDreamNewParams{Inputs: []anthropic.BetaDreamInputUnionParam{anthropic.BetaDreamInputParamOfMemoryStore(ms.ID),
+		anthropic.BetaDreamInputParamOfSessions([]string{dev.session})}, Model: anthropic.BetaDreamNewParamsModelUnion{OfString: anthropic.String("scripted")}}
+	_, err = s.client.Beta.Dreams.New(ctx, params)
+	apiErr(t, err, http.StatusNotFound, "not_found_error")
+	_, err = dev.client.Beta.Dreams.New(ctx, params)
+	apiErr(t, err, http.StatusNotFound, "not_found_error")
+	reader := s.developer(t, w.ID, "reader", "read_only")
+	_, err = reader.client.Beta.Dreams.New(ctx, params)
+	apiErr(t, err, http.StatusForbidden, "permission_error")
+	if page, err := reader.client.Beta.Dreams.List(ctx, anthropic.BetaDreamListParams{}); err != nil || len(page.Data) != 0 {
+		t.Fatalf("another workspace lists %v, %v", page, err)
+	}
+
 	c := s.client.Beta.Dreams
 	_, err = c.Get(ctx, "drm_missing", anthropic.BetaDreamGetParams{})
 	apiErr(t, err, http.StatusNotFound, "not_found_error")
