@@ -38,6 +38,7 @@ type Store interface {
 	CreateMemory(ctx context.Context, w store.MemoryWrite) (ma.Memory, error)
 	UpdateMemory(ctx context.Context, w store.MemoryWrite) (ma.Memory, error)
 	DeleteMemory(ctx context.Context, w store.MemoryWrite) error
+	ListMemoryVersions(ctx context.Context, storeID string, q store.MemoryVersionQuery) ([]store.Item[ma.MemoryVersion], error)
 }
 
 // Owner is the user that the files a Dir writes are given to (the
@@ -63,6 +64,9 @@ type Dir struct {
 	// base is, per memory path, what the store and the directory last
 	// agreed on.
 	base map[string]entry
+	// seen is the store's revision (its newest version's position) at
+	// the last full pull.
+	seen int64
 }
 
 // entry is a memory as last synced: its id and content hash in the
@@ -86,8 +90,22 @@ func statOf(fi fs.FileInfo) fileStat {
 	return fileStat{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
-// listPage is how many memories one list read returns.
-const listPage = 1000
+// listPage is how many memories one list read returns: a whole store.
+const listPage = store.MaxMemoriesPerStore + 1
+
+// revision returns the position of the store's newest version. Every
+// change of a memory records a version, and the store serializes the
+// writes of one store, so an unchanged revision is an unchanged store.
+func (d *Dir) revision(ctx context.Context, st Store) (int64, error) {
+	vs, err := st.ListMemoryVersions(ctx, d.StoreID, store.MemoryVersionQuery{ListQuery: store.ListQuery{Desc: true, Limit: 1}})
+	if err != nil {
+		return 0, fmt.Errorf("read memory store %s: %w", d.StoreID, err)
+	}
+	if len(vs) == 0 {
+		return 0, nil
+	}
+	return vs[0].Pos, nil
+}
 
 // remote lists the store's memories (without content) by path.
 func (d *Dir) remote(ctx context.Context, st Store) (map[string]ma.Memory, error) {
@@ -124,21 +142,41 @@ func rel(memPath string) string { return memPath[1:] }
 // directory (all of the store at the first): new and changed memories
 // are written, deleted ones removed. A memory changed on both sides
 // since takes the store's content. It returns how many files it wrote or
-// removed.
-func (d *Dir) Pull(ctx context.Context, st Store) (int, error) {
+// removed. A store unchanged since the last pull costs one read.
+func (d *Dir) Pull(ctx context.Context, st Store) (problems []string, err error) {
+	rev, err := d.revision(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if d.base != nil && rev == d.seen {
+		return nil, nil
+	}
 	remote, err := d.remote(ctx, st)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	root, err := d.open()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer root.Close()
 	if d.base == nil {
 		d.base = map[string]entry{}
 	}
-	n := 0
+	dirs := &dirCache{root: root, owner: d.Owner, open: map[string]*os.Root{}}
+	defer dirs.close()
+	problems, err = d.apply(ctx, st, dirs, remote)
+	if err == nil && len(problems) == 0 {
+		d.seen = rev // else the next pull tries again
+	}
+	return problems, err
+}
+
+// apply makes the directory what remote says the store holds. A file it
+// cannot write or remove (the session put a directory in the way) is a
+// problem, not an error.
+func (d *Dir) apply(ctx context.Context, st Store, dirs *dirCache, remote map[string]ma.Memory) (problems []string, err error) {
+	root := dirs.root
 	for p, m := range remote {
 		b, known := d.base[p]
 		if known && b.sha == m.ContentSHA256 && b.id == m.ID {
@@ -150,10 +188,13 @@ func (d *Dir) Pull(ctx context.Context, st Store) (int, error) {
 				continue
 			}
 		}
-		if err := d.write(ctx, st, root, m); err != nil {
-			return n, err
+		problem, err := d.write(ctx, st, dirs, m)
+		if err != nil {
+			return problems, err
 		}
-		n++
+		if problem != "" {
+			problems = append(problems, problem)
+		}
 	}
 	for p := range d.base {
 		if _, ok := remote[p]; ok {
@@ -161,11 +202,10 @@ func (d *Dir) Pull(ctx context.Context, st Store) (int, error) {
 		}
 		delete(d.base, p)
 		if err := root.Remove(rel(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return n, fmt.Errorf("remove %s: %w", p, err)
+			problems = append(problems, fmt.Sprintf("%s%s was deleted from the memory store but could not be removed here: %v.", d.Mount, p, err))
 		}
-		n++
 	}
-	return n, nil
+	return problems, nil
 }
 
 // same reports whether the file at memory path p has content sha (a
@@ -182,26 +222,33 @@ func (d *Dir) same(root *os.Root, p, sha string) (fs.FileInfo, string, bool) {
 // write puts memory m's content at its path: into a new file beside it,
 // then renamed over whatever is there (a link included, which is
 // replaced, not followed).
-func (d *Dir) write(ctx context.Context, st Store, root *os.Root, m ma.Memory) error {
+func (d *Dir) write(ctx context.Context, st Store, dirs *dirCache, m ma.Memory) (problem string, err error) {
 	full, err := st.GetMemory(ctx, d.StoreID, m.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil // deleted since the list: the next pull removes it
+		return "", nil // deleted since the list: the next pull removes it
 	}
 	if err != nil {
-		return fmt.Errorf("read memory %s: %w", m.Path, err)
+		return "", fmt.Errorf("read memory %s: %w", m.Path, err)
 	}
-	name := rel(full.Path)
-	if dir := path.Dir(name); dir != "." {
-		if err := d.mkdirAll(root, dir); err != nil {
-			return err
-		}
+	if err := d.put(dirs, full); err != nil {
+		return fmt.Sprintf("%s%s could not be brought up to date from the memory store: %v.", d.Mount, full.Path, err), nil
 	}
-	tmp := path.Join(path.Dir(name), tempPrefix+ids.New(""))
+	return "", nil
+}
+
+// put writes memory m's file.
+func (d *Dir) put(dirs *dirCache, m ma.Memory) error {
+	dir, name := path.Split(rel(m.Path))
+	root, err := dirs.get(path.Clean(dir))
+	if err != nil {
+		return err
+	}
+	tmp := tempPrefix + ids.New("")
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", full.Path, err)
+		return err
 	}
-	_, err = io.WriteString(f, deref(full.Content))
+	_, err = io.WriteString(f, deref(m.Content))
 	if err == nil && d.Owner != nil {
 		err = f.Chown(d.Owner.UID, d.Owner.GID)
 	}
@@ -211,34 +258,58 @@ func (d *Dir) write(ctx context.Context, st Store, root *os.Root, m ma.Memory) e
 	}
 	if err != nil {
 		root.Remove(tmp)
-		return fmt.Errorf("write %s: %w", full.Path, err)
+		return err
 	}
 	fi, err := root.Lstat(name)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", full.Path, err)
+		return err
 	}
-	d.base[full.Path] = entry{id: full.ID, sha: full.ContentSHA256, stat: statOf(fi)}
+	d.base[m.Path] = entry{id: m.ID, sha: m.ContentSHA256, stat: statOf(fi)}
 	return nil
 }
 
-// mkdirAll makes dir and its parents, given to the owner.
-func (d *Dir) mkdirAll(root *os.Root, dir string) error {
-	if parent := path.Dir(dir); parent != "." {
-		if err := d.mkdirAll(root, parent); err != nil {
-			return err
-		}
+// dirCache holds the directories of one pull open (a pull writes many
+// files into few directories; opening each path from the root again
+// would cost an openat per segment per file).
+type dirCache struct {
+	root  *os.Root
+	owner *Owner
+	open  map[string]*os.Root // by slash path from the root
+}
+
+// get returns the directory dir ("." for the root), made (and given to
+// the owner) if missing, never through a link.
+func (c *dirCache) get(dir string) (*os.Root, error) {
+	if dir == "." {
+		return c.root, nil
 	}
-	err := root.Mkdir(dir, 0o755)
-	if errors.Is(err, fs.ErrExist) {
-		return nil
+	if r := c.open[dir]; r != nil {
+		return r, nil
 	}
-	if err == nil && d.Owner != nil {
-		err = root.Lchown(dir, d.Owner.UID, d.Owner.GID)
-	}
+	parent, err := c.get(path.Dir(dir))
 	if err != nil {
-		return fmt.Errorf("make directory %s: %w", dir, err)
+		return nil, err
 	}
-	return nil
+	name := path.Base(dir)
+	err = parent.Mkdir(name, 0o755)
+	if err == nil && c.owner != nil {
+		err = parent.Lchown(name, c.owner.UID, c.owner.GID)
+	}
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("make directory %s: %w", dir, err)
+	}
+	r, err := nofollow.OpenDir(parent, name)
+	if err != nil {
+		return nil, fmt.Errorf("open directory %s: %w", dir, err)
+	}
+	c.open[dir] = r
+	return r, nil
+}
+
+func (c *dirCache) close() {
+	for _, r := range c.open {
+		r.Close()
+	}
 }
 
 func deref(s *string) string {

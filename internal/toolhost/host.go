@@ -16,6 +16,7 @@ import (
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
+	"github.com/reinsdev/reins/internal/memsync"
 	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
@@ -43,6 +44,7 @@ type Host struct {
 	slots     *capacity      // cloud sessions placed at once
 	hands     *replicaHands  // nil: no replicas (SQLite)
 	outputs   *outputs       // nil: outputs are not kept
+	memory    *memoryDirs    // cloud sessions' memory stores
 	log       *slog.Logger
 
 	// life's context is the lifetime of the local executors; it owns
@@ -108,6 +110,12 @@ func New(cfg Config) (*Host, error) {
 	if r := cfg.Replicas; r != nil {
 		t.hands = &replicaHands{st: cfg.Store, bus: r.Bus, hub: cfg.Hub, replica: r.ID, ttl: r.TTL, log: cfg.Logger}
 	}
+	var owner *memsync.Owner
+	if t.sandboxes != nil && os.Geteuid() == 0 {
+		uid, gid := t.sandboxes.m.Uid()
+		owner = &memsync.Owner{UID: uid, GID: gid}
+	}
+	t.memory = newMemoryDirs(cfg.Store, owner)
 	slots, how := cfg.Sandbox.slots()
 	t.slots = newCapacity(slots, t.yield)
 	cfg.Logger.Info("cloud sessions' tools run in at most this many sessions at once", "slots", slots, "from", how)
@@ -490,6 +498,10 @@ func (t *Host) removeWorkspace(envID, sessionID string) {
 	if err := os.Remove(filepath.Join(t.workspace, envID, sessionID+markerSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.log.Warn("remove a deleted session's workspace marker", "session", sessionID, "err", err)
 	}
+	if err := os.RemoveAll(filepath.Join(t.workspace, envID, sessionID+memorySuffix)); err != nil {
+		t.log.Warn("remove a deleted session's memory directories", "session", sessionID, "err", err)
+	}
+	t.memory.forget(sessionID)
 }
 
 // safeName reports whether an id can name a directory.
@@ -504,7 +516,7 @@ func (t *Host) sweepWorkspaces(ctx context.Context) {
 	for _, env := range envs {
 		sessions, _ := os.ReadDir(filepath.Join(t.workspace, env.Name()))
 		for _, s := range sessions {
-			id := strings.TrimSuffix(s.Name(), markerSuffix)
+			id := strings.TrimSuffix(strings.TrimSuffix(s.Name(), markerSuffix), memorySuffix)
 			_, err := t.st.GetSession(ctx, id)
 			if errors.Is(err, store.ErrNotFound) {
 				t.removeWorkspace(env.Name(), id)

@@ -203,6 +203,9 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 		Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
 		Egress: func(ln net.Listener) { s.serveEgress(ln, p) },
 	}
+	if opts.Memory, err = s.memory(ctx, a.SessionID, dir); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	if set := s.credentials[a.SessionID]; set != nil {
 		p.Credentials, p.CredentialSource = set.get(), set.get
@@ -232,6 +235,19 @@ func (s *sandboxes) Launcher(ctx context.Context, a executor.Assignment, dir str
 		old.Close() // stopping: nothing waits for the placement any more
 	}
 	return l, nil
+}
+
+// memory returns the sandbox's mounts of the session's memory stores.
+func (s *sandboxes) memory(ctx context.Context, sessionID, dir string) ([]sandbox.MemoryMount, error) {
+	sess, err := s.st.GetSession(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", sessionID, err)
+	}
+	mounts, err := memoryMounts(&sess, dir)
+	if err != nil {
+		return nil, err
+	}
+	return sandboxMounts(mounts)
 }
 
 // preparing is a launcher whose sandbox launcher is made on the first

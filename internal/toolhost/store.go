@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/reinsdev/reins/internal/memsync"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -63,6 +64,7 @@ type Store interface {
 	skillReader
 	handsStore
 	store.Files
+	memsync.Store
 	RepositoryTokens(ctx context.Context, sessionID string) (map[string][]byte, error)
 	WorkspaceMarker(ctx context.Context, sessionID string) (string, error)
 	SetWorkspaceMarker(ctx context.Context, sessionID, marker string) error

@@ -36,7 +36,12 @@ func (t *Host) RunTool(ctx context.Context, sess *ma.Session, call tool.Call) to
 	if failed := t.syncResources(ctx, sess); failed != nil {
 		return *failed
 	}
-	res := t.runTool(ctx, sess, call)
+	var res tool.Result
+	if ws, ok := t.cloudWorkspace(sess.ID); ok {
+		res = t.withMemory(ctx, sess, ws, func() tool.Result { return t.runTool(ctx, sess, call) })
+	} else {
+		res = t.runTool(ctx, sess, call)
+	}
 	t.collectOutputs(ctx, sess.ID)
 	if notice != "" {
 		res.Content = append([]ma.ContentBlock{{Type: "text", Text: notice}}, res.Content...)
@@ -51,14 +56,22 @@ func (t *Host) collectOutputs(ctx context.Context, sessionID string) {
 	if t.outputs == nil {
 		return
 	}
+	if ws, ok := t.cloudWorkspace(sessionID); ok {
+		t.outputs.collect(ctx, sessionID, ws)
+	}
+}
+
+// cloudWorkspace returns the workspace directory of a session placed on
+// this host's in-process executor; ok is false for other sessions.
+func (t *Host) cloudWorkspace(sessionID string) (dir string, ok bool) {
 	t.mu.Lock()
 	l := t.leases[sessionID]
 	cloud := l != nil && t.locals[l.EnvironmentID] != nil
 	t.mu.Unlock()
 	if !cloud || !safeName(l.EnvironmentID) || !safeName(sessionID) {
-		return
+		return "", false
 	}
-	t.outputs.collect(ctx, sessionID, workspaceDir(t.workspace, l.EnvironmentID, sessionID))
+	return workspaceDir(t.workspace, l.EnvironmentID, sessionID), true
 }
 
 // workspaceNotice checks, at the first tool call of each placement of a
