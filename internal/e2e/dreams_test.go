@@ -126,14 +126,18 @@ func (s *server) versionSnapshot(t *testing.T, storeID string) []string {
 // instructions, which script the agent here; the transcripts of both
 // sessions are files under /workspace/transcripts) and completes: its
 // output is a new store named after the input and the dream, with the
-// input's description and memories, while the input store's memories and
-// versions are as they were; its usage is the session's.
+// input's description, that started as a copy of the input's memories
+// and holds what the dream agent wrote in its mount (a change, a new
+// memory, a deletion: versions by the dream's session), while the input
+// store's memories and versions are as they were; its usage is the
+// session's.
 func TestDreamCreateNew(t *testing.T) {
 	s := start(t, options{})
 	ctx := context.Background()
 	k := newDreamKit(t, s)
 	memories, versions := s.memorySnapshot(t, k.store), s.versionSnapshot(t, k.store)
-	script := `@tool bash {"command":"ls /workspace/transcripts; grep -h '^# Session' /workspace/transcripts/*.md; grep -ch 'hello from session' /workspace/transcripts/*.md"}` + "\n@then dreamt"
+	script := `@tool bash {"command":"ls /workspace/transcripts; grep -h '^# Session' /workspace/transcripts/*.md; grep -ch 'hello from session' /workspace/transcripts/*.md; ` +
+		`cd /mnt/memory/*/ && echo neovim > prefs/editor.md && mkdir insights && echo 'dreams run as sessions' > insights/dreams.md && rm todo.md && pwd"}` + "\n@then dreamt"
 	d, err := s.client.Beta.Dreams.New(ctx, k.params(script, anthropic.BetaOutputBehaviorUnionParam{}))
 	if err != nil {
 		t.Fatal(err)
@@ -154,8 +158,33 @@ func TestDreamCreateNew(t *testing.T) {
 	if err != nil || out.Name != "Team Notes (dream "+d.ID+")" || out.Description != "what the team knows" {
 		t.Fatalf("output store %+v, %v", out, err)
 	}
-	if got := s.memorySnapshot(t, out.ID); !slices.Equal(got, memories) {
-		t.Fatalf("output memories %v, want the input's %v", got, memories)
+	// The copy, then the dream agent's writes through its mount, by its
+	// session.
+	want := []string{"/facts/db.md " + sha256Hex("postgres 16"), "/insights/dreams.md " + sha256Hex("dreams run as sessions\n"),
+		"/prefs/editor.md " + sha256Hex("neovim\n")}
+	if got := s.memorySnapshot(t, out.ID); !slices.Equal(got, want) {
+		t.Fatalf("output memories %v, want %v (the input's were %v)", got, want, memories)
+	}
+	var bySession []string
+	for it := s.client.Beta.MemoryStores.MemoryVersions.ListAutoPaging(ctx, out.ID, anthropic.BetaMemoryStoreMemoryVersionListParams{}); it.Next(); {
+		v := it.Current()
+		switch v.CreatedBy.Type {
+		case "session_actor":
+			if v.CreatedBy.SessionID != done.SessionID {
+				t.Fatalf("version %s by session %s, not the dream's", v.ID, v.CreatedBy.SessionID)
+			}
+			bySession = append(bySession, string(v.Operation)+" "+v.Path)
+		case "api_actor":
+			if v.Operation != "created" {
+				t.Fatalf("copy version %s", v.RawJSON())
+			}
+		default:
+			t.Fatalf("version %s", v.RawJSON())
+		}
+	}
+	slices.Sort(bySession)
+	if wantOps := []string{"created /insights/dreams.md", "deleted /todo.md", "modified /prefs/editor.md"}; !slices.Equal(bySession, wantOps) {
+		t.Fatalf("the dream's versions %v, want %v", bySession, wantOps)
 	}
 	if got := s.memorySnapshot(t, k.store); !slices.Equal(got, memories) {
 		t.Fatalf("input memories changed: %v, were %v", got, memories)
@@ -204,6 +233,9 @@ func TestDreamCreateNew(t *testing.T) {
 			t.Fatalf("the dream agent's bash saw %q, want the transcript of %s", result, id)
 		}
 	}
+	if !strings.Contains(result, "/mnt/memory/team-notes-dream-drm-") {
+		t.Fatalf("the dream agent's bash was not in its mount: %q", result)
+	}
 	if !strings.Contains(result, "2\n2") {
 		t.Fatalf("each transcript should hold its session's message once, and the echo of it: %q", result)
 	}
@@ -215,7 +247,8 @@ func TestDreamCreateNew(t *testing.T) {
 // (x-should-retry: false, naming the running one), a create_new dream on
 // it is not, and archiving it is refused. Canceling it cancels it (again:
 // unchanged) and stops its session; then the second update_existing
-// dream runs and completes with the input store as its output. A
+// dream runs, writes the input store in place (a version by its
+// session) and completes with the input store as its output. A
 // completed dream cannot be canceled; a dream whose model fails fails
 // with the session's error; archiving an ended dream archives it (again:
 // unchanged). The list is newest first, leaves archived dreams out unless
@@ -264,7 +297,7 @@ func TestDreamsLifecycle(t *testing.T) {
 	// Once the canceled dream's session stopped, the store is free.
 	var second *anthropic.BetaDream
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if second, err = c.New(ctx, k.params("@text updated", update)); err == nil || time.Now().After(deadline) {
+		if second, err = c.New(ctx, k.params(`@tool bash {"command":"cd /mnt/memory/*/ && echo 'postgres 17' > facts/db.md"}`+"\n@then updated", update)); err == nil || time.Now().After(deadline) {
 			break
 		}
 		apiErr(t, err, http.StatusConflict, "conflict_error")
@@ -276,9 +309,15 @@ func TestDreamsLifecycle(t *testing.T) {
 	if second.Status != anthropic.BetaDreamStatusCompleted || len(second.Outputs) != 1 || second.Outputs[0].MemoryStoreID != k.store {
 		t.Fatalf("second %s", second.RawJSON())
 	}
-	// No tool wrote to the store: its versions are as they were.
-	if got := s.versionSnapshot(t, k.store); !slices.Equal(got, versions) {
+	// The dream wrote in place: one new version, by its session; the
+	// store's earlier versions are as they were.
+	got := s.versionSnapshot(t, k.store)
+	if len(got) != len(versions)+1 || !slices.Equal(got[1:], versions) || !strings.HasSuffix(got[0], " modified /facts/db.md") {
 		t.Fatalf("versions %v, were %v", got, versions)
+	}
+	db, err := s.client.Beta.MemoryStores.MemoryVersions.Get(ctx, strings.Fields(got[0])[0], anthropic.BetaMemoryStoreMemoryVersionGetParams{MemoryStoreID: k.store})
+	if err != nil || db.Content != "postgres 17\n" || db.CreatedBy.Type != "session_actor" || db.CreatedBy.SessionID != second.SessionID {
+		t.Fatalf("the dream's version %v, %v", db, err)
 	}
 	_, err = c.Cancel(ctx, second.ID, anthropic.BetaDreamCancelParams{})
 	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
