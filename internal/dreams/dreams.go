@@ -179,16 +179,35 @@ func (r *Runner) drive(ctx context.Context, d store.Dream) {
 		r.mu.Unlock()
 	}()
 	ctx = store.WithWorkspace(ctx, d.WorkspaceID)
-	if d.Status == ma.DreamPending {
-		var err error
-		if d, err = r.start(ctx, d); err != nil {
-			r.startFailed(ctx, d, err)
-			return
-		}
+	var err error
+	switch {
+	case d.Status == ma.DreamPending:
+		d, err = r.start(ctx, d)
+	case d.SessionID == nil:
+		d, err = r.settle(ctx, d)
+	}
+	if err != nil {
+		r.startFailed(ctx, d, err)
+		return
 	}
 	if d.Active {
 		r.follow(ctx, d.ID, d.Plan.SessionID)
 	}
+}
+
+// settle takes up a dream that ended before it recorded its session
+// (canceled while it started, by a runner that stopped meanwhile): a
+// session its start created is followed until it stops; without one,
+// what the start made is removed.
+func (r *Runner) settle(ctx context.Context, d store.Dream) (store.Dream, error) {
+	_, err := r.cfg.Store.GetSession(ctx, d.Plan.SessionID)
+	switch {
+	case err == nil:
+		return r.begun(ctx, d.ID)
+	case errors.Is(err, store.ErrNotFound):
+		return r.abandon(ctx, d)
+	}
+	return d, err
 }
 
 // errLost: another runner claims the dream now.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/pgtest"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -130,9 +131,16 @@ func (s *server) versionSnapshot(t *testing.T, storeID string) []string {
 // and holds what the dream agent wrote in its mount (a change, a new
 // memory, a deletion: versions by the dream's session), while the input
 // store's memories and versions are as they were; its usage is the
-// session's.
+// session's. On SQLite and on PostgreSQL.
 func TestDreamCreateNew(t *testing.T) {
-	s := start(t, options{})
+	t.Run("SQLite", func(t *testing.T) { testDreamCreateNew(t, start(t, options{})) })
+	t.Run("PostgreSQL", func(t *testing.T) {
+		dsn := pgtest.FreshDB(t)
+		testDreamCreateNew(t, startWith(t, options{}, func(c *app.Config) { c.DatabaseURL = dsn }))
+	})
+}
+
+func testDreamCreateNew(t *testing.T, s *server) {
 	ctx := context.Background()
 	k := newDreamKit(t, s)
 	memories, versions := s.memorySnapshot(t, k.store), s.versionSnapshot(t, k.store)
