@@ -16,6 +16,7 @@ import (
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/store"
@@ -70,6 +71,10 @@ type Config struct {
 	// WorkLeaseTTL is the lease of a pull worker's work item (default
 	// 30 s).
 	WorkLeaseTTL time.Duration
+	// MemoryVersionRetention is how long memories' older versions are
+	// kept (0: memories.DefaultRetention, 30 days; a memory's latest
+	// version is kept as long as the memory).
+	MemoryVersionRetention time.Duration
 	// IdleLinger and ContextWindow: see harness.Config.
 	IdleLinger    time.Duration
 	ContextWindow func(modelID string) int
@@ -156,6 +161,7 @@ type App struct {
 	// relay carries wake-ups and previews to the other replicas
 	// (PostgreSQL only).
 	relay    *replicaRelay
+	pruner   *memories.Pruner // memory versions past their retention
 	metrics  *telemetry.Metrics
 	tracing  *telemetry.Tracing
 	services service.Group // what Start starts and Shutdown stops, in order
@@ -221,6 +227,7 @@ func (a *App) sequence() {
 	// runners hand their sessions over.
 	a.services.Add("leave", service.Hooks{OnStop: func(ctx context.Context) error { a.tools.Leave(ctx); return nil }})
 	a.services.Add("work lease expiry", &workqueue.Expiry{Queue: a.Work})
+	a.services.Add("memory version retention", a.pruner)
 	a.services.Add("api", a.API)
 	// Dreams create and follow sessions: they start last and stop first.
 	a.services.Add("dreams", a.dreams)

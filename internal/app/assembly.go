@@ -14,6 +14,7 @@ import (
 	"github.com/reinsdev/reins/internal/dreams"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/model/filesource"
 	"github.com/reinsdev/reins/internal/model/gateway"
@@ -285,6 +286,7 @@ func (as *assembly) api(context.Context) error {
 func (as *assembly) finish() *App {
 	a := as.a
 	a.log = as.cfg.Logger
+	a.pruner = &memories.Pruner{Store: a.Store, Retention: as.cfg.MemoryVersionRetention, Logger: a.log}
 	handler := console.Mount(a.API)
 	if as.cfg.DatabaseURL != "" {
 		a.forward = toolhost.NewForwarder(toolhost.ForwarderConfig{Tokens: a.TurnTokens, Turns: a.Harness, Store: a.Store,

@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Memories", testMemories},
 		{"MemoryVersions", testMemoryVersions},
 		{"MemoryRace", testMemoryRace},
+		{"MemoryRetention", testMemoryRetention},
 		{"Dreams", testDreams},
 		{"DreamConflicts", testDreamConflicts},
 		{"DreamClaims", testDreamClaims},
