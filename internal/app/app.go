@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/dreams"
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
@@ -82,6 +83,9 @@ type Config struct {
 	// span.outcome_evaluation_ongoing (0: 5 s). See harness.OutcomeConfig.
 	GraderModel      string
 	OutcomeHeartbeat time.Duration
+	// DreamMaxDuration bounds the time a dream's session runs: past it,
+	// the dream fails with a timeout (0: dreams.DefaultMaxDuration).
+	DreamMaxDuration time.Duration
 	// Tools replaces the executor hub as the runner of built-in tools
 	// (tests).
 	Tools tool.Runner
@@ -144,6 +148,8 @@ type App struct {
 	API     *httpapi.Server
 	Hub     *executorhub.Hub
 	Work    *workqueue.Service
+	// dreams runs the dreams.
+	dreams *dreams.Runner
 	// TurnTokens issues and verifies the model and tools tokens of
 	// agent-end turns (under the master key: every replica verifies).
 	TurnTokens *turntoken.Issuer
@@ -188,7 +194,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}()
 	steps := []func(context.Context) error{
 		as.lockDir, as.openStore, as.openModels, as.openKeys, as.openReplicas, as.openTelemetry,
-		as.toolHost, as.harness, as.workQueue, as.api,
+		as.toolHost, as.harness, as.workQueue, as.dreams, as.api,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -223,6 +229,8 @@ func (a *App) sequence() {
 	a.services.Add("work lease expiry", &workqueue.Expiry{Queue: a.Work})
 	a.services.Add("memory version retention", a.pruner)
 	a.services.Add("api", a.API)
+	// Dreams create and follow sessions: they start last and stop first.
+	a.services.Add("dreams", a.dreams)
 }
 
 // Start starts the server's services (see sequence): it checks the

@@ -93,7 +93,7 @@ func isCreate(pattern string) bool {
 	case "POST /v1/agents", "POST /v1/environments", "POST /v1/sessions", "POST /v1/vaults",
 		"POST /v1/vaults/{id}/credentials", "POST /v1/environments/{id}/keys",
 		"POST /v1/api_keys", "POST /v1/machines", "POST /v1/files", "POST /v1/sessions/{id}/resources",
-		"POST /v1/skills", "POST /v1/skills/{id}/versions", "POST /v1/memory_stores":
+		"POST /v1/skills", "POST /v1/skills/{id}/versions", "POST /v1/memory_stores", "POST /v1/dreams":
 		return true
 	}
 	return false

@@ -113,6 +113,9 @@ type Config struct {
 	// or changed: an id no configured provider serves is refused (400)
 	// instead of failing the session's first turn.
 	Models ModelChecker
+	// Dreams runs the dreams POST /v1/dreams creates (nil: dreams are
+	// refused).
+	Dreams DreamRunner
 }
 
 // Harness is what the API asks of the harness; *harness.Harness is one.
@@ -314,6 +317,7 @@ func (s *Server) routes() {
 	s.skillRoutes()
 	s.resourceRoutes()
 	s.memoryRoutes()
+	s.dreamRoutes()
 
 	if s.cfg.Vaults.Keyring != nil {
 		s.vaultRoutes(s.cfg.Vaults)

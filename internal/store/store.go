@@ -50,6 +50,7 @@ type Store interface {
 	Work
 	Vaults
 	MemoryStores
+	Dreams
 	Agents
 	Environments
 	Sessions

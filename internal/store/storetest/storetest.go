@@ -70,6 +70,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"MemoryVersions", testMemoryVersions},
 		{"MemoryRace", testMemoryRace},
 		{"MemoryRetention", testMemoryRetention},
+		{"Dreams", testDreams},
+		{"DreamConflicts", testDreamConflicts},
+		{"DreamClaims", testDreamClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
