@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,6 +61,11 @@ type BuiltinSessions struct {
 	Owner *tools.Owner
 	// MaxOutputBytes caps one tool result (default tools.DefaultMaxOutputBytes).
 	MaxOutputBytes int
+	// ServerURL and HTTPClient reach the server's memory endpoints, with
+	// which the sandboxed sessions' memory stores are kept in sync
+	// (default: the Client's Options.URL and HTTPClient).
+	ServerURL  string
+	HTTPClient *http.Client
 	// Logger receives diagnostics.
 	Logger *slog.Logger
 
@@ -147,6 +153,10 @@ func (b *BuiltinSessions) OpenSession(ctx context.Context, a Assignment) (Sessio
 		ReadOnly: a.Workspace.ReadOnly, NoSandbox: b.NoSandbox,
 		MaxOutputBytes: b.MaxOutputBytes, Env: env, Logger: b.Logger, Owner: owner,
 	}
+	mounts, err := memoryMounts(a, dir)
+	if err != nil {
+		return nil, WithReason(CodeInvalidParams, ReasonSessionRejected, err.Error())
+	}
 	if launchers != nil {
 		l, err := launchers.Launcher(ctx, a, dir)
 		if err != nil {
@@ -161,7 +171,15 @@ func (b *BuiltinSessions) OpenSession(ctx context.Context, a Assignment) (Sessio
 		}
 		return nil, WithReason(CodeResourceUnavailable, ReasonWorkspaceUnavailable, err.Error())
 	}
-	return &builtinSession{w: w, s: tools.NewSession(w)}, nil
+	s := &builtinSession{w: w, s: tools.NewSession(w)}
+	switch _, sandboxed := launchers.(*Sandboxes); {
+	case len(mounts) == 0:
+		return s, nil
+	case sandboxed:
+		return withMemory(s, a, mounts, b.ServerURL, b.HTTPClient, owner), nil
+	default:
+		return &unmountedSession{builtinSession: s}, nil
+	}
 }
 
 // builtinSession adapts a tools.Session to Session, ProcessHost and

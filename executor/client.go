@@ -221,6 +221,9 @@ func NewClient(opts Options) *Client {
 			opts.Capabilities = BuiltinCapabilities()
 		}
 	}
+	if b, ok := opts.Sessions.(*BuiltinSessions); ok && b.ServerURL == "" {
+		b.ServerURL, b.HTTPClient = opts.URL, opts.HTTPClient
+	}
 	if opts.TranscriptCache == 0 {
 		opts.TranscriptCache = DefaultTranscriptCache
 	}

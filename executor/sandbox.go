@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/reinsdev/reins/sandbox"
 	"github.com/reinsdev/reins/sandbox/egress"
@@ -102,7 +103,16 @@ func NewSandboxes(ctx context.Context, o SandboxOptions) (*Sandboxes, error) {
 // Launcher implements [LauncherFactory]: the session's sandbox starts
 // with its first process.
 func (s *Sandboxes) Launcher(_ context.Context, a Assignment, dir string) (tools.Launcher, error) {
-	return s.m.Launcher(sandbox.Options{Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly,
+	memory, err := memoryMounts(a, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range memory {
+		if err := os.MkdirAll(m.Source, 0o755); err != nil {
+			return nil, fmt.Errorf("memory store directory: %w", err)
+		}
+	}
+	return s.m.Launcher(sandbox.Options{Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly, Memory: memory,
 		Egress: func(ln net.Listener) {
 			p := &egress.Proxy{Policy: egress.Policy{Unrestricted: true}, Guard: s.guard, Logger: s.log, AllowHint: s.hint}
 			p.Serve(s.ctx, ln)

@@ -133,6 +133,24 @@ type Assignment struct {
 	// Env holds variables for the session's tools (NAME -> value), such
 	// as its environment_variable credentials.
 	Env map[string]string `json:"env,omitempty"`
+	// Memory are the session's memory stores. An executor that keeps
+	// them (the built-in toolset in sandboxes does) shows each at its
+	// MountPath and syncs it with the server's memory endpoints around
+	// each tool call, with SessionsToken as the bearer credential.
+	Memory []MemoryMount `json:"memory,omitempty"`
+	// SessionsToken authorizes requests about this session, its memory
+	// stores included, for the session's lifetime (set with Memory).
+	SessionsToken string `json:"sessions_token,omitempty"`
+}
+
+// MemoryMount is one memory store of an assigned session.
+type MemoryMount struct {
+	MemoryStoreID string `json:"memory_store_id"`
+	// MountPath is where the session's tools see the store
+	// (/mnt/memory/<slug>).
+	MountPath string `json:"mount_path"`
+	// Access is "read_write" or "read_only".
+	Access string `json:"access"`
 }
 
 type AssignResult struct {

@@ -320,13 +320,21 @@ func TestSessionsTokenScope(t *testing.T) {
 	says(err, 404, "not_found_error", skills[1].ID)
 	_, err = c.Beta.Environments.Work.Get(ctx, otherWork, anthropic.BetaEnvironmentWorkGetParams{EnvironmentID: envID})
 	says(err, 404, "not_found_error", otherWork)
+	// The versions of its stores are readable (`reins executor` reads the
+	// newest to know whether a store changed), not redactable.
+	vs, err := c.Beta.MemoryStores.MemoryVersions.List(ctx, rw, anthropic.BetaMemoryStoreMemoryVersionListParams{})
+	if err != nil || len(vs.Data) == 0 {
+		t.Fatalf("versions of its store: %v %v", vs, err)
+	}
+	_, err = c.Beta.MemoryStores.MemoryVersions.List(ctx, other, anthropic.BetaMemoryStoreMemoryVersionListParams{})
+	says(err, 404, "not_found_error", other)
 	denied := []error{}
 	add := func(_ any, err error) { denied = append(denied, err) }
+	add(c.Beta.MemoryStores.MemoryVersions.Redact(ctx, vs.Data[0].ID, anthropic.BetaMemoryStoreMemoryVersionRedactParams{MemoryStoreID: rw}))
 	add(c.Beta.MemoryStores.List(ctx, anthropic.BetaMemoryStoreListParams{}))
 	add(c.Beta.MemoryStores.Get(ctx, rw, anthropic.BetaMemoryStoreGetParams{}))
 	add(c.Beta.MemoryStores.Update(ctx, rw, anthropic.BetaMemoryStoreUpdateParams{Name: anthropic.String("mine")}))
 	add(c.Beta.MemoryStores.Archive(ctx, rw, anthropic.BetaMemoryStoreArchiveParams{}))
-	add(c.Beta.MemoryStores.MemoryVersions.List(ctx, rw, anthropic.BetaMemoryStoreMemoryVersionListParams{}))
 	add(c.Beta.MemoryStores.New(ctx, anthropic.BetaMemoryStoreNewParams{Name: "mine"}))
 	add(c.Beta.Agents.List(ctx, anthropic.BetaAgentListParams{}))
 	add(c.Beta.Skills.List(ctx, anthropic.BetaSkillListParams{}))

@@ -29,6 +29,11 @@ type AssignRequest struct {
 	// Env is passed to the executor with the assignment (the session's
 	// credentials as environment variables).
 	Env map[string]string
+	// Memory and SessionsToken are passed to the executor with the
+	// assignment: the session's memory stores, and the credential with
+	// which it syncs them.
+	Memory        []executor.MemoryMount
+	SessionsToken string
 }
 
 func (r AssignRequest) scope() string {
@@ -160,6 +165,7 @@ func (h *Hub) assignOnce(ctx context.Context, req AssignRequest, skip map[*hubCo
 	err := c.rpc.Call(ctx, executor.MethodSessionAssign, executor.Assignment{
 		SessionID: l.SessionID, LeaseID: l.LeaseID, LeaseExpiresAt: l.expiresAt,
 		EnvironmentID: l.EnvironmentID, Workspace: executor.WorkspaceSpec{ReadOnly: req.ReadOnly}, Tools: req.Tools, Env: req.Env,
+		Memory: req.Memory, SessionsToken: req.SessionsToken,
 	}, &res)
 	if err == nil && !res.Accepted {
 		err = fmt.Errorf("%w: %s", ErrAssignRejected, res.Reason)

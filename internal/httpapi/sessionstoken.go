@@ -62,7 +62,8 @@ func (a *Authenticator) checkSessionsToken(ctx context.Context, hash string) (Pr
 // (which events, sendEvents checks with [Principal.mayPost]); get, ack,
 // heartbeat and stop its work item; list, read, create, update and delete
 // the memories of the memory stores attached to the session (writes only
-// where the session's access is read_write); read the versions of the
+// where the session's access is read_write) and read their versions (the
+// newest tells `reins executor` whether a store changed); read the versions of the
 // skills of the session's agent, which the worker downloads. Another
 // session, work item, memory store or skill is "not found", as a foreign
 // one is; any other endpoint is 403.
@@ -86,7 +87,7 @@ func (s *Server) sessionsScope(r *http.Request, g SessionGrant) error {
 func tokenDenied() error {
 	return errf(http.StatusForbidden, ma.ErrPermission,
 		"a sessions token can only use its own session (read it and its events, send tool results), its own work item, "+
-			"the memories of the memory stores attached to its session, and the skills of its session's agent")
+			"the memories (and reading the versions) of the memory stores attached to its session, and the skills of its session's agent")
 }
 
 // tokenSession: parts are the path after /v1/sessions/.
@@ -120,9 +121,10 @@ func tokenWork(r *http.Request, g SessionGrant, parts []string) error {
 }
 
 // tokenMemory: parts are the path after /v1/memory_stores/. Only the
-// memories endpoints are open, on the stores the session has attached.
+// memories endpoints, and reading the versions, are open, on the stores
+// the session has attached.
 func (s *Server) tokenMemory(r *http.Request, g SessionGrant, parts []string) error {
-	if len(parts) < 2 || len(parts) > 3 || parts[1] != "memories" {
+	if len(parts) < 2 || len(parts) > 3 || (parts[1] != "memories" && (parts[1] != "memory_versions" || r.Method != http.MethodGet)) {
 		return tokenDenied()
 	}
 	sess, err := s.sessionRows.GetSession(r.Context(), g.SessionID)

@@ -208,6 +208,9 @@ func (t *Host) Place(ctx context.Context, sess *ma.Session) (*tool.Wait, error) 
 		}
 		t.drop(sess.ID, l) // ended, or its slot went to another session
 	}
+	if err := t.memoryAssignment(ctx, sess, &req); err != nil {
+		return nil, err
+	}
 	changed := t.hub.Changed(env.ID)
 	l, err = t.hub.Assign(ctx, req)
 	if errors.Is(err, executorhub.ErrNoExecutor) {

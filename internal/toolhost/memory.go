@@ -7,9 +7,14 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
+	"time"
 
+	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/memsync"
+	secrets "github.com/reinsdev/reins/internal/secret"
 	"github.com/reinsdev/reins/internal/sessions"
+	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox"
@@ -145,4 +150,30 @@ func (t *Host) withMemory(ctx context.Context, sess *ma.Session, ws string, run 
 		res.IsError = true
 	}
 	return res
+}
+
+// memoryAssignment adds to the assignment of a session to a remote
+// executor its memory stores and a new sessions token, with which the
+// executor syncs them over the API (as the official worker does with the
+// token of its work item).
+func (t *Host) memoryAssignment(ctx context.Context, sess *ma.Session, req *executorhub.AssignRequest) error {
+	res, err := sessions.Resources(sess)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if r.Type == "memory_store" {
+			req.Memory = append(req.Memory, executor.MemoryMount{MemoryStoreID: r.MemoryStoreID, MountPath: r.MountPath, Access: r.Access})
+		}
+	}
+	if len(req.Memory) == 0 {
+		return nil
+	}
+	token, hash := secrets.New(secrets.SessionsTokenPrefix)
+	err = t.st.CreateSessionToken(ctx, store.SessionToken{Hash: hash, SessionID: sess.ID, EnvironmentID: sess.EnvironmentID, CreatedAt: time.Now().UTC()})
+	if err != nil {
+		return fmt.Errorf("issue the sessions token of session %s: %w", sess.ID, err)
+	}
+	req.SessionsToken = token
+	return nil
 }

@@ -65,6 +65,7 @@ type Store interface {
 	handsStore
 	store.Files
 	memsync.Store
+	CreateSessionToken(ctx context.Context, t store.SessionToken) error
 	RepositoryTokens(ctx context.Context, sessionID string) (map[string][]byte, error)
 	WorkspaceMarker(ctx context.Context, sessionID string) (string, error)
 	SetWorkspaceMarker(ctx context.Context, sessionID, marker string) error
