@@ -96,9 +96,9 @@ func TestConsolePagesClean(t *testing.T) {
 	for _, p := range pages {
 		run(t, ctx, p.hash, chromedp.Navigate(base+p.hash), waitJS(p.ready))
 		settled(t, ctx, tb, p.hash)
-		if p.hash == "#/agents" {
+		if p.hash == "#/agents" || strings.HasPrefix(p.hash, "#/memory") {
 			if txt := textOf(t, ctx, "main"); strings.Contains(txt, "null") {
-				t.Errorf("the agents page shows %q", txt)
+				t.Errorf("the page %s shows %q", p.hash, txt)
 			}
 		}
 	}

@@ -4,7 +4,7 @@
 // a diff between two versions, and redaction. Every string from the API
 // goes in as text (util.h).
 import { get, post, del, qs } from "./api.js";
-import { h, clear, ago, errorBox, field, confirmDialog, toast } from "./util.js";
+import { h, append, clear, ago, errorBox, field, confirmDialog, toast } from "./util.js";
 import { writeControl } from "./access.js";
 import { diffLines } from "./agents.js";
 
@@ -127,13 +127,14 @@ export async function memoryStorePage(main, id, memoryID) {
   const current = memoryID ? memories.find((m) => m.id === memoryID) : null;
   const tree = buildTree(memories);
   const view = h("section", { class: "mem-view", "aria-label": "Memory" });
-  main.append(h("p", {}, h("a", { href: "#/memory" }, "← Memory stores")),
+  // util's append: the parts left out (null) are skipped, not written.
+  append(main, [h("p", {}, h("a", { href: "#/memory" }, "← Memory stores")),
     h("div", { class: "head" }, h("h1", {}, s.name), s.archived_at ? h("span", { class: "badge" }, "archived") : null),
     h("p", { class: "id" }, s.id), s.description ? h("p", { class: "muted" }, s.description) : null,
     h("div", { class: "mem-layout" },
       h("nav", { class: "mem-nav", "aria-label": "Memories" }, h("h2", {}, `${memories.length} ${memories.length === 1 ? "memory" : "memories"}`),
         memories.length ? treeList(id, tree, current?.path) : h("p", { class: "muted" }, "No memory yet.")),
-      view));
+      view)]);
   if (current) await memoryView(view, s, current.id);
   else if (memoryID) view.append(h("p", { class: "muted" }, "This memory is not in the store any more (deleted, or renamed to another id)."), await storeChanges(s));
   else view.append(await storeChanges(s));
@@ -210,9 +211,9 @@ async function versionHistory(box, s, m) {
           : h("p", { class: "muted same" }, "Same content."));
     } catch (err) { if (my === shown) clear(diff).append(errorBox(err)); }
   }
-  box.append(h("h2", {}, "History"),
+  append(box, [h("h2", {}, "History"),
     table(["From", "To", "Version", "Change", "By", "When", "Size", ""], rows, { class: "versions" }),
     r.next_page ? h("p", { class: "muted" }, "Older versions are not shown (the latest 100 are).") : null,
-    h("h2", {}, "Compare versions"), diff);
+    h("h2", {}, "Compare versions"), diff]);
   await showDiff();
 }
