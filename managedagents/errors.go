@@ -31,6 +31,9 @@ const (
 	ErrRateLimit       = "rate_limit_error"
 	ErrAPI             = "api_error"
 	ErrOverloaded      = "overloaded_error"
+	// ErrConflict: the request conflicts with the state of another
+	// object (a dream that updates the same memory store).
+	ErrConflict = "conflict_error"
 	// ErrMemoryPathConflict: a memory's path is taken or overlaps
 	// another's; ErrMemoryPrecondition: a content_sha256 precondition
 	// failed.

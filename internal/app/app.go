@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/dreams"
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/store"
@@ -69,6 +71,10 @@ type Config struct {
 	// WorkLeaseTTL is the lease of a pull worker's work item (default
 	// 30 s).
 	WorkLeaseTTL time.Duration
+	// MemoryVersionRetention is how long memories' older versions are
+	// kept (0: memories.DefaultRetention, 30 days; a memory's latest
+	// version is kept as long as the memory).
+	MemoryVersionRetention time.Duration
 	// IdleLinger and ContextWindow: see harness.Config.
 	IdleLinger    time.Duration
 	ContextWindow func(modelID string) int
@@ -77,6 +83,9 @@ type Config struct {
 	// span.outcome_evaluation_ongoing (0: 5 s). See harness.OutcomeConfig.
 	GraderModel      string
 	OutcomeHeartbeat time.Duration
+	// DreamMaxDuration bounds the time a dream's session runs: past it,
+	// the dream fails with a timeout (0: dreams.DefaultMaxDuration).
+	DreamMaxDuration time.Duration
 	// Tools replaces the executor hub as the runner of built-in tools
 	// (tests).
 	Tools tool.Runner
@@ -139,6 +148,8 @@ type App struct {
 	API     *httpapi.Server
 	Hub     *executorhub.Hub
 	Work    *workqueue.Service
+	// dreams runs the dreams.
+	dreams *dreams.Runner
 	// TurnTokens issues and verifies the model and tools tokens of
 	// agent-end turns (under the master key: every replica verifies).
 	TurnTokens *turntoken.Issuer
@@ -150,6 +161,7 @@ type App struct {
 	// relay carries wake-ups and previews to the other replicas
 	// (PostgreSQL only).
 	relay    *replicaRelay
+	pruner   *memories.Pruner // memory versions past their retention
 	metrics  *telemetry.Metrics
 	tracing  *telemetry.Tracing
 	services service.Group // what Start starts and Shutdown stops, in order
@@ -182,7 +194,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}()
 	steps := []func(context.Context) error{
 		as.lockDir, as.openStore, as.openModels, as.openKeys, as.openReplicas, as.openTelemetry,
-		as.toolHost, as.harness, as.workQueue, as.api,
+		as.toolHost, as.harness, as.workQueue, as.dreams, as.api,
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -215,7 +227,10 @@ func (a *App) sequence() {
 	// runners hand their sessions over.
 	a.services.Add("leave", service.Hooks{OnStop: func(ctx context.Context) error { a.tools.Leave(ctx); return nil }})
 	a.services.Add("work lease expiry", &workqueue.Expiry{Queue: a.Work})
+	a.services.Add("memory version retention", a.pruner)
 	a.services.Add("api", a.API)
+	// Dreams create and follow sessions: they start last and stop first.
+	a.services.Add("dreams", a.dreams)
 }
 
 // Start starts the server's services (see sequence): it checks the

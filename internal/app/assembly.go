@@ -11,8 +11,10 @@ import (
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/bus/pgnotify"
 	"github.com/reinsdev/reins/internal/console"
+	"github.com/reinsdev/reins/internal/dreams"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/model/filesource"
 	"github.com/reinsdev/reins/internal/model/gateway"
@@ -48,8 +50,9 @@ type assembly struct {
 	workers  *toolhost.Workers
 	hosting  *sessions.Hosting
 	runner   replicaRunner
-	writer   *sessions.Writer // the runners' and the API's one write path
-	relay    *pgnotify.Relay  // the wake-ups' across processes (PostgreSQL only)
+	writer   *sessions.Writer  // the runners' and the API's one write path
+	sessions *sessions.Service // the API's and the dreams' sessions service
+	relay    *pgnotify.Relay   // the wake-ups' across processes (PostgreSQL only)
 }
 
 // undoAll closes what the steps opened.
@@ -247,14 +250,24 @@ func (as *assembly) workQueue(context.Context) error {
 	return nil
 }
 
+// dreams makes the sessions service and the runner of dreams, which
+// creates sessions through it.
+func (as *assembly) dreams(context.Context) error {
+	a := as.a
+	as.sessions = sessions.New(sessions.Config{Store: a.Store, Bus: a.Bus, Runner: as.runner, Work: a.Work, Hosting: as.hosting, Writer: as.writer})
+	a.dreams = dreams.New(dreams.Config{Store: a.Store, Sessions: as.sessions, Bus: a.Bus, Owner: as.cfg.ReplicaID,
+		MaxDuration: as.cfg.DreamMaxDuration, Logger: as.cfg.Logger})
+	return nil
+}
+
 // api makes the HTTP API, its streams and requests bounded by the
 // open-file limit.
 func (as *assembly) api(context.Context) error {
 	cfg, a, hc := as.cfg, as.a, &as.http
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = a.Store, a.Bus, a.Harness, cfg.Logger, a.Hub, a.Work
-	hc.Sessions = sessions.New(sessions.Config{Store: a.Store, Bus: a.Bus, Runner: as.runner, Work: a.Work, Hosting: as.hosting, Writer: as.writer})
+	hc.Sessions, hc.Dreams = as.sessions, a.dreams
 	hc.Vaults = httpapi.VaultConfig{Store: a.Store, Keyring: as.keys, ProbeClient: as.requests}
-	hc.Auth = &httpapi.Authenticator{Keys: a.Store, EnvironmentKeys: a.Store, Machines: a.Store, Bootstrap: cfg.BootstrapKey}
+	hc.Auth = &httpapi.Authenticator{Keys: a.Store, EnvironmentKeys: a.Store, SessionTokens: a.Store, Machines: a.Store, Bootstrap: cfg.BootstrapKey}
 	hc.Lifecycle = replicaLifecycle{a.tools, a.Bus}
 	hc.ValidatePackages = packages.Validate
 	hc.Models = as.models
@@ -273,6 +286,7 @@ func (as *assembly) api(context.Context) error {
 func (as *assembly) finish() *App {
 	a := as.a
 	a.log = as.cfg.Logger
+	a.pruner = &memories.Pruner{Store: a.Store, Retention: as.cfg.MemoryVersionRetention, Logger: a.log}
 	handler := console.Mount(a.API)
 	if as.cfg.DatabaseURL != "" {
 		a.forward = toolhost.NewForwarder(toolhost.ForwarderConfig{Tokens: a.TurnTokens, Turns: a.Harness, Store: a.Store,

@@ -22,6 +22,7 @@ import (
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
+	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/model/anthropic"
 	"github.com/reinsdev/reins/internal/model/openai"
@@ -43,6 +44,7 @@ type serveOptions struct {
 	maxAttempts      int
 	retryBase        time.Duration
 	retryMax         time.Duration
+	memoryRetention  time.Duration
 	modelConcurrency int
 	graderModel      string
 	providerConc     map[string]int
@@ -109,6 +111,7 @@ refused at start.`,
 	f.IntVar(&o.modelConcurrency, "model-concurrency", 64, "model calls in flight at once across all providers, 0 for no bound; turns over it wait, still running (REINS_MODEL_CONCURRENCY)")
 	f.StringVar(&o.graderModel, "grader-model", "", "model id of the grader of outcomes (user.define_outcome), e.g. claude-sonnet-5-5; default each session's own model (REINS_GRADER_MODEL)")
 	f.StringToIntVar(&o.providerConc, "model-provider-concurrency", map[string]int{}, "model calls in flight at once per provider, as anthropic=N,openai=N (REINS_MODEL_PROVIDER_CONCURRENCY)")
+	f.DurationVar(&o.memoryRetention, "memory-version-retention", memories.DefaultRetention, "how long memories' older versions are kept; a memory's latest version is kept as long as the memory (REINS_MEMORY_VERSION_RETENTION)")
 	f.DurationVar(&o.shutdownGrace, "shutdown-grace", 10*time.Second, "how long shutdown waits for requests and runners; with --database-url, its first half lets each runner finish its step and hand its session to another process (REINS_SHUTDOWN_GRACE)")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error; debug logs every request and turn step (REINS_LOG_LEVEL)")
 	f.StringSliceVar(&o.outboundAllow, "outbound-allow", nil,
@@ -183,6 +186,8 @@ func (o *serveOptions) check() (slog.Level, error) {
 		return 0, flagError(o.flags, "model-max-attempts", "want at least 1, got %d", o.maxAttempts)
 	case o.retryBase <= 0:
 		return 0, flagError(o.flags, "model-retry-base", "want a positive duration, got %s", o.retryBase)
+	case o.memoryRetention < time.Hour:
+		return 0, flagError(o.flags, "memory-version-retention", "want at least 1h, got %s", o.memoryRetention)
 	case o.retryMax < o.retryBase:
 		return 0, flagError(o.flags, "model-retry-max", "want at least --model-retry-base (%s), got %s", o.retryBase, o.retryMax)
 	case o.modelConcurrency < 0:
@@ -305,7 +310,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, AdvertiseURL: o.advertiseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc, GraderModel: o.graderModel,
-		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
+		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, MemoryVersionRetention: o.memoryRetention, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
 		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing, TLS: tlsConfig, DataDirLock: lock})
 	if err != nil {
 		ln.Close()

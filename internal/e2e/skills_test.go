@@ -459,7 +459,8 @@ func systemPrompt(t *testing.T, body map[string]any) string {
 }
 
 // TestOfficialWorkerDownloadsSkills: the official SDK's environment
-// worker, with its environment key, downloads a session's skills into
+// worker, with the sessions token of its work item, downloads a session's
+// skills into
 // {workdir}/skills/<name>/ (it reads the versions and their zip content);
 // the model, told the path relative to the workspace, reads SKILL.md
 // there. The key cannot change skills.

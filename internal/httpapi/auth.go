@@ -57,6 +57,10 @@ type Authenticator struct {
 	// EnvironmentKeys, if set, accepts environment keys (reins_ek_…) of
 	// self-hosted environments with a scope limited to their environment.
 	EnvironmentKeys EnvironmentKeyStore
+	// SessionTokens, if set, accepts the sessions tokens (reins_st_…)
+	// the work queue hands to pull workers, with the scope of their
+	// session's work ([Server.sessionsScope]).
+	SessionTokens SessionTokenStore
 	// Machines, if set, recognises machine tokens (reins_mt_…): they
 	// authenticate executors on the executor protocol only, so the API
 	// answers a valid one 403 permission_error (an unknown or revoked one
@@ -131,7 +135,8 @@ type MachineTokenStore interface {
 // Principal is who a request acts for: an API key (what its Role allows,
 // in its workspace or, for an admin, any), an environment key (that
 // environment's work queue and the tool work of its sessions only, in the
-// environment's workspace) or a machine token (nothing on this API).
+// environment's workspace), a sessions token (one session's work, in the
+// session's workspace) or a machine token (nothing on this API).
 type Principal struct {
 	// KeyID is the API key's id ("" for the bootstrap key and the other
 	// kinds of credential).
@@ -146,17 +151,23 @@ type Principal struct {
 	// by the server once the anthropic-workspace-id header is checked, for
 	// an environment key its environment's.
 	Workspace string
-	// EnvironmentID is set for an environment key.
-	EnvironmentID string
+	// EnvironmentID and EnvironmentKeyID are set for an environment key:
+	// its environment and its id.
+	EnvironmentID    string
+	EnvironmentKeyID string
 	// MachineID is set for a machine token.
 	MachineID string
+	// Grant is set for a sessions token: the session and work item it
+	// works for.
+	Grant *SessionGrant
 	// hash is the hash of the key the request presented ("" for the
 	// bootstrap key, which cannot be revoked).
 	hash string
 }
 
 // RecheckPrincipal checks again the key p was authenticated with: an error
-// once it was revoked, or its environment archived or deleted. A key found
+// once it was revoked, or its environment archived or deleted (for a
+// sessions token: its session archived or deleted). A key found
 // valid within [Authenticator.RecheckInterval] is not read again, so the
 // streams of one key share one check per interval.
 func (a *Authenticator) RecheckPrincipal(ctx context.Context, p Principal) error {
@@ -173,6 +184,15 @@ func (a *Authenticator) RecheckPrincipal(ctx context.Context, p Principal) error
 			return err
 		}
 		a.remember("ek:" + p.hash)
+		return nil
+	case p.Grant != nil:
+		if a.cached("st:"+p.hash, a.RecheckInterval()) {
+			return nil
+		}
+		if _, err := a.checkSessionsToken(ctx, p.hash); err != nil {
+			return err
+		}
+		a.remember("st:" + p.hash)
 		return nil
 	case a.cached(p.hash, a.RecheckInterval()):
 		return nil
@@ -194,6 +214,9 @@ func (a *Authenticator) Check(ctx context.Context, r *http.Request) (Principal, 
 	}
 	if strings.HasPrefix(key, secret.EnvironmentKeyPrefix) && a.EnvironmentKeys != nil {
 		return a.checkEnvironmentKey(ctx, secret.Hash(key))
+	}
+	if strings.HasPrefix(key, secret.SessionsTokenPrefix) && a.SessionTokens != nil {
+		return a.checkSessionsToken(ctx, secret.Hash(key))
 	}
 	if strings.HasPrefix(key, secret.MachineTokenPrefix) && a.Machines != nil {
 		return a.checkMachineToken(ctx, secret.Hash(key))
@@ -283,7 +306,7 @@ func (a *Authenticator) checkEnvironmentKey(ctx context.Context, hash string) (P
 	}
 	// The key works in its environment's workspace: the store scopes its
 	// requests there, as an API key's.
-	return Principal{EnvironmentID: k.EnvironmentID, Workspace: k.WorkspaceID, hash: hash}, nil
+	return Principal{EnvironmentID: k.EnvironmentID, EnvironmentKeyID: k.ID, Workspace: k.WorkspaceID, hash: hash}, nil
 }
 
 // checkMachineToken authenticates a machine token by its hash: it must be

@@ -155,17 +155,18 @@ func decodeEventParam(field string, raw json.RawMessage) (ma.Event, error) {
 	return ev, nil
 }
 
-// workerEvents are the events an environment key may send: the results
-// of the tool uses its worker runs. What drives a session (user.message,
-// user.interrupt, user.tool_confirmation, system.message) needs an API
-// key.
+// workerEvents are the events an environment key or sessions token may
+// send: the results of the tool uses its worker runs. What drives a
+// session (user.message, user.interrupt, user.tool_confirmation,
+// system.message) needs an API key.
 var workerEvents = []string{ma.EventUserToolResult, ma.EventUserCustomToolResult}
 
 // mayPost refuses, before anything is validated or appended, a send by an
-// environment key holding an event other than workerEvents. An event
-// whose type cannot be read is left to the validation.
+// environment key or sessions token holding an event other than
+// workerEvents. An event whose type cannot be read is left to the
+// validation.
 func (p Principal) mayPost(events []rawView) error {
-	if p.EnvironmentID == "" {
+	if p.EnvironmentID == "" && p.Grant == nil {
 		return nil
 	}
 	for i, raw := range events {
@@ -174,7 +175,7 @@ func (p Principal) mayPost(events []rawView) error {
 		}
 		if json.Unmarshal(raw, &ev) == nil && ev.Type != "" && !slices.Contains(workerEvents, ev.Type) {
 			return errf(http.StatusForbidden, ma.ErrPermission,
-				"events[%d].type: an environment key may send only %s events, the results of the tools its worker runs; %s needs an API key",
+				"events[%d].type: an environment key or sessions token may send only %s events, the results of the tools its worker runs; %s needs an API key",
 				i, strings.Join(workerEvents, " and "), ev.Type)
 		}
 	}

@@ -70,13 +70,17 @@ func newLimiter(cfg KeyLimits) *limiter {
 }
 
 // limitKey names the key p was authenticated with: the hash of an API key
-// or environment key (one per key, as its id), or the bootstrap key.
+// or environment key (one per key, as its id), the session of a sessions
+// token (the tokens of a session's hand-outs share its limits and
+// Idempotency-Keys), or the bootstrap key.
 func (p Principal) limitKey() string {
 	switch {
 	case p.EnvironmentID != "":
 		return "ek:" + p.hash
 	case p.MachineID != "":
 		return "mt:" + p.hash
+	case p.Grant != nil:
+		return "st:" + p.Grant.SessionID
 	case p.hash != "":
 		return "ak:" + p.hash
 	}
@@ -89,7 +93,7 @@ func isCreate(pattern string) bool {
 	case "POST /v1/agents", "POST /v1/environments", "POST /v1/sessions", "POST /v1/vaults",
 		"POST /v1/vaults/{id}/credentials", "POST /v1/environments/{id}/keys",
 		"POST /v1/api_keys", "POST /v1/machines", "POST /v1/files", "POST /v1/sessions/{id}/resources",
-		"POST /v1/skills", "POST /v1/skills/{id}/versions", "POST /v1/memory_stores":
+		"POST /v1/skills", "POST /v1/skills/{id}/versions", "POST /v1/memory_stores", "POST /v1/dreams":
 		return true
 	}
 	return false

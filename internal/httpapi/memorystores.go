@@ -104,9 +104,13 @@ func trimSentinel(err, sentinel error) string {
 }
 
 // actor is who a request acts for, as memory versions record it: the
-// API key (nil for the bootstrap key, which has no id).
+// session of a sessions token (a pull worker syncing the session's
+// memory), the API key (nil for the bootstrap key, which has no id).
 func actor(r *http.Request) *ma.Actor {
 	p := principal(r)
+	if p.Grant != nil {
+		return &ma.Actor{Type: ma.ActorSession, SessionID: p.Grant.SessionID}
+	}
 	if p.KeyID == "" {
 		return nil
 	}

@@ -22,10 +22,6 @@ import (
 // session's workspace before its first tool runs. The workspace is what
 // the tools see as /workspace (a self-hosted executor's workspace
 // directory), and every mount path lies inside it.
-const (
-	// resourcePrefix starts resource ids.
-	resourcePrefix = "sesrsc_"
-)
 
 // resourceStore is what the resource handlers read and write of the store
 // themselves (adding and removing a resource goes through the sessions
@@ -138,7 +134,7 @@ func (s *Server) resourceOf(ctx context.Context, field string, p *resourceParam,
 	}
 	taken[rel] = true
 	now := ma.Time(time.Now())
-	res.ID, res.MountPath, res.CreatedAt, res.UpdatedAt = ids.New(resourcePrefix), sessions.WorkspaceMount+"/"+rel, now, now
+	res.ID, res.MountPath, res.CreatedAt, res.UpdatedAt = ids.New(ids.SessionResource), sessions.WorkspaceMount+"/"+rel, now, now
 	return res, nil
 }
 

@@ -113,6 +113,9 @@ type Config struct {
 	// or changed: an id no configured provider serves is refused (400)
 	// instead of failing the session's first turn.
 	Models ModelChecker
+	// Dreams runs the dreams POST /v1/dreams creates (nil: dreams are
+	// refused).
+	Dreams DreamRunner
 }
 
 // Harness is what the API asks of the harness; *harness.Harness is one.
@@ -314,6 +317,7 @@ func (s *Server) routes() {
 	s.skillRoutes()
 	s.resourceRoutes()
 	s.memoryRoutes()
+	s.dreamRoutes()
 
 	if s.cfg.Vaults.Keyring != nil {
 		s.vaultRoutes(s.cfg.Vaults)
@@ -416,6 +420,10 @@ func (s *Server) authorize(r *http.Request, pattern string) (p Principal, releas
 		if err = envKeyWorkspace(r, p); err == nil {
 			err = s.scope(r, p.EnvironmentID)
 		}
+	case p.Grant != nil:
+		if err = envKeyWorkspace(r, p); err == nil {
+			err = s.sessionsScope(r, *p.Grant)
+		}
 	default:
 		err = s.authorizeKey(r, &p)
 	}
@@ -426,13 +434,17 @@ func (s *Server) authorize(r *http.Request, pattern string) (p Principal, releas
 	return p, release, nil
 }
 
-// envKeyWorkspace refuses a request of an environment key whose
-// anthropic-workspace-id header names another workspace than its
-// environment's, the one it works in.
+// envKeyWorkspace refuses a request of an environment key (or sessions
+// token) whose anthropic-workspace-id header names another workspace than
+// its environment's (its session's), the one it works in.
 func envKeyWorkspace(r *http.Request, p Principal) error {
 	hdr := strings.TrimSpace(r.Header.Get(WorkspaceHeader))
 	if hdr == "" || hdr == p.Workspace {
 		return nil
+	}
+	if p.Grant != nil {
+		return errf(http.StatusForbidden, ma.ErrPermission,
+			"this sessions token works in workspace %s, its session's; the %s header asks for workspace %s", p.Workspace, WorkspaceHeader, hdr)
 	}
 	return errf(http.StatusForbidden, ma.ErrPermission,
 		"this environment key works in workspace %s, its environment's; the %s header asks for workspace %s", p.Workspace, WorkspaceHeader, hdr)

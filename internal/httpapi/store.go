@@ -30,6 +30,7 @@ type Store interface {
 	writeChecker
 	WorkspaceStore
 	memoryStoreRows
+	dreamRows
 	store.Files
 	store.Skills
 	sessions.Store

@@ -17,8 +17,10 @@ import (
 // pull workers; *workqueue.Service is one.
 type WorkQueue interface {
 	// Poll claims the oldest claimable item of the environment for
-	// worker, waiting up to block; nil when there is none.
-	Poll(ctx context.Context, envID, worker string, block, reclaim time.Duration) (*store.WorkItem, error)
+	// worker, waiting up to block, with the secret of this hand-out, tied
+	// to the environment key keyID that polls ("" for another
+	// credential); nil when there is none.
+	Poll(ctx context.Context, envID, worker, keyID string, block, reclaim time.Duration) (*workqueue.Claim, error)
 	Ack(ctx context.Context, envID, id string) (store.WorkItem, error)
 	Heartbeat(ctx context.Context, envID, id, expected string, desiredTTL time.Duration) (workqueue.HeartbeatResult, error)
 	Stop(ctx context.Context, envID, id string, force bool) (store.WorkItem, error)
@@ -138,7 +140,7 @@ func (wq *workAPI) pollWork(w http.ResponseWriter, r *http.Request) error {
 		}
 		reclaim = time.Duration(n) * time.Millisecond
 	}
-	item, err := wq.queue.Poll(r.Context(), env.ID, r.Header.Get("Anthropic-Worker-ID"), block, reclaim)
+	item, err := wq.queue.Poll(r.Context(), env.ID, r.Header.Get("Anthropic-Worker-ID"), principal(r).EnvironmentKeyID, block, reclaim)
 	if err != nil {
 		return err
 	}
@@ -147,7 +149,11 @@ func (wq *workAPI) pollWork(w http.ResponseWriter, r *http.Request) error {
 		w.Write([]byte("null\n"))
 		return nil
 	}
-	writeJSON(w, workView(*item))
+	// The secret is the poll's alone: the item's other views leave it
+	// null.
+	view := workView(item.WorkItem)
+	view.Secret = &item.Secret
+	writeJSON(w, view)
 	return nil
 }
 

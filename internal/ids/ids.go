@@ -47,9 +47,12 @@ const (
 	Agent       = "agent_"
 	Environment = "env_"
 	Session     = "sesn_"
-	Event       = "sevt_"
-	Request     = "req_"
-	APIKey      = "key_"
-	Workspace   = "wrkspc_"
-	AuditEvent  = "audit_"
+	// SessionResource starts the ids of a session's file and
+	// repository resources.
+	SessionResource = "sesrsc_"
+	Event           = "sevt_"
+	Request         = "req_"
+	APIKey          = "key_"
+	Workspace       = "wrkspc_"
+	AuditEvent      = "audit_"
 )

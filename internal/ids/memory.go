@@ -6,3 +6,6 @@ const (
 	Memory        = "mem_"
 	MemoryVersion = "memver_"
 )
+
+// Dream starts the ids of dreams.
+const Dream = "drm_"

@@ -2,7 +2,8 @@
 // database: what a memory path may be, how large a memory may grow, and
 // where a store is mounted in a session. The HTTP API checks writes with
 // it; the store keeps the rules that need a transaction (paths unique and
-// not overlapping, the count per store, preconditions).
+// not overlapping, the count per store, preconditions). Its Pruner
+// deletes the versions past their retention, through the store.
 package memories
 
 import (

@@ -64,9 +64,9 @@ type Dir struct {
 	// base is, per memory path, what the store and the directory last
 	// agreed on.
 	base map[string]entry
-	// seen is the store's revision (its newest version's position) at
-	// the last full pull.
-	seen int64
+	// seen is the store's revision (its newest version's id) at the
+	// last full pull; "" before the first.
+	seen string
 }
 
 // entry is a memory as last synced: its id and content hash in the
@@ -93,18 +93,19 @@ func statOf(fi fs.FileInfo) fileStat {
 // listPage is how many memories one list read returns: a whole store.
 const listPage = store.MaxMemoriesPerStore + 1
 
-// revision returns the position of the store's newest version. Every
-// change of a memory records a version, and the store serializes the
-// writes of one store, so an unchanged revision is an unchanged store.
-func (d *Dir) revision(ctx context.Context, st Store) (int64, error) {
+// revision returns the id of the store's newest version ("none" for a
+// store without any). Every change of a memory records a version, and
+// the store serializes the writes of one store, so an unchanged revision
+// is an unchanged store.
+func (d *Dir) revision(ctx context.Context, st Store) (string, error) {
 	vs, err := st.ListMemoryVersions(ctx, d.StoreID, store.MemoryVersionQuery{ListQuery: store.ListQuery{Desc: true, Limit: 1}})
 	if err != nil {
-		return 0, fmt.Errorf("read memory store %s: %w", d.StoreID, err)
+		return "", fmt.Errorf("read memory store %s: %w", d.StoreID, err)
 	}
 	if len(vs) == 0 {
-		return 0, nil
+		return "none", nil
 	}
-	return vs[0].Pos, nil
+	return vs[0].Value.ID, nil
 }
 
 // remote lists the store's memories (without content) by path.

@@ -11,6 +11,7 @@ import (
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox/nofollow"
 )
 
@@ -114,17 +115,19 @@ func (d *Dir) save(ctx context.Context, st Store, memPath, content, sha string, 
 	w := store.MemoryWrite{StoreID: d.StoreID, VersionID: ids.New(ids.MemoryVersion), Content: &content, Actor: &actor, At: time.Now()}
 	b, known := d.base[memPath]
 	var err error
+	var m ma.Memory
 	if known {
 		w.MemoryID, w.IfSHA256 = b.id, b.sha
-		_, err = st.UpdateMemory(ctx, w)
+		m, err = st.UpdateMemory(ctx, w)
 	} else {
 		w.MemoryID, w.Path = ids.New(ids.Memory), &memPath
-		_, err = st.CreateMemory(ctx, w)
+		m, err = st.CreateMemory(ctx, w)
 	}
 	var conflict *store.PathConflictError
 	switch {
 	case err == nil:
-		d.base[memPath] = entry{id: w.MemoryID, sha: sha, stat: statOf(fi)}
+		// The store's id: over HTTP the server names a new memory.
+		d.base[memPath] = entry{id: m.ID, sha: sha, stat: statOf(fi)}
 		return "", nil
 	case errors.Is(err, store.ErrPrecondition), errors.Is(err, store.ErrNotFound), errors.As(err, &conflict) && conflict.MemoryPath == memPath:
 		// Changed in the store meanwhile: the store wins at the next pull.

@@ -1,6 +1,6 @@
 // Package secret makes and hashes the long-lived bearer secrets reins
-// issues (API keys, environment keys, machine tokens) and stores only by
-// hash.
+// issues (API keys, environment keys, machine tokens, sessions tokens) and
+// stores only by hash.
 package secret
 
 import (
@@ -16,6 +16,11 @@ const (
 	EnvironmentKeyPrefix = "reins_ek_"
 	MachineTokenPrefix   = "reins_mt_"
 )
+
+// SessionsTokenPrefix starts the sessions tokens the work queue hands to
+// pull workers in a work item's secret: the credential of one session's
+// work (see store.SessionTokens).
+const SessionsTokenPrefix = "reins_st_"
 
 // Hash returns the form in which a secret is stored and looked up: hex
 // SHA-256. The secrets reins makes carry at least 128 random bits, so a

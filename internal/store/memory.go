@@ -91,6 +91,11 @@ type MemoryStores interface {
 	// path and records who redacted it and when (once: redacting again
 	// changes nothing).
 	RedactMemoryVersion(ctx context.Context, storeID, id string, by *ma.Actor, at time.Time) (ma.MemoryVersion, error)
+	// PruneMemoryVersions deletes, in every store, the versions recorded
+	// before the time given that are not their memory's latest (a
+	// memory's latest version is always kept, a deleted memory's too),
+	// at most limit of them, and returns how many it deleted.
+	PruneMemoryVersions(ctx context.Context, before time.Time, limit int) (int64, error)
 }
 
 // MemoryWrite is one change of a memory.

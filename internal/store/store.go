@@ -50,6 +50,7 @@ type Store interface {
 	Work
 	Vaults
 	MemoryStores
+	Dreams
 	Agents
 	Environments
 	Sessions
@@ -60,6 +61,7 @@ type Store interface {
 	ToolCalls
 	Idempotency
 	RepositoryTokens
+	SessionTokens
 	Workspaces
 	KeyAdmin
 	Audit

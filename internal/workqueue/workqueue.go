@@ -6,6 +6,8 @@ package workqueue
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/secret"
 	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/store"
 )
@@ -89,6 +92,8 @@ type Store interface {
 	// ExpiredWork returns the items whose lease expired before now.
 	ExpiredWork(ctx context.Context, now time.Time) ([]store.WorkItem, error)
 	WorkStats(ctx context.Context, environmentID string) (store.WorkStats, error)
+	// CreateSessionToken stores the hash of a sessions token.
+	CreateSessionToken(ctx context.Context, t store.SessionToken) error
 }
 
 // Service is the work queue of every self-hosted environment.
@@ -150,9 +155,28 @@ func (s *Service) Enqueue(ctx context.Context, envID, sessionID string, meta map
 	return w, nil
 }
 
-// Poll hands out the oldest available item, waiting up to block for one;
-// nil when there is none.
-func (s *Service) Poll(ctx context.Context, envID, worker string, block, reclaim time.Duration) (*store.WorkItem, error) {
+// Claim is an item a poll handed out, with its work secret.
+type Claim struct {
+	store.WorkItem
+	// Secret is the item's work secret, as the official workers read it:
+	// URL-safe base64 (no padding) of the JSON object {"sessions_token":
+	// "reins_st_…"}. The sessions token is new at each hand-out and
+	// stored by hash only; the workers use it as their credential for
+	// the item's work (its session, the item, the session's memory
+	// stores).
+	Secret string
+}
+
+// workSecret is the JSON object a work secret encodes.
+type workSecret struct {
+	SessionsToken string `json:"sessions_token"`
+}
+
+// Poll hands out the oldest available item, waiting up to block for one,
+// with a new sessions token in its secret; nil when there is none. keyID
+// is the environment key that polls ("" for another credential): its
+// revocation ends the token.
+func (s *Service) Poll(ctx context.Context, envID, worker, keyID string, block, reclaim time.Duration) (*Claim, error) {
 	s.seen(envID, worker)
 	var sub *bus.Sub
 	var deadline <-chan time.Time
@@ -172,7 +196,11 @@ func (s *Service) Poll(ctx context.Context, envID, worker string, block, reclaim
 				return nil, err
 			}
 			if !served {
-				return &w, nil
+				sec, err := s.issueSecret(ctx, w, keyID)
+				if err != nil {
+					return nil, err
+				}
+				return &Claim{WorkItem: w, Secret: sec}, nil
 			}
 			// An item enqueued before an executor took the session.
 			if _, err := s.Retire(ctx, w.SessionID); err != nil {
@@ -194,6 +222,23 @@ func (s *Service) Poll(ctx context.Context, envID, worker string, block, reclaim
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// issueSecret makes the secret of a hand-out of w to a poll with the
+// environment key keyID: a new sessions token for w's session, whose hash
+// it stores.
+func (s *Service) issueSecret(ctx context.Context, w store.WorkItem, keyID string) (string, error) {
+	token, hash := secret.New(secret.SessionsTokenPrefix)
+	err := s.st.CreateSessionToken(ctx, store.SessionToken{Hash: hash, SessionID: w.SessionID, WorkID: w.ID,
+		EnvironmentID: w.EnvironmentID, EnvironmentKeyID: keyID, CreatedAt: time.Now().UTC()})
+	if err != nil {
+		return "", fmt.Errorf("issue the sessions token of work %s: %w", w.ID, err)
+	}
+	payload, err := json.Marshal(workSecret{SessionsToken: token})
+	if err != nil {
+		return "", fmt.Errorf("encode the secret of work %s: %w", w.ID, err)
+	}
+	return base64.RawURLEncoding.EncodeToString(payload), nil
 }
 
 func (s *Service) seen(envID, worker string) {

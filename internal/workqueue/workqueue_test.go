@@ -2,8 +2,11 @@ package workqueue
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,8 +15,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/secret"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	ma "github.com/reinsdev/reins/managedagents"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -74,7 +79,7 @@ func TestLeaseLapsesAfterTTL(t *testing.T) {
 		if again, _ := q.Enqueue(ctx, "env_1", "sesn_1", nil); again.ID != w.ID {
 			t.Fatal("a session with open work got a second item")
 		}
-		if got, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim); err != nil || got == nil || got.ID != w.ID {
+		if got, err := q.Poll(ctx, "env_1", "worker-a", "", 0, DefaultReclaim); err != nil || got == nil || got.ID != w.ID {
 			t.Fatalf("poll: %+v %v", got, err)
 		}
 		if _, err := q.Ack(ctx, "env_1", w.ID); err != nil {
@@ -114,7 +119,7 @@ func TestLeaseLapsesAfterTTL(t *testing.T) {
 			t.Fatalf("stale heartbeat: %v", err)
 		}
 		// Another worker takes it.
-		if got, err := q.Poll(ctx, "env_1", "worker-b", 0, DefaultReclaim); err != nil || got == nil || got.ClaimedBy != "worker-b" {
+		if got, err := q.Poll(ctx, "env_1", "worker-b", "", 0, DefaultReclaim); err != nil || got == nil || got.ClaimedBy != "worker-b" {
 			t.Fatalf("second poll: %+v %v", got, err)
 		}
 	})
@@ -124,9 +129,9 @@ func TestLongPollWakesOnEnqueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		q, _, _ := newService(t)
-		got := make(chan *store.WorkItem, 1)
+		got := make(chan *Claim, 1)
 		go func() {
-			w, _ := q.Poll(ctx, "env_1", "w", 900*time.Millisecond, DefaultReclaim)
+			w, _ := q.Poll(ctx, "env_1", "w", "", 900*time.Millisecond, DefaultReclaim)
 			got <- w
 		}()
 		time.Sleep(100 * time.Millisecond)
@@ -140,7 +145,7 @@ func TestLongPollWakesOnEnqueue(t *testing.T) {
 		}
 		// An empty long poll answers nil after block.
 		start := time.Now()
-		if p, err := q.Poll(ctx, "env_1", "w", 900*time.Millisecond, DefaultReclaim); p != nil || err != nil || time.Since(start) != 900*time.Millisecond {
+		if p, err := q.Poll(ctx, "env_1", "w", "", 900*time.Millisecond, DefaultReclaim); p != nil || err != nil || time.Since(start) != 900*time.Millisecond {
 			t.Fatalf("empty poll: %+v %v after %s", p, err, time.Since(start))
 		}
 	})
@@ -188,10 +193,10 @@ func TestExecutorSessionsAreNeverOffered(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Claimed by one worker before the executor took its session.
-	if got, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim); err != nil || got == nil || got.ID != polled.ID {
+	if got, err := q.Poll(ctx, "env_1", "worker-a", "", 0, DefaultReclaim); err != nil || got == nil || got.ID != polled.ID {
 		t.Fatalf("first poll: %+v %v", got, err)
 	}
-	if got, err := q.Poll(ctx, "env_1", "worker-a", 0, DefaultReclaim); err != nil || got == nil || got.ID != claimed.ID {
+	if got, err := q.Poll(ctx, "env_1", "worker-a", "", 0, DefaultReclaim); err != nil || got == nil || got.ID != claimed.ID {
 		t.Fatalf("second poll: %+v %v", got, err)
 	}
 	ss.setExecutor("sesn_polled")
@@ -199,7 +204,7 @@ func TestExecutorSessionsAreNeverOffered(t *testing.T) {
 	if _, err := q.Ack(ctx, "env_1", claimed.ID); !errors.Is(err, ErrConflict) {
 		t.Fatalf("ack of an executor's session: %v, want a conflict", err)
 	}
-	if got, err := q.Poll(ctx, "env_1", "worker-b", 0, 0); err != nil || got != nil {
+	if got, err := q.Poll(ctx, "env_1", "worker-b", "", 0, 0); err != nil || got != nil {
 		t.Fatalf("poll offered %+v (%v); every queued session is an executor's", got, err)
 	}
 	for _, id := range []string{polled.ID, claimed.ID} {
@@ -253,5 +258,56 @@ func TestConcurrentEnqueue(t *testing.T) {
 	list, err := st.ListWork(ctx, "env_1", store.ListQuery{Limit: 100})
 	if err != nil || len(list) != rounds {
 		t.Fatalf("%d items for %d sessions (%v)", len(list), rounds, err)
+	}
+}
+
+// TestPollIssuesSessionsToken: each hand-out of an item carries a secret
+// that the official workers decode (URL-safe base64 of a JSON object) into
+// a new sessions token; the store keeps only the token's hash, which names
+// the session, the item, its environment and the key that polled. A reclaimed item's earlier
+// token stays valid.
+func TestPollIssuesSessionsToken(t *testing.T) {
+	ctx := context.Background()
+	q, _, st := newService(t)
+	ts := ma.Time(time.Now())
+	if _, err := st.CreateSession(ctx, ma.Session{ID: "sesn_1", Type: "session", Status: ma.StatusIdle, EnvironmentID: "env_1",
+		CreatedAt: ts, UpdatedAt: ts, Metadata: ma.Metadata{}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	w, err := q.Enqueue(ctx, "env_1", "sesn_1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(c *Claim, keyID string) string {
+		t.Helper()
+		raw, err := base64.RawURLEncoding.DecodeString(c.Secret)
+		var payload map[string]string
+		if err != nil || json.Unmarshal(raw, &payload) != nil || len(payload) != 1 || !strings.HasPrefix(payload["sessions_token"], secret.SessionsTokenPrefix) {
+			t.Fatalf("secret %q decodes to %s (%v)", c.Secret, raw, err)
+		}
+		tok, err := st.SessionTokenByHash(ctx, secret.Hash(payload["sessions_token"]))
+		if err != nil || tok.SessionID != "sesn_1" || tok.WorkID != w.ID || tok.EnvironmentID != "env_1" || tok.EnvironmentKeyID != keyID {
+			t.Fatalf("stored token %+v %v", tok, err)
+		}
+		if strings.Contains(string(raw), tok.Hash) {
+			t.Fatal("the secret carries the stored hash")
+		}
+		return payload["sessions_token"]
+	}
+	first, err := q.Poll(ctx, "env_1", "worker-a", "ekey_a", 0, DefaultReclaim)
+	if err != nil || first == nil || first.ID != w.ID {
+		t.Fatalf("poll: %+v %v", first, err)
+	}
+	a := token(first, "ekey_a")
+	// Reclaimed at once (no reclaim window): another hand-out, another token.
+	second, err := q.Poll(ctx, "env_1", "worker-b", "ekey_b", 0, 0)
+	if err != nil || second == nil || second.ID != w.ID {
+		t.Fatalf("reclaim: %+v %v", second, err)
+	}
+	if b := token(second, "ekey_b"); b == a {
+		t.Fatal("two hand-outs got the same token")
+	}
+	if _, err := st.SessionTokenByHash(ctx, secret.Hash(a)); err != nil {
+		t.Fatalf("the first hand-out's token after a reclaim: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -378,5 +379,64 @@ func testMemoryRace(t *testing.T, s store.Store) {
 				}
 			}
 		}
+	}
+}
+
+// testMemoryRetention: pruning deletes the versions older than the
+// bound, but never a memory's latest (a deleted memory's "deleted"
+// version included), in batches of the limit given.
+func testMemoryRetention(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	ms := newMemoryStore(t, ctx, s, "retention")
+	old := time.Now().Add(-48 * time.Hour)
+	write := func(w store.MemoryWrite) store.MemoryWrite { w.At = old; return w }
+	p, c := "/a.md", "one"
+	a, err := s.CreateMemory(ctx, write(memWrite(ms.ID, ids.New(ids.Memory), &p, &c)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{"two", "three"} {
+		if _, err := s.UpdateMemory(ctx, write(memWrite(ms.ID, a.ID, nil, &body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p2, c2 := "/gone.md", "x"
+	g, err := s.CreateMemory(ctx, write(memWrite(ms.ID, ids.New(ids.Memory), &p2, &c2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMemory(ctx, write(memWrite(ms.ID, g.ID, nil, nil))); err != nil {
+		t.Fatal(err)
+	}
+	recent := "four, today"
+	if _, err := s.UpdateMemory(ctx, memWrite(ms.ID, a.ID, nil, &recent)); err != nil {
+		t.Fatal(err)
+	}
+	// Versions: a created, two, three (old), four (today); gone created (old), deleted (old).
+	bound := time.Now().Add(-24 * time.Hour)
+	n, err := s.PruneMemoryVersions(ctx, bound, 2)
+	if err != nil || n != 2 {
+		t.Fatalf("first batch: %d %v", n, err)
+	}
+	n, err = s.PruneMemoryVersions(ctx, bound, 2)
+	if err != nil || n != 2 {
+		t.Fatalf("second batch: %d %v", n, err)
+	}
+	if n, err := s.PruneMemoryVersions(ctx, bound, 2); err != nil || n != 0 {
+		t.Fatalf("third batch: %d %v", n, err)
+	}
+	vs, err := s.ListMemoryVersions(ctx, ms.ID, store.MemoryVersionQuery{ListQuery: store.ListQuery{Limit: 100}, Full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.Value.Operation+" "+*v.Value.Path)
+	}
+	if want := []string{"deleted /gone.md", "modified /a.md"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("kept %v, want %v", got, want)
+	}
+	if *vs[1].Value.Content != recent {
+		t.Fatalf("kept the wrong version of /a.md: %q", *vs[1].Value.Content)
 	}
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Idempotency", testIdempotency},
 		{"IdempotentCreates", testIdempotentCreates},
 		{"RepositoryTokens", testRepositoryTokens},
+		{"SessionTokens", testSessionTokens},
 		{"WorkspaceScoping", testWorkspaceScoping},
 		{"Workspaces", testWorkspaces},
 		{"KeyAdmin", testKeyAdmin},
@@ -68,6 +69,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Memories", testMemories},
 		{"MemoryVersions", testMemoryVersions},
 		{"MemoryRace", testMemoryRace},
+		{"MemoryRetention", testMemoryRetention},
+		{"Dreams", testDreams},
+		{"DreamConflicts", testDreamConflicts},
+		{"DreamClaims", testDreamClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -266,6 +266,26 @@ func scopedKinds() []scoped {
 			},
 		},
 		{
+			name: "dream",
+			create: func(t *testing.T, s store.Store, ctx context.Context) string {
+				d := newDream("memstore_scoped", false, time.Now())
+				must(t, s.CreateDream(ctx, d))
+				return d.ID
+			},
+			get: func(s store.Store, ctx context.Context, id string) error {
+				_, err := s.GetDream(ctx, id)
+				return err
+			},
+			list: func(s store.Store, ctx context.Context) ([]string, error) {
+				items, err := s.ListDreams(ctx, store.DreamQuery{ListQuery: all})
+				return dreamIDs(items), err
+			},
+			update: func(s store.Store, ctx context.Context, id string) error {
+				_, err := s.UpdateDream(ctx, id, func(d *store.Dream) error { d.Status = ma.DreamRunning; return nil })
+				return err
+			},
+		},
+		{
 			name: "machine",
 			create: func(t *testing.T, s store.Store, ctx context.Context) string {
 				m := store.Machine{ID: ids.New("mach_"), Name: "m", EnvironmentIDs: []string{"env_a"}, Hash: ids.New("hash_"), CreatedAt: time.Now()}

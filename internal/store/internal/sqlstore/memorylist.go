@@ -202,3 +202,11 @@ func (s *Store) RedactMemoryVersion(ctx context.Context, storeID, id string, by 
 	})
 	return out, err
 }
+
+// PruneMemoryVersions implements store.MemoryStores.
+func (s *Store) PruneMemoryVersions(ctx context.Context, before time.Time, limit int) (int64, error) {
+	return s.exec(ctx, `DELETE FROM memory_versions WHERE pos IN (
+		SELECT v.pos FROM memory_versions v
+		WHERE v.created_at < ? AND v.pos < (SELECT MAX(w.pos) FROM memory_versions w WHERE w.memory_id = v.memory_id)
+		ORDER BY v.pos LIMIT ?)`, before.UnixNano(), limit)
+}

@@ -125,7 +125,7 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 			return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
 		}
 		// The tables that hold rows of a session go with it.
-		for _, table := range []string{"running_tools", "session_leases", "session_workspaces", "tool_calls", "idempotency_keys", "repository_tokens", "session_threads", "session_memory_stores", "events"} {
+		for _, table := range []string{"running_tools", "session_leases", "session_workspaces", "tool_calls", "idempotency_keys", "repository_tokens", "session_tokens", "session_threads", "session_memory_stores", "events"} {
 			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE session_id = ?`, id); err != nil {
 				return fmt.Errorf("deleting the session's %s: %w", table, err)
 			}
