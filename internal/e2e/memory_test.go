@@ -31,13 +31,16 @@ const (
 	// whose other packages load the machine and delay the collector; 860
 	// to 882 MiB before the budgets).
 	largeEventPeakRSS = 560 << 20
-	// largeEventSettledRSS is what the server's RSS must come back under,
-	// within largeEventSettle of the last request: its RSS at start (63
-	// MiB, 59 of them the binary's pages), the two decoded copies of the
-	// message its session's runner keeps until it exits (60 MiB, 30 s
-	// after the turn), and slack (measured 157 to 190 MiB within a second;
-	// 369 to 491 MiB 10 to 20 s after, before the budgets).
-	largeEventSettledRSS = 200 << 20
+	// largeEventSettledGrowth is how far above its RSS at start the
+	// server's RSS must come back, within largeEventSettle of the last
+	// request: the two decoded copies of the message its session's runner
+	// keeps until it exits (60 MiB, 30 s after the turn) and slack
+	// (measured 157 to 190 MiB within a second from a start of 63 MiB;
+	// 369 to 491 MiB 10 to 20 s after, before the budgets). It is counted
+	// from the start, not from zero: the start is mostly the binary's
+	// pages (59 of 63 MiB then, 76 MiB on 2026-12-06), which grow with
+	// every feature and say nothing of what a request leaves behind.
+	largeEventSettledGrowth = 137 << 20
 	largeEventSettle     = 10 * time.Second
 )
 
@@ -45,7 +48,8 @@ const (
 // child process, streams it to 10 SSE clients at once and lists it with
 // the SDK's auto-pager, sampling the child's RSS (the test's own memory is
 // not measured). The peak must stay under largeEventPeakRSS, and the RSS
-// must come back under largeEventSettledRSS once the requests are done.
+// must come back under its start plus largeEventSettledGrowth once the
+// requests are done.
 func TestLargeEventMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a child process")
@@ -60,7 +64,9 @@ func TestLargeEventMemory(t *testing.T) {
 	pid := c.cmd.Process.Pid
 	rss := newRSSSampler(pid)
 	defer rss.stop()
-	t.Logf("RSS at start: %d MiB", rss.current()>>20)
+	start := rss.current()
+	largeEventSettledRSS := start + largeEventSettledGrowth
+	t.Logf("RSS at start: %d MiB", start>>20)
 
 	var agent ma.Agent
 	if _, err := call(c.url, key, "POST", "/v1/agents", map[string]any{"name": "memory", "model": "scripted"}, &agent); err != nil {
