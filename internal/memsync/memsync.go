@@ -161,12 +161,16 @@ func (d *Dir) Pull(ctx context.Context, st Store) (problems []string, err error)
 		return nil, err
 	}
 	defer root.Close()
-	if d.base == nil {
+	fresh := d.base == nil
+	if fresh {
 		d.base = map[string]entry{}
 	}
 	dirs := &dirCache{root: root, owner: d.Owner, open: map[string]*os.Root{}}
 	defer dirs.close()
 	problems, err = d.apply(ctx, st, dirs, remote)
+	if err == nil && fresh {
+		problems = append(problems, d.prune(root, remote)...)
+	}
 	if err == nil && len(problems) == 0 {
 		d.seen = rev // else the next pull tries again
 	}
@@ -207,6 +211,30 @@ func (d *Dir) apply(ctx context.Context, st Store, dirs *dirCache, remote map[st
 		}
 	}
 	return problems, nil
+}
+
+// prune removes the files the store does not hold, at a directory's first
+// pull: a directory left from an earlier placement (before a restart, on
+// another replica) may hold files whose memories were deleted since, and
+// its own unsaved writes were cut off with the tool call that made them
+// (the model was told it may or may not have run). The store is the
+// truth.
+func (d *Dir) prune(root *os.Root, remote map[string]ma.Memory) (problems []string) {
+	var gone []string
+	nofollow.Walk(root, walkBounds, func(_ *os.Root, _, p string, de fs.DirEntry) error {
+		if !de.IsDir() {
+			if _, ok := remote["/"+p]; !ok {
+				gone = append(gone, p)
+			}
+		}
+		return nil
+	})
+	for _, p := range gone {
+		if err := root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			problems = append(problems, fmt.Sprintf("%s/%s is not in the memory store but could not be removed here: %v.", d.Mount, p, err))
+		}
+	}
+	return problems
 }
 
 // same reports whether the file at memory path p has content sha (a

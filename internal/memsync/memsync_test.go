@@ -242,3 +242,39 @@ func TestDirectoryInTheWay(t *testing.T) {
 		t.Fatalf("a.md holds %q", got)
 	}
 }
+
+// TestFreshPullPrunes: a directory's first pull (after a restart, or on
+// another replica) makes it the store: a file whose memory was deleted
+// meanwhile is removed, not pushed back; a file the store holds as it is
+// stays.
+func TestFreshPullPrunes(t *testing.T) {
+	ctx := context.Background()
+	st, sid := newStore(t)
+	put(t, st, sid, "/a.md", "kept\n")
+	put(t, st, sid, "/gone.md", "deleted later\n")
+	d := newDir(t, sid, "sesn_a")
+	if _, err := d.Pull(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	items, _ := st.ListMemories(ctx, sid, store.MemoryQuery{Limit: 10})
+	for _, it := range items {
+		if it.Memory.Path == "/gone.md" {
+			if err := st.DeleteMemory(ctx, store.MemoryWrite{StoreID: sid, MemoryID: it.Memory.ID, VersionID: ids.New(ids.MemoryVersion), At: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	again := &Dir{StoreID: sid, Path: d.Path, Mount: d.Mount, Actor: d.Actor} // the state of d is lost
+	if p, err := again.Pull(ctx, st); err != nil || len(p) > 0 {
+		t.Fatalf("pull: %v %v", p, err)
+	}
+	if _, err := os.Stat(filepath.Join(d.Path, "gone.md")); !os.IsNotExist(err) {
+		t.Fatalf("gone.md is still there: %v", err)
+	}
+	if p, err := again.Push(ctx, st); err != nil || len(p) > 0 {
+		t.Fatalf("push: %v %v", p, err)
+	}
+	if got := contents(t, st, sid); !equal(got, map[string]string{"/a.md": "kept\n"}) {
+		t.Fatalf("store holds %v", got)
+	}
+}
