@@ -78,7 +78,6 @@ func TestConsoleDreams(t *testing.T) {
 		waitJS(fmt.Sprintf(`document.querySelector(%q)?.dataset.status === "running"`, longSel)),
 		waitJS(textIn(longSel+" td:nth-child(4)", "updates the input")),
 		waitJS(fmt.Sprintf(`[...document.querySelectorAll(%q)].map(b => b.textContent).join() === "Cancel"`, longSel+" button")))
-	shot(t, ctx, "dreams")
 	run(t, ctx, "cancel: no",
 		chromedp.Click(chromedp.CSS(longSel+" button.danger")), waitJS(shown("dialog.confirm")),
 		chromedp.Click(chromedp.CSS(`dialog.confirm button:not(.danger)`)), waitJS(`!document.querySelector("dialog")`))
