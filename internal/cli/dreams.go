@@ -159,7 +159,7 @@ follow it with ` + "`reins dreams watch`" + `.`,
 	fl.StringVar(&f.store, "store", "", "the memory store the dream reads (memstore_…)")
 	fl.StringArrayVar(&f.sessions, "session", nil, "a session whose transcript the dream reads (repeatable, 1 to 100)")
 	fl.StringVar(&f.model, "model", "", "the model that runs the dream, as an agent's (e.g. claude-sonnet-4-6)")
-	fl.StringVar(&f.instructions, "instructions", "", "what to steer the dream with (up to 4,096 characters): TEXT, @FILE or @- for stdin")
+	fl.StringVar(&f.instructions, "instructions", "", "what to steer the dream with (up to 4,096 characters): TEXT, @FILE, @- for stdin, or @@TEXT for TEXT starting with @")
 	fl.BoolVar(&f.updateExisting, "update-existing", false, "write the result into the input store instead of a new one")
 	_ = cmd.MarkFlagRequired("store")
 	_ = cmd.MarkFlagRequired("model")

@@ -52,7 +52,8 @@ func dreamField(t *testing.T, s *testServer, id, field string) any {
 // completed dream refused with the API's message, archive. A second dream
 // (--update-existing, "@@" for a leading @) sleeps: archive is refused while it
 // runs, watch shows it running and ends with exit status 1 when it is
-// canceled. watch -o json writes one JSON object a line, the dream last.
+// canceled. watch -o json writes one JSON object a line, the dream last. A
+// dream whose model fails ends watch with exit status 1 and its error.
 func TestDreamsCLI(t *testing.T) {
 	s := startServer(t)
 	store, sessions := dreamInputs(t, s)
@@ -148,6 +149,16 @@ func TestDreamsCLI(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("watch did not end when the dream was canceled")
 	}
+
+	// A dream whose model fails: watch shows the session's error.
+	r = s.run(t, "dreams", "create", "--store", store, "--session", sessions[1], "--model", "scripted", "--instructions", "@@fail overloaded").must(t)
+	failing := regexp.MustCompile(`drm_\w+`).FindString(r.stdout)
+	if w := s.run(t, "dreams", "watch", failing); w.code() != 1 || !strings.Contains(w.err.Error(), "the dream failed") {
+		t.Errorf("watch of a failing dream: code %d, err %v", w.code(), w.err)
+	} else {
+		assertContains(t, w.stdout, "dream "+failing+" failed: model_overloaded_error: ")
+	}
+	assertContains(t, s.run(t, "dreams", "get", failing).must(t).stdout, "error:", "model_overloaded_error")
 
 	// Errors a person can act on.
 	if r := s.run(t, "dreams", "create", "--store", store, "--model", "scripted"); r.err == nil || !strings.Contains(r.err.Error(), "--session is required") {
