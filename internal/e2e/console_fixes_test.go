@@ -60,6 +60,14 @@ func TestConsolePagesClean(t *testing.T) {
 	if _, err := call(s.url, s.key, "POST", "/v1/vaults", map[string]any{"display_name": "team"}, &v); err != nil {
 		t.Fatal(err)
 	}
+	ms, err := s.client.Beta.MemoryStores.New(context.Background(), anthropic.BetaMemoryStoreNewParams{Name: "notes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := s.client.Beta.MemoryStores.Memories.New(context.Background(), ms.ID, anthropic.BetaMemoryStoreMemoryNewParams{Path: "/a/b.md", Content: anthropic.String("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	run(t, ctx, "signed out", chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`input[name="api-key"]`)))
 	if evalJS[bool](t, ctx, shown("#nav")) || evalJS[bool](t, ctx, shown("#signout")) {
@@ -80,14 +88,17 @@ func TestConsolePagesClean(t *testing.T) {
 		{"#/environments/" + self, textIn("main", "Queue depth")},
 		{"#/vaults", textIn("main table", "team")},
 		{"#/vaults/" + v.ID, textIn("main h2", "Credentials") + ` && !!document.querySelector("main table")`},
+		{"#/memory", textIn("main table", "notes")},
+		{"#/memory/" + ms.ID, textIn(".mem-tree", "a/") + ` && ` + textIn(".changes", "created")},
+		{"#/memory/" + ms.ID + "/" + mem.ID, textIn(".mem-content", "hi") + ` && ` + textIn(".mem-diff", "nothing to compare")},
 		{"#/keys", textIn("main table", "active")},
 	}
 	for _, p := range pages {
 		run(t, ctx, p.hash, chromedp.Navigate(base+p.hash), waitJS(p.ready))
 		settled(t, ctx, tb, p.hash)
-		if p.hash == "#/agents" {
+		if p.hash == "#/agents" || strings.HasPrefix(p.hash, "#/memory") {
 			if txt := textOf(t, ctx, "main"); strings.Contains(txt, "null") {
-				t.Errorf("the agents page shows %q", txt)
+				t.Errorf("the page %s shows %q", p.hash, txt)
 			}
 		}
 	}

@@ -357,3 +357,62 @@ func httpDo(req *http.Request) (int, error) {
 	resp.Body.Close()
 	return resp.StatusCode, nil
 }
+
+// killable is a reins serve child process on a data directory of its
+// own, which a test kills (SIGKILL) and starts again on the same
+// directory, address and key.
+type killable struct {
+	*child
+	t                   *testing.T
+	bin, dir, addr, key string
+}
+
+// startKillable builds reins and starts a child with the key, skipping
+// the test under -short; the child is killed when the test ends.
+func startKillable(t *testing.T, key string) *killable {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and kills a child process")
+	}
+	bin, err := buildReins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &killable{t: t, bin: bin, dir: t.TempDir(), addr: freeAddr(t), key: key}
+	k.child = startChild(t, bin, k.dir, k.addr, key)
+	t.Cleanup(func() { k.kill() })
+	return k
+}
+
+// restart kills the child and starts another on its directory.
+func (k *killable) restart() {
+	k.t.Helper()
+	k.kill()
+	k.start()
+}
+
+// start starts a child on the directory (after a kill).
+func (k *killable) start() {
+	k.t.Helper()
+	k.child = startChild(k.t, k.bin, k.dir, k.addr, k.key)
+}
+
+// do is call with the child's URL and key.
+func (k *killable) do(method, path string, body, out any) {
+	k.t.Helper()
+	if _, err := call(k.url, k.key, method, path, body, out); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// toolAgentInCloud creates an agent of the scripted model with the agent
+// toolset and a cloud environment.
+func (k *killable) toolAgentInCloud() (ma.Agent, ma.Environment) {
+	k.t.Helper()
+	var agent ma.Agent
+	k.do("POST", "/v1/agents", map[string]any{"name": "tools", "model": "scripted",
+		"tools": []any{map[string]any{"type": "agent_toolset_20260401"}}}, &agent)
+	var env ma.Environment
+	k.do("POST", "/v1/environments", map[string]any{"name": "cloud"}, &env)
+	return agent, env
+}

@@ -14,63 +14,39 @@ import (
 // file, and the store holds the memory with exactly one version, by the
 // session.
 func TestMemoryWriteSurvivesKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills a child process")
-	}
-	bin, err := buildReins()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataDir := t.TempDir()
-	key := "sk-reins-memory-crash-key"
-	addr := freeAddr(t)
-	c := startChild(t, bin, dataDir, addr, key)
-	defer func() { c.kill() }()
-
-	var agent ma.Agent
-	if _, err := call(c.url, key, "POST", "/v1/agents", map[string]any{"name": "memory", "model": "scripted",
-		"tools": []any{map[string]any{"type": "agent_toolset_20260401"}}}, &agent); err != nil {
-		t.Fatal(err)
-	}
-	var env ma.Environment
-	if _, err := call(c.url, key, "POST", "/v1/environments", map[string]any{"name": "cloud"}, &env); err != nil {
-		t.Fatal(err)
-	}
-	var ms ma.MemoryStore
+	k := startKillable(t, "sk-reins-memory-crash-key")
+	agent, env := k.toolAgentInCloud()
 	memCall := func(method, path string, body, out any) (int, error) {
-		return callWith(c.url, method, path, body, out, func(h map[string]string) {
-			h["x-api-key"], h["anthropic-beta"] = key, "agent-memory-2026-07-22"
+		return callWith(k.url, method, path, body, out, func(h map[string]string) {
+			h["x-api-key"], h["anthropic-beta"] = k.key, "agent-memory-2026-07-22"
 		})
 	}
+	var ms ma.MemoryStore
 	if _, err := memCall("POST", "/v1/memory_stores", map[string]any{"name": "notes"}, &ms); err != nil {
 		t.Fatal(err)
 	}
 	var s ma.Session
-	if _, err := call(c.url, key, "POST", "/v1/sessions", map[string]any{"agent": agent.ID, "environment_id": env.ID,
-		"resources": []any{map[string]any{"type": "memory_store", "memory_store_id": ms.ID}}}, &s); err != nil {
-		t.Fatal(err)
-	}
+	k.do("POST", "/v1/sessions", map[string]any{"agent": agent.ID, "environment_id": env.ID,
+		"resources": []any{map[string]any{"type": "memory_store", "memory_store_id": ms.ID}}}, &s)
 	say := func(text string) {
 		t.Helper()
-		body := map[string]any{"events": []any{map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": text}}}}}
-		if _, err := call(c.url, key, "POST", "/v1/sessions/"+s.ID+"/events", body, nil); err != nil {
-			t.Fatal(err)
-		}
+		k.do("POST", "/v1/sessions/"+s.ID+"/events", map[string]any{"events": []any{map[string]any{"type": "user.message",
+			"content": []any{map[string]any{"type": "text", "text": text}}}}}, nil)
+	}
+	events := func(typ string) func() bool {
+		return func() bool { return countEvents(t, k.url, k.key, s.ID, typ) >= 1 }
 	}
 	// The model answers the tool result slowly: the kill lands after the
 	// result is recorded, before the turn ends.
 	say(`@tool bash {"command":"echo learned > /mnt/memory/notes/lesson.md"}` + "\n@sleep 3s\n@then noted")
-	until(t, 30*time.Second, "the tool result", func() bool { return countEvents(t, c.url, key, s.ID, ma.EventAgentToolResult) == 1 })
-	c.kill()
-	c = startChild(t, bin, dataDir, addr, key)
-	until(t, 60*time.Second, "the turn's end", func() bool { return countEvents(t, c.url, key, s.ID, ma.EventStatusIdle) >= 1 })
+	until(t, 30*time.Second, "the tool result", events(ma.EventAgentToolResult))
+	k.restart()
+	until(t, 60*time.Second, "the turn's end", events(ma.EventStatusIdle))
 	say(`@tool bash {"command":"cat /mnt/memory/notes/lesson.md"}` + "\n@then read")
-	until(t, 60*time.Second, "the second turn", func() bool { return countEvents(t, c.url, key, s.ID, ma.EventStatusIdle) >= 2 })
+	until(t, 60*time.Second, "the second turn", func() bool { return countEvents(t, k.url, k.key, s.ID, ma.EventStatusIdle) >= 2 })
 
 	var evs struct{ Data []ma.Event }
-	if _, err := call(c.url, key, "GET", "/v1/sessions/"+s.ID+"/events?limit=100", nil, &evs); err != nil {
-		t.Fatal(err)
-	}
+	k.do("GET", "/v1/sessions/"+s.ID+"/events?limit=100", nil, &evs)
 	var results []string
 	for _, e := range evs.Data {
 		if e.Type == ma.EventAgentToolResult {

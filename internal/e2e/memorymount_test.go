@@ -115,7 +115,15 @@ func TestMemoryMountsShared(t *testing.T) {
 	if !isErr || !strings.Contains(out, "written") || !strings.Contains(out, "/mnt/memory/team-notes/big.md was not saved to the memory store: it is over the limit of a memory") {
 		t.Fatalf("a 101 kB memory: error=%v %q", isErr, out)
 	}
-	list, err := c.Memories.List(ctx, ms.ID, anthropic.BetaMemoryStoreMemoryListParams{})
+	if got := s.memoryPaths(t, ms.ID); got != "/notes.md,/readme.md" {
+		t.Fatalf("store holds %s", got)
+	}
+}
+
+// memoryPaths lists the paths of a store's memories, comma-separated.
+func (s *server) memoryPaths(t *testing.T, storeID string) string {
+	t.Helper()
+	list, err := s.client.Beta.MemoryStores.Memories.List(context.Background(), storeID, anthropic.BetaMemoryStoreMemoryListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +131,5 @@ func TestMemoryMountsShared(t *testing.T) {
 	for _, m := range list.Data {
 		paths = append(paths, m.Path)
 	}
-	if strings.Join(paths, ",") != "/notes.md,/readme.md" {
-		t.Fatalf("store holds %v", paths)
-	}
+	return strings.Join(paths, ",")
 }

@@ -47,16 +47,8 @@ func TestMemorySyncOverHTTP(t *testing.T) {
 	if p, err := d.Push(ctx, st); err != nil || len(p) > 0 {
 		t.Fatalf("push: %v %v", p, err)
 	}
-	list, err := c.Memories.List(ctx, ms.ID, anthropic.BetaMemoryStoreMemoryListParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var paths []string
-	for _, m := range list.Data {
-		paths = append(paths, m.Path)
-	}
-	if strings.Join(paths, ",") != "/keep.md,/new.md" {
-		t.Fatalf("store holds %v", paths)
+	if got := s.memoryPaths(t, ms.ID); got != "/keep.md,/new.md" {
+		t.Fatalf("store holds %s", got)
 	}
 	// The store's change reaches the directory; a two-sided change keeps
 	// the store's.

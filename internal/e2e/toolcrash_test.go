@@ -15,38 +15,14 @@ import (
 // runs. After the restart the model is told the tool may or may not have
 // run, and the command is not started a second time.
 func TestToolCutOffByAKillIsNotRunAgain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills a child process")
-	}
-	bin, err := buildReins()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataDir := t.TempDir()
-	key := "sk-reins-tool-crash-key"
-	addr := freeAddr(t)
-	c := startChild(t, bin, dataDir, addr, key)
-	defer func() { c.kill() }()
-
-	var agent ma.Agent
-	if _, err := call(c.url, key, "POST", "/v1/agents", map[string]any{"name": "tools", "model": "scripted",
-		"tools": []any{map[string]any{"type": "agent_toolset_20260401"}}}, &agent); err != nil {
-		t.Fatal(err)
-	}
-	var env ma.Environment
-	if _, err := call(c.url, key, "POST", "/v1/environments", map[string]any{"name": "cloud"}, &env); err != nil {
-		t.Fatal(err)
-	}
+	k := startKillable(t, "sk-reins-tool-crash-key")
+	agent, env := k.toolAgentInCloud()
 	var s ma.Session
-	if _, err := call(c.url, key, "POST", "/v1/sessions", map[string]any{"agent": agent.ID, "environment_id": env.ID}, &s); err != nil {
-		t.Fatal(err)
-	}
+	k.do("POST", "/v1/sessions", map[string]any{"agent": agent.ID, "environment_id": env.ID}, &s)
 	script := `@tool bash {"command":"echo start >> ran.txt; (setsid sleep 1515 &); sleep 15"}` + "\n@then finished"
 	body := map[string]any{"events": []any{map[string]any{"type": "user.message", "content": []any{map[string]any{"type": "text", "text": script}}}}}
-	if _, err := call(c.url, key, "POST", "/v1/sessions/"+s.ID+"/events", body, nil); err != nil {
-		t.Fatal(err)
-	}
-	ran := filepath.Join(dataDir, "workspaces", env.ID, s.ID, "ran.txt")
+	k.do("POST", "/v1/sessions/"+s.ID+"/events", body, nil)
+	ran := filepath.Join(k.dir, "workspaces", env.ID, s.ID, "ran.txt")
 	starts := func() int {
 		b, _ := os.ReadFile(ran)
 		return strings.Count(string(b), "start")
@@ -65,7 +41,7 @@ func TestToolCutOffByAKillIsNotRunAgain(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	c.kill() // mid-tool
+	k.kill() // mid-tool
 	// Nothing the tool started outlives the server: its sandbox dies with
 	// it, setsid or not.
 	deadline = time.Now().Add(5 * time.Second)
@@ -75,7 +51,7 @@ func TestToolCutOffByAKillIsNotRunAgain(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	c = startChild(t, bin, dataDir, addr, key)
+	k.start()
 
 	var result, answer *ma.Event
 	deadline = time.Now().Add(30 * time.Second)
@@ -85,7 +61,7 @@ func TestToolCutOffByAKillIsNotRunAgain(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 		var evs struct{ Data []ma.Event }
-		if _, err := call(c.url, key, "GET", "/v1/sessions/"+s.ID+"/events?limit=100", nil, &evs); err != nil {
+		if _, err := call(k.url, k.key, "GET", "/v1/sessions/"+s.ID+"/events?limit=100", nil, &evs); err != nil {
 			t.Fatal(err)
 		}
 		for i := range evs.Data {

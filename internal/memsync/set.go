@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/store"
@@ -71,13 +72,21 @@ func (s *Set) Around(ctx context.Context, st Store, run func()) (notice string, 
 		return "[reins] The session's memory stores could not be brought up to date, so the tool did not run: " + err.Error(), false
 	}
 	run()
-	problems, err := s.Push(ctx, st)
+	// The push outlives an interrupt of the call: what it wrote before
+	// the cut is saved now, not at a next call that may never come.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	defer cancel()
+	problems, err := s.Push(pctx, st)
 	problems = append(gone, problems...)
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("What this call wrote under %s could not all be saved to the memory stores (%v); it is tried again after the next call.", memories.MountRoot, err))
 	}
 	return Notice(problems), true
 }
+
+// pushTimeout bounds the push after a tool call (the official worker
+// bounds its last flush the same).
+const pushTimeout = 30 * time.Second
 
 // Notice is the text that tells the model of problems ("" for none).
 func Notice(problems []string) string {

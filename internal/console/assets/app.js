@@ -8,6 +8,7 @@ import { sessionsPage, newSessionPage } from "./sessions.js";
 import { sessionPage } from "./session.js";
 import { agentsPage, agentPage, newAgentPage } from "./agents.js";
 import { environmentsPage, environmentPage, vaultsPage, vaultPage, keysPage } from "./configure.js";
+import { memoryStoresPage, memoryStorePage } from "./memory.js";
 
 const main = document.getElementById("main");
 // cleanup stops the page in view (its timers and streams); visit numbers
@@ -33,6 +34,9 @@ const routes = [
   [/^#\/environments$/, environmentsPage],
   [/^#\/vaults\/([^/]+)$/, vaultPage],
   [/^#\/vaults$/, vaultsPage],
+  [/^#\/memory\/([^/]+)\/([^/]+)$/, memoryStorePage],
+  [/^#\/memory\/([^/]+)$/, memoryStorePage],
+  [/^#\/memory$/, memoryStoresPage],
   [/^#\/keys$/, keysPage, "admin"],
   [/^#\/audit$/, auditPage, "admin"],
 ];
