@@ -13,8 +13,9 @@ import (
 // started from the form (a memory store whose name is markup, two
 // sessions picked, the scripted model, instructions that script the dream
 // agent) appears in the list and reaches completed with its output store
-// and its session, whose link opens the session's page with the dream
-// agent's work; a completed dream offers archive, not cancel. A running
+// (linked, as the input store is, to its memory page, which shows the
+// copied memories) and its session, whose link opens the session's page
+// with the dream agent's work; a completed dream offers archive, not cancel. A running
 // dream offers cancel, not archive; canceled from the page after a
 // confirmation, it offers archive; archived, it leaves the list and comes
 // back with "Include archived". Markup from the API stays text. A
@@ -54,6 +55,8 @@ func TestConsoleDreams(t *testing.T) {
 	run(t, ctx, "the completed row",
 		waitJS(textIn(rowSel+" td:nth-child(3)", markup)), waitJS(textIn(rowSel+" td:nth-child(3)", "2 sessions")),
 		waitJS(textIn(rowSel+" td:nth-child(4)", out)), waitJS(textIn(rowSel+" td:nth-child(4)", "(dream "+id+")")),
+		waitJS(fmt.Sprintf(`document.querySelector(%q).getAttribute("href") === "#/memory/%s"`, rowSel+" td:nth-child(4) a.store", out)),
+		waitJS(fmt.Sprintf(`document.querySelector(%q).getAttribute("href") === "#/memory/%s"`, rowSel+" td:nth-child(3) a.store", k.store)),
 		waitJS(fmt.Sprintf(`document.querySelector(%q).getAttribute("href") === "#/sessions/%s"`, rowSel+" a.dream-session", d.SessionID)),
 		waitJS(fmt.Sprintf(`[...document.querySelectorAll(%q)].map(b => b.textContent).join() === "Archive"`, rowSel+" button")),
 		chromedp.Click(chromedp.CSS(rowSel+" details.instructions summary")), waitJS(textIn(rowSel+" details.instructions pre", "<b>well</b>")))
@@ -62,6 +65,10 @@ func TestConsoleDreams(t *testing.T) {
 	}
 	settled(t, ctx, tb, "dreams")
 
+	run(t, ctx, "the output store's page",
+		chromedp.Click(chromedp.CSS(rowSel+" td:nth-child(4) a.store")), waitJS(textIn("main h1", "(dream "+id+")")),
+		waitJS(textIn(".mem-tree", "prefs/")),
+		chromedp.NavigateBack(), waitJS(textIn(rowSel+" .badge", "completed")))
 	run(t, ctx, "the dream's session",
 		chromedp.Click(chromedp.CSS(rowSel+" a.dream-session")), waitJS(textIn(".conn", "live")),
 		waitJS(textIn(".transcript", "Instructions from the person who started this dream")), waitJS(textIn(".transcript", "neovim")),

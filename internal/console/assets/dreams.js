@@ -1,5 +1,6 @@
 // Dreams: the list (live while a dream runs: status, inputs, output
-// store, the dream's session, usage, errors), the form that starts one
+// store, the dream's session, usage, errors; stores and sessions link to
+// their pages), the form that starts one
 // over a memory store and past sessions, and cancel and archive as the
 // API allows them (cancel while pending or running, archive once ended).
 // Every string from the API goes in as text (util.h).
@@ -54,10 +55,11 @@ export async function dreamsPage(main) {
     return stores;
   }
 
+  // storeCell links a memory store to its page.
   function storeCell(id) {
     if (!id) return h("span", { class: "muted" }, "—");
     const name = names.get(id);
-    return h("span", { class: "store" }, name ? h("span", {}, name) : null, h("div", { class: "id" }, id));
+    return h("a", { class: "store", href: `#/memory/${enc(id)}` }, name ? h("span", {}, name) : null, h("div", { class: "id" }, id));
   }
 
   function row(d) {
