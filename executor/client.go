@@ -156,18 +156,21 @@ type Client struct {
 	logger   *slog.Logger
 	own      *BuiltinSessions // the default sessions, closed when Run ends
 
-	mu       sync.Mutex // guards the fields below, up to turns
-	conn     *Conn      // the registered connection, or nil
-	sessions map[string]*clientSession
-	outbox   map[string]*outboxEntry // results not yet acknowledged, by tool_call_id
-	inAck    bool                    // the harness of conn accepts results in tool.call acks
-	unproven int                     // outbox entries sent in an ack on conn, awaiting a heartbeat
-	running  int
-	token    *Token
-	stopped  bool
-	err      error
-	kick     chan struct{} // wakes the result sender
-	prove    chan struct{} // asks for an early heartbeat (too many unproven results)
+	mu   sync.Mutex // guards the fields below, up to turns
+	conn *Conn      // the registered connection, or nil
+	// registering, while a connection's registration is in flight, is
+	// closed when it ends: Call waits for it.
+	registering chan struct{}
+	sessions    map[string]*clientSession
+	outbox      map[string]*outboxEntry // results not yet acknowledged, by tool_call_id
+	inAck       bool                    // the harness of conn accepts results in tool.call acks
+	unproven    int                     // outbox entries sent in an ack on conn, awaiting a heartbeat
+	running     int
+	token       *Token
+	stopped     bool
+	err         error
+	kick        chan struct{} // wakes the result sender
+	prove       chan struct{} // asks for an early heartbeat (too many unproven results)
 
 	turns agentTurns  // agent-end turns running
 	held  transcripts // sessions' transcripts (transcript_deltas)
@@ -282,8 +285,21 @@ func (c *Client) Stop() {
 // [ErrClientStopped] after the client ended.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	c.mu.Lock()
-	conn, stopped := c.conn, c.stopped || c.err != nil
+	conn, stopped, registering := c.conn, c.stopped || c.err != nil, c.registering
 	c.mu.Unlock()
+	if conn == nil && registering != nil && !stopped {
+		// The harness sends its first requests right after its answer
+		// to the registration: a handler of one may call before the
+		// client has recorded the connection.
+		select {
+		case <-registering:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		c.mu.Lock()
+		conn = c.conn
+		c.mu.Unlock()
+	}
 	if stopped {
 		return ErrClientStopped
 	}
@@ -477,7 +493,15 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	served := make(chan error, 1)
 	go func() { served <- conn.Serve(sctx) }() // owned: awaited below
 
+	registering := make(chan struct{})
+	c.mu.Lock()
+	c.registering = registering
+	c.mu.Unlock()
 	res, err := c.register(cctx, conn)
+	c.mu.Lock()
+	c.registering = nil
+	c.mu.Unlock()
+	close(registering)
 	if err != nil {
 		var re *RPCError
 		if errors.As(err, &re) {
