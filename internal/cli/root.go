@@ -39,6 +39,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand(), newKeysCommand(), newWorkspacesCommand(), newAgentsCommand(), newEnvironmentsCommand(), newSessionsCommand(), newVaultsCommand(), newMemoryCommand(), newExecutorCommand(), newVersionCommand())
 	root.AddCommand(newChatCommand())
 	root.AddCommand(newBackupCommand(), newRestoreCommand(), newMasterKeyCommand())
+	root.AddCommand(newDreamsCommand())
 	root.AddCommand(newMCPCommand(root))
 	requireSubcommands(root)
 	return root

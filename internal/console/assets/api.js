@@ -57,9 +57,8 @@ export function whenUnauthorized(fn) { onUnauthorized = fn; }
 // that outlived a sign-out): it is not sent, and signs nobody out again.
 function notSignedIn() { return new APIError(401, "authentication_error", "not signed in"); }
 
-// The memory store endpoints are in beta: their requests name it.
-const MEMORY = "/v1/memory_stores";
-const MEMORY_BETA = "agent-memory-2026-07-22";
+// The endpoints in beta name their beta in the anthropic-beta header.
+const BETAS = [["/v1/dreams", "dreaming-2026-04-21"], ["/v1/memory_stores", "agent-memory-2026-07-22"]];
 
 // request sends one API request with the key and returns the decoded JSON
 // body (null for an empty one). key overrides the stored key (sign-in).
@@ -67,7 +66,8 @@ const MEMORY_BETA = "agent-memory-2026-07-22";
 export async function request(method, path, body, key = getKey()) {
   if (!key) throw notSignedIn();
   const hs = headers(key, { "anthropic-version": "2023-06-01" });
-  if (path.startsWith(MEMORY)) hs["anthropic-beta"] = MEMORY_BETA;
+  const beta = BETAS.find(([prefix]) => path.startsWith(prefix));
+  if (beta) hs["anthropic-beta"] = beta[1];
   const init = { method, headers: hs, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" };
   if (body !== undefined) {
     hs["content-type"] = "application/json";

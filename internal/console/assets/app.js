@@ -3,6 +3,7 @@ import { getKey, setKey, clearKey, getWorkspace, setWorkspace, request, whenUnau
 import { h, clear, errorBox, field, toast } from "./util.js";
 import { loadMe, forget, whoami, isAdmin, hasWorkspaces, workspaces, workspaceLabel } from "./access.js";
 import { auditPage } from "./audit.js";
+import { dreamsPage } from "./dreams.js";
 import { sessionsPage, newSessionPage } from "./sessions.js";
 import { sessionPage } from "./session.js";
 import { agentsPage, agentPage, newAgentPage } from "./agents.js";
@@ -28,6 +29,7 @@ const routes = [
   [/^#\/agents\/new$/, newAgentPage],
   [/^#\/agents\/([^/]+)$/, agentPage],
   [/^#\/agents$/, agentsPage],
+  [/^#\/dreams$/, dreamsPage],
   [/^#\/environments\/([^/]+)$/, environmentPage],
   [/^#\/environments$/, environmentsPage],
   [/^#\/vaults\/([^/]+)$/, vaultPage],

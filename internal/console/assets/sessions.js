@@ -75,9 +75,11 @@ export async function sessionsPage(main) {
     envSel.append(...options(e));
     for (const [kind, xs] of [["agents", a], ["environments", e]]) for (const x of xs) names.set(`${kind}:${x.id}`, x.name);
   });
-  function nameCell(kind, id) {
-    const cell = h("td", {}, names.get(`${kind}:${id}`) ?? id ?? "");
-    if (id && !names.has(`${kind}:${id}`)) {
+  // known is the name the session carries (its agent snapshot's): no
+  // lookup then, which a dream's built-in agent, stored nowhere, needs.
+  function nameCell(kind, id, known) {
+    const cell = h("td", {}, names.get(`${kind}:${id}`) ?? known ?? id ?? "");
+    if (id && !known && !names.has(`${kind}:${id}`)) {
       const p = get(`/v1/${kind}/${id}`).then((x) => x.name || id).catch(() => id);
       names.set(`${kind}:${id}`, id);
       p.then((n) => { names.set(`${kind}:${id}`, n); cell.textContent = n; });
@@ -86,7 +88,7 @@ export async function sessionsPage(main) {
   }
 
   function row(s) {
-    const agentCell = nameCell("agents", s.agent?.id), envCell = nameCell("environments", s.environment_id);
+    const agentCell = nameCell("agents", s.agent?.id, s.agent?.name), envCell = nameCell("environments", s.environment_id);
     return h("tr", { dataset: { id: s.id, status: s.status } },
       h("td", {}, h("a", { href: `#/sessions/${s.id}` }, s.title || h("span", { class: "muted" }, "untitled")),
         h("div", { class: "id" }, s.id), s.archived_at ? h("span", { class: "badge" }, "archived") : null),
