@@ -41,7 +41,7 @@ const (
 	// pages (59 of 63 MiB then, 76 MiB on 2026-12-06), which grow with
 	// every feature and say nothing of what a request leaves behind.
 	largeEventSettledGrowth = 137 << 20
-	largeEventSettle     = 10 * time.Second
+	largeEventSettle        = 10 * time.Second
 )
 
 // TestLargeEventMemory sends one 30 MiB user.message to a reins serve
