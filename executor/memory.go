@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path"
-	"path/filepath"
 	"sync/atomic"
 
 	"github.com/reinsdev/reins/internal/memsync"
@@ -15,20 +13,15 @@ import (
 	"github.com/reinsdev/reins/tools"
 )
 
-// memorySuffix ends the name of the directory beside a session's
-// workspace that holds its memory stores' directories.
-const memorySuffix = ".memory"
-
 // memoryMounts returns the sandbox mounts of an assigned session's memory
 // stores, whose workspace is the directory dir.
 func memoryMounts(a Assignment, dir string) ([]sandbox.MemoryMount, error) {
-	var out []sandbox.MemoryMount
-	for _, m := range a.Memory {
-		name := path.Base(m.MountPath)
-		if path.Dir(m.MountPath) != sandbox.MemoryDir || name == "." || name == ".." || name == "/" {
-			return nil, fmt.Errorf("memory store %s: mount path %q is not a directory of %s", m.MemoryStoreID, m.MountPath, sandbox.MemoryDir)
+	out := make([]sandbox.MemoryMount, len(a.Memory))
+	for i, m := range a.Memory {
+		var err error
+		if out[i], err = sandbox.MemoryMountFor(dir, m.MountPath, m.Access == "read_only"); err != nil {
+			return nil, fmt.Errorf("memory store %s: %w", m.MemoryStoreID, err)
 		}
-		out = append(out, sandbox.MemoryMount{Source: filepath.Join(dir+memorySuffix, name), Name: name, ReadOnly: m.Access == "read_only"})
 	}
 	return out, nil
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 
 	"github.com/reinsdev/reins/sandbox"
 	"github.com/reinsdev/reins/sandbox/egress"
@@ -106,11 +105,6 @@ func (s *Sandboxes) Launcher(_ context.Context, a Assignment, dir string) (tools
 	memory, err := memoryMounts(a, dir)
 	if err != nil {
 		return nil, err
-	}
-	for _, m := range memory {
-		if err := os.MkdirAll(m.Source, 0o755); err != nil {
-			return nil, fmt.Errorf("memory store directory: %w", err)
-		}
 	}
 	return s.m.Launcher(sandbox.Options{Name: a.SessionID, Workspace: dir, ReadOnly: a.Workspace.ReadOnly, Memory: memory,
 		Egress: func(ln net.Listener) {

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -154,6 +155,23 @@ type MemoryMount struct {
 	Source   string `json:"source"`
 	Name     string `json:"name"`
 	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+// MemorySuffix ends the name of the host directory beside a session's
+// workspace that holds its memory mounts' sources (outside the
+// workspace: the sandbox sees each only at its mount).
+const MemorySuffix = ".memory"
+
+// MemoryMountFor returns the mount of a memory store that a session whose
+// workspace is the host directory workspace sees at mountPath, a
+// directory of MemoryDir: its source is
+// <workspace>[MemorySuffix]/<name>, made when the sandbox starts.
+func MemoryMountFor(workspace, mountPath string, readOnly bool) (MemoryMount, error) {
+	name := path.Base(mountPath)
+	if mountPath != path.Clean(mountPath) || path.Dir(mountPath) != MemoryDir || name == "." || name == ".." || name == "/" || strings.Contains(name, "\\") {
+		return MemoryMount{}, fmt.Errorf("sandbox: memory mount path %q is not a directory of %s", mountPath, MemoryDir)
+	}
+	return MemoryMount{Source: filepath.Join(workspace+MemorySuffix, name), Name: name, ReadOnly: readOnly}, nil
 }
 
 // checkMemory reports the first memory mount that cannot be made.

@@ -222,12 +222,15 @@ func (m *Manager) prepareWorkspace(dir string, outputs bool) error {
 	return nil
 }
 
-// prepareMemory checks that the memory mounts' sources are directories
-// and, when the server runs as root, gives the writable ones to the
-// sandbox's user (what their writers put in them later is theirs to
-// give).
+// prepareMemory makes the memory mounts' sources that are missing,
+// checks that they are directories and, when the server runs as root,
+// gives the writable ones to the sandbox's user (what their writers put
+// in them later is theirs to give).
 func (m *Manager) prepareMemory(mounts []MemoryMount) error {
 	for _, mm := range mounts {
+		if err := os.MkdirAll(mm.Source, 0o755); err != nil {
+			return fmt.Errorf("sandbox: memory %s: %w", mm.Name, err)
+		}
 		var st unix.Stat_t
 		if err := unix.Lstat(mm.Source, &st); err != nil {
 			return fmt.Errorf("sandbox: memory %s: %w", mm.Name, err)

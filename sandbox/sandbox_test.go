@@ -473,3 +473,17 @@ echo s > scratch.txt && echo SCRATCH-OK; true`)
 		}
 	}
 }
+
+// TestMemoryMountFor: a store mounted at MemoryDir/<name> has its source
+// beside the workspace; any other mount path is refused.
+func TestMemoryMountFor(t *testing.T) {
+	m, err := MemoryMountFor("/data/ws/sesn_1", "/mnt/memory/notes", true)
+	if err != nil || m != (MemoryMount{Source: "/data/ws/sesn_1.memory/notes", Name: "notes", ReadOnly: true}) {
+		t.Fatalf("%+v %v", m, err)
+	}
+	for _, p := range []string{"/mnt/memory", "/mnt/memory/", "/mnt/memory/a/b", "/mnt/memory/..", "/workspace/x", "/mnt/memory/./x", `/mnt/memory/a\b`} {
+		if _, err := MemoryMountFor("/data/ws/s", p, false); err == nil {
+			t.Errorf("%q was accepted", p)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/reinsdev/reins/internal/tool"
 	"github.com/reinsdev/reins/internal/vault"
 	ma "github.com/reinsdev/reins/managedagents"
+	"github.com/reinsdev/reins/sandbox"
 	"github.com/reinsdev/reins/tools"
 )
 
@@ -501,7 +502,7 @@ func (t *Host) removeWorkspace(envID, sessionID string) {
 	if err := os.Remove(filepath.Join(t.workspace, envID, sessionID+markerSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.log.Warn("remove a deleted session's workspace marker", "session", sessionID, "err", err)
 	}
-	if err := os.RemoveAll(filepath.Join(t.workspace, envID, sessionID+memorySuffix)); err != nil {
+	if err := os.RemoveAll(filepath.Join(t.workspace, envID, sessionID+sandbox.MemorySuffix)); err != nil {
 		t.log.Warn("remove a deleted session's memory directories", "session", sessionID, "err", err)
 	}
 	t.memory.forget(sessionID)
@@ -519,7 +520,7 @@ func (t *Host) sweepWorkspaces(ctx context.Context) {
 	for _, env := range envs {
 		sessions, _ := os.ReadDir(filepath.Join(t.workspace, env.Name()))
 		for _, s := range sessions {
-			id := strings.TrimSuffix(strings.TrimSuffix(s.Name(), markerSuffix), memorySuffix)
+			id := strings.TrimSuffix(strings.TrimSuffix(s.Name(), markerSuffix), sandbox.MemorySuffix)
 			_, err := t.st.GetSession(ctx, id)
 			if errors.Is(err, store.ErrNotFound) {
 				t.removeWorkspace(env.Name(), id)

@@ -3,9 +3,6 @@ package toolhost
 import (
 	"context"
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -20,17 +17,10 @@ import (
 	"github.com/reinsdev/reins/sandbox"
 )
 
-// memorySuffix ends the name of the directory beside a cloud session's
-// workspace that holds its memory stores' directories (outside the
-// workspace: the sandbox sees each only at its mount path).
-const memorySuffix = ".memory"
-
-// memoryMount is one memory_store resource of a session: where the
-// session sees it, where its directory lies on this host.
+// memoryMount is one memory_store resource of a session and its mount.
 type memoryMount struct {
-	res    ma.SessionResource
-	name   string // the directory's name under /mnt/memory
-	source string
+	res   ma.SessionResource
+	mount sandbox.MemoryMount
 }
 
 // memoryMounts returns the memory stores of a cloud session whose
@@ -45,24 +35,11 @@ func memoryMounts(sess *ma.Session, ws string) ([]memoryMount, error) {
 		if r.Type != "memory_store" {
 			continue
 		}
-		name := path.Base(r.MountPath)
-		if !safeName(name) || path.Dir(r.MountPath) != sandbox.MemoryDir {
-			return nil, fmt.Errorf("memory store %s: mount path %q is not a directory of %s", r.MemoryStoreID, r.MountPath, sandbox.MemoryDir)
+		m, err := sandbox.MemoryMountFor(ws, r.MountPath, r.Access == "read_only")
+		if err != nil {
+			return nil, fmt.Errorf("memory store %s: %w", r.MemoryStoreID, err)
 		}
-		out = append(out, memoryMount{res: r, name: name, source: filepath.Join(ws+memorySuffix, name)})
-	}
-	return out, nil
-}
-
-// sandboxMounts are the sandbox's mounts of the memory stores: the
-// directories are made if missing (the first pull fills them).
-func sandboxMounts(mounts []memoryMount) ([]sandbox.MemoryMount, error) {
-	var out []sandbox.MemoryMount
-	for _, m := range mounts {
-		if err := os.MkdirAll(m.source, 0o755); err != nil {
-			return nil, fmt.Errorf("memory store %s: %w", m.res.MemoryStoreID, err)
-		}
-		out = append(out, sandbox.MemoryMount{Source: m.source, Name: m.name, ReadOnly: m.res.Access == "read_only"})
+		out = append(out, memoryMount{res: r, mount: m})
 	}
 	return out, nil
 }
@@ -95,8 +72,8 @@ func (m *memoryDirs) of(sess *ma.Session, ws string) (*memsync.Set, error) {
 	}
 	var dirs []*memsync.Dir
 	for _, mm := range mounts {
-		dirs = append(dirs, &memsync.Dir{StoreID: mm.res.MemoryStoreID, Path: mm.source, Mount: mm.res.MountPath,
-			ReadOnly: mm.res.Access == "read_only", Owner: m.owner, Actor: ma.Actor{Type: ma.ActorSession, SessionID: sess.ID}})
+		dirs = append(dirs, &memsync.Dir{StoreID: mm.res.MemoryStoreID, Path: mm.mount.Source, Mount: mm.res.MountPath,
+			ReadOnly: mm.mount.ReadOnly, Owner: m.owner, Actor: ma.Actor{Type: ma.ActorSession, SessionID: sess.ID}})
 	}
 	set := memsync.NewSet(dirs)
 	m.sessions[sess.ID] = set

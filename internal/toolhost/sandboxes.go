@@ -247,7 +247,11 @@ func (s *sandboxes) memory(ctx context.Context, sessionID, dir string) ([]sandbo
 	if err != nil {
 		return nil, err
 	}
-	return sandboxMounts(mounts)
+	out := make([]sandbox.MemoryMount, len(mounts))
+	for i, m := range mounts {
+		out[i] = m.mount
+	}
+	return out, nil
 }
 
 // preparing is a launcher whose sandbox launcher is made on the first
