@@ -106,7 +106,18 @@ const (
 	StopEndTurn          = "end_turn"
 	StopRequiresAction   = "requires_action"
 	StopRetriesExhausted = "retries_exhausted"
+	// StopRefusal: the model refused; the idle event's stop_details say
+	// why (RefusalDetails).
+	StopRefusal = "refusal"
 )
+
+// RefusalDetails is the stop_details of an idle event whose stop reason
+// is refusal: Category and Explanation are null when the model gave none.
+type RefusalDetails struct {
+	Type        string  `json:"type"` // "refusal"
+	Category    *string `json:"category"`
+	Explanation *string `json:"explanation"`
+}
 
 // SessionError is the error object of a session.error event.
 type SessionError struct {

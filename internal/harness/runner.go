@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -982,6 +983,9 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 	}
 	r.h.log.Debug("model response", "session", r.id, "stop_reason", resp.StopReason, "tool_uses", uses,
 		"input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
+	if uses == 0 && resp.StopReason == model.StopRefusal {
+		return r.refused(tx, blocksToContent(resp.Content), resp.Refusal)
+	}
 	if uses == 0 && resp.StopReason != model.StopPauseTurn {
 		return r.turnEnds(tx, blocksToContent(resp.Content), now)
 	}
@@ -1277,4 +1281,27 @@ func (r *runner) callMCP(ctx context.Context, gen uint64, sess *ma.Session, u aw
 	})
 	r.keep(u.Event.ID, res, err)
 	return true, err
+}
+
+// refused ends a turn the model refused: the thread goes idle with the
+// stop reason refusal and the model's stop_details (a child thread first
+// replies what it has, so that its coordinator is not left waiting).
+func (r *runner) refused(tx store.Tx, answer []ma.ContentBlock, why *model.Refusal) error {
+	if r.th != nil {
+		if err := r.reply(tx, answer); err != nil {
+			return err
+		}
+	}
+	d := ma.RefusalDetails{Type: ma.StopRefusal}
+	if why != nil && why.Category != "" {
+		d.Category = &why.Category
+	}
+	if why != nil && why.Explanation != "" {
+		d.Explanation = &why.Explanation
+	}
+	details, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return r.setStatus(tx, ma.StatusIdle, &ma.Event{Type: ma.EventStatusIdle, StopReason: &ma.StopReason{Type: ma.StopRefusal}, StopDetails: details})
 }

@@ -69,7 +69,9 @@ func (tx *threadTx) tag(ev *ma.Event) {
 		ev.Type, status = ma.EventThreadStatusRunning, ma.StatusRunning
 	case ma.EventStatusIdle:
 		ev.Type, status = ma.EventThreadStatusIdle, ma.StatusIdle
-		ev.StopDetails = ma.Raw("null")
+		if ev.StopDetails == nil {
+			ev.StopDetails = ma.Raw("null")
+		}
 	case ma.EventStatusRescheduled:
 		ev.Type, status = ma.EventThreadStatusRescheduled, ma.StatusRescheduling
 	case ma.EventStatusTerminated:

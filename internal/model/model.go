@@ -132,7 +132,18 @@ const (
 	// StopPauseTurn: the API paused a long turn of server tools; sending
 	// the transcript back with the response continues it.
 	StopPauseTurn StopReason = "pause_turn"
+	// StopRefusal: the model refused to go on (a safety classifier);
+	// Response.Refusal may say why.
+	StopRefusal StopReason = "refusal"
 )
+
+// Refusal is what a provider says of a refusal: the policy category
+// ("cyber", "bio", …; empty when none) and an explanation not to parse
+// (empty when none).
+type Refusal struct {
+	Category    string
+	Explanation string
+}
 
 // Response is a complete model response.
 type Response struct {
@@ -143,6 +154,8 @@ type Response struct {
 	Usage      Usage
 	// Thinking reports that the model produced (hidden) reasoning.
 	Thinking bool
+	// Refusal details a StopRefusal, when the provider gave them.
+	Refusal *Refusal
 }
 
 // Usage counts the tokens of one model call. The three input counts are

@@ -153,7 +153,7 @@ func TestThinking(t *testing.T) {
 func TestStopReasons(t *testing.T) {
 	for api, want := range map[string]model.StopReason{
 		"end_turn": model.StopEndTurn, "stop_sequence": model.StopEndTurn, "max_tokens": model.StopMaxTokens,
-		"tool_use": model.StopToolUse, "refusal": model.StopEndTurn, "model_context_window_exceeded": model.StopMaxTokens,
+		"tool_use": model.StopToolUse, "refusal": model.StopRefusal, "model_context_window_exceeded": model.StopMaxTokens,
 	} {
 		p, srv := newProvider(t)
 		srv.Push(fakeanthropic.Text("x").WithStopReason(api))

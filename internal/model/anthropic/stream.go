@@ -27,6 +27,7 @@ type accumulator struct {
 	texts  int
 
 	stopReason anthropic.StopReason
+	refusal    *model.Refusal
 	usage      model.Usage
 	thinking   bool
 }
@@ -80,6 +81,9 @@ func (a *accumulator) add(ev anthropic.MessageStreamEventUnion) {
 	case "message_delta":
 		if ev.Delta.StopReason != "" {
 			a.stopReason = ev.Delta.StopReason
+		}
+		if d := ev.Delta.StopDetails; d.JSON.Type.Valid() && d.Type == "refusal" {
+			a.refusal = &model.Refusal{Category: string(d.Category), Explanation: d.Explanation}
 		}
 		// The usage of message_delta is cumulative; a field that is absent
 		// keeps the value of message_start.
@@ -141,6 +145,7 @@ func (a *accumulator) response(ctx context.Context) (*model.Response, error) {
 	}
 	resp := &model.Response{
 		StopReason: stopReason(a.stopReason),
+		Refusal:    a.refusal,
 		Usage:      a.usage,
 		Thinking:   a.thinking,
 		Content:    make([]model.Block, 0, len(a.order)),
@@ -207,8 +212,10 @@ func stopReason(r anthropic.StopReason) model.StopReason {
 		return model.StopToolUse
 	case anthropic.StopReasonMaxTokens, "model_context_window_exceeded":
 		return model.StopMaxTokens
+	case anthropic.StopReasonRefusal:
+		return model.StopRefusal
 	}
-	// end_turn, stop_sequence, refusal and unknown reasons all
-	// end the model's turn.
+	// end_turn, stop_sequence and unknown reasons all end the model's
+	// turn.
 	return model.StopEndTurn
 }

@@ -128,6 +128,11 @@ func (a *accumulator) response(ctx context.Context) (*model.Response, error) {
 		resp.StopReason = model.StopMaxTokens
 	case "tool_calls", "function_call":
 		resp.StopReason = model.StopToolUse
+	case "content_filter":
+		// The provider's content filter cut the answer: a refusal,
+		// without a category.
+		resp.StopReason = model.StopRefusal
+		resp.Refusal = &model.Refusal{}
 	default:
 		resp.StopReason = model.StopEndTurn
 	}

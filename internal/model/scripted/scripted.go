@@ -15,6 +15,8 @@
 //	@think                     report (hidden) reasoning before answering
 //	@sleep 2s                  wait before answering (honours cancellation)
 //	@pace 20ms                 wait this long between streamed words
+//	@refuse cyber Why not      refuse (stop reason refusal) with a policy
+//	                           category ("-" for none) and an explanation
 //	@fail overloaded 2         fail the first 2 attempts of this model call
 //	                           (overloaded, rate_limited, server, invalid,
 //	                           billing, auth; no count = every attempt)
@@ -67,6 +69,7 @@ type plan struct {
 	pace      time.Duration
 	fail      string
 	failTimes int // 0 = always
+	refusal   *model.Refusal
 }
 
 // Stream implements model.Provider.
@@ -130,6 +133,9 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 		t.ID = fmt.Sprintf("toolu_scripted_%d_%d", len(req.Messages), i)
 		resp.Content = append(resp.Content, t)
 		resp.StopReason = model.StopToolUse
+	}
+	if pl.refusal != nil && afterTools == nil {
+		resp.StopReason, resp.Refusal = model.StopRefusal, pl.refusal
 	}
 	resp.Usage = model.Usage{InputTokens: int64(tokens(req)), OutputTokens: int64(outTokens(resp))}
 	return resp, nil
@@ -278,6 +284,12 @@ func parse(text string) (plan, error) {
 			} else {
 				pl.pace = d
 			}
+		case "refuse":
+			category, explanation, _ := strings.Cut(rest, " ")
+			if category == "-" {
+				category = ""
+			}
+			pl.refusal = &model.Refusal{Category: category, Explanation: strings.TrimSpace(explanation)}
 		case "fail":
 			kind, times, _ := strings.Cut(rest, " ")
 			if _, ok := failures[kind]; !ok {
