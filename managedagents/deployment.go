@@ -73,14 +73,14 @@ type TypedItem struct {
 // DeploymentRun is the append-only record of one fire of a deployment:
 // exactly one of SessionID and Error is set once the fire is done.
 type DeploymentRun struct {
-	ID             string             `json:"id"`
-	Type           string             `json:"type"` // "deployment_run"
-	DeploymentID   string             `json:"deployment_id"`
-	Agent          AgentReference     `json:"agent"`
-	TriggerContext TriggerContext     `json:"trigger_context"`
-	SessionID      *string            `json:"session_id"`
+	ID             string              `json:"id"`
+	Type           string              `json:"type"` // "deployment_run"
+	DeploymentID   string              `json:"deployment_id"`
+	Agent          AgentReference      `json:"agent"`
+	TriggerContext TriggerContext      `json:"trigger_context"`
+	SessionID      *string             `json:"session_id"`
 	Error          *DeploymentRunError `json:"error"`
-	CreatedAt      string             `json:"created_at"`
+	CreatedAt      string              `json:"created_at"`
 }
 
 // TriggerContext is what fired a run: {type:"schedule", scheduled_at}

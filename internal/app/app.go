@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/deployments"
 	"github.com/reinsdev/reins/internal/dreams"
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
@@ -150,6 +151,8 @@ type App struct {
 	Work    *workqueue.Service
 	// dreams runs the dreams.
 	dreams *dreams.Runner
+	// deployments fires the deployments' schedules.
+	deployments *deployments.Scheduler
 	// TurnTokens issues and verifies the model and tools tokens of
 	// agent-end turns (under the master key: every replica verifies).
 	TurnTokens *turntoken.Issuer
@@ -231,6 +234,8 @@ func (a *App) sequence() {
 	a.services.Add("api", a.API)
 	// Dreams create and follow sessions: they start last and stop first.
 	a.services.Add("dreams", a.dreams)
+	// Scheduled deployments create sessions: they start last too.
+	a.services.Add("deployment schedules", a.deployments)
 }
 
 // Start starts the server's services (see sequence): it checks the
