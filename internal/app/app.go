@@ -87,6 +87,12 @@ type Config struct {
 	// DreamMaxDuration bounds the time a dream's session runs: past it,
 	// the dream fails with a timeout (0: dreams.DefaultMaxDuration).
 	DreamMaxDuration time.Duration
+	// DeploymentClock is the clock the scheduler of deployments reads
+	// (nil: time.Now); tests shift it to reach an instant sooner.
+	DeploymentClock func() time.Time
+	// DeploymentPoll is how often the scheduler of deployments reads
+	// them without a wake-up (0: deployments.DefaultPoll).
+	DeploymentPoll time.Duration
 	// Tools replaces the executor hub as the runner of built-in tools
 	// (tests).
 	Tools tool.Runner

@@ -268,7 +268,7 @@ func (as *assembly) api(context.Context) error {
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = a.Store, a.Bus, a.Harness, cfg.Logger, a.Hub, a.Work
 	hc.Sessions, hc.Dreams = as.sessions, a.dreams
 	runs := &deployments.Runs{Store: a.Store}
-	a.deployments = deployments.NewScheduler(deployments.Config{Runs: runs, Logger: cfg.Logger})
+	a.deployments = deployments.NewScheduler(deployments.Config{Runs: runs, Now: cfg.DeploymentClock, Poll: cfg.DeploymentPoll, Logger: cfg.Logger})
 	hc.Deployments = a.deployments
 	hc.Vaults = httpapi.VaultConfig{Store: a.Store, Keyring: as.keys, ProbeClient: as.requests}
 	hc.Auth = &httpapi.Authenticator{Keys: a.Store, EnvironmentKeys: a.Store, SessionTokens: a.Store, Machines: a.Store, Bootstrap: cfg.BootstrapKey}

@@ -71,6 +71,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // Stop ends the loop and waits for it until ctx ends.
 func (s *Scheduler) Stop(ctx context.Context) error { return s.life.Halt(ctx) }
 
+// Now is the time by the scheduler's clock, the one schedules are read
+// with.
+func (s *Scheduler) Now() time.Time { return s.cfg.Now() }
+
 // Wake makes the scheduler read the deployments now (one changed).
 func (s *Scheduler) Wake() {
 	select {

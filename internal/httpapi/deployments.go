@@ -29,6 +29,9 @@ const (
 type DeploymentScheduler interface {
 	// Wake tells the scheduler a deployment changed.
 	Wake()
+	// Now is the time by the scheduler's clock: a schedule set or
+	// resumed counts from it.
+	Now() time.Time
 }
 
 // deploymentRows is what the deployments endpoints need of the store.
@@ -96,7 +99,7 @@ func (a *deploymentAPI) create(w http.ResponseWriter, r *http.Request) error {
 	now := time.Now().Truncate(time.Microsecond)
 	d := store.Deployment{Deployment: ma.Deployment{ID: ids.New(ids.Deployment), Type: "deployment", Resources: []ma.Raw{},
 		VaultIDs: []string{}, Metadata: ma.Metadata{}, Status: ma.DeploymentActive, Budget: ma.Raw("null"),
-		CreatedAt: ma.Time(now), UpdatedAt: ma.Time(now)}, Since: now}
+		CreatedAt: ma.Time(now), UpdatedAt: ma.Time(now)}, Since: a.now()}
 	if err := a.apply(r.Context(), &d, p, present, true); err != nil {
 		return err
 	}
@@ -104,7 +107,7 @@ func (a *deploymentAPI) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.changed()
-	writeJSON(w, deploymentView(d.Deployment, time.Now()))
+	writeJSON(w, deploymentView(d.Deployment, a.now()))
 	return nil
 }
 
@@ -148,7 +151,7 @@ func (a *deploymentAPI) update(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.changed()
-	writeJSON(w, deploymentView(d.Deployment, time.Now()))
+	writeJSON(w, deploymentView(d.Deployment, a.now()))
 	return nil
 }
 
@@ -161,7 +164,7 @@ func (a *deploymentAPI) apply(ctx context.Context, d *store.Deployment, p deploy
 	}{
 		{"agent", a.setAgent}, {"environment_id", a.setEnvironment}, {"name", setDeploymentName},
 		{"initial_events", a.setInitialEvents}, {"description", setDescription}, {"metadata", nil},
-		{"resources", a.setResources}, {"vault_ids", a.setVaults}, {"schedule", setSchedule}, {"budget", setBudget},
+		{"resources", a.setResources}, {"vault_ids", a.setVaults}, {"schedule", a.setSchedule}, {"budget", setBudget},
 	}
 	raws := map[string]json.RawMessage{"agent": p.Agent, "environment_id": p.EnvironmentID, "name": p.Name,
 		"initial_events": p.InitialEvents, "description": p.Description, "metadata": p.Metadata, "resources": p.Resources,
@@ -351,7 +354,7 @@ func (a *deploymentAPI) setVaults(ctx context.Context, d *store.Deployment, raw 
 
 // setSchedule replaces the schedule (null: manual runs only). A new
 // schedule counts from now: instants before it are not fired.
-func setSchedule(_ context.Context, d *store.Deployment, raw json.RawMessage) error {
+func (a *deploymentAPI) setSchedule(_ context.Context, d *store.Deployment, raw json.RawMessage) error {
 	if isNull(raw) {
 		d.Schedule = nil
 		return nil
@@ -375,7 +378,7 @@ func setSchedule(_ context.Context, d *store.Deployment, raw json.RawMessage) er
 		next.LastRunAt = d.Schedule.LastRunAt
 	}
 	if d.Schedule == nil || d.Schedule.Expression != p.Expression || d.Schedule.Timezone != p.Timezone {
-		d.Since = time.Now()
+		d.Since = a.now()
 	}
 	d.Schedule = next
 	return nil
@@ -421,6 +424,14 @@ func setBudget(_ context.Context, d *store.Deployment, raw json.RawMessage) erro
 	return nil
 }
 
+// now is the time by the scheduler's clock.
+func (a *deploymentAPI) now() time.Time {
+	if a.s.cfg.Deployments != nil {
+		return a.s.cfg.Deployments.Now()
+	}
+	return time.Now()
+}
+
 // changed tells the scheduler a deployment changed.
 func (a *deploymentAPI) changed() {
 	if a.s.cfg.Deployments != nil {
@@ -452,7 +463,7 @@ func (a *deploymentAPI) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, deploymentView(d.Deployment, time.Now()))
+	writeJSON(w, deploymentView(d.Deployment, a.now()))
 	return nil
 }
 
@@ -473,7 +484,7 @@ func (a *deploymentAPI) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now := a.now()
 	writePageOf(w, items, lq, order, func(d ma.Deployment) ma.Deployment { return deploymentView(d, now) })
 	return nil
 }
@@ -493,7 +504,7 @@ func (a *deploymentAPI) setStatus(w http.ResponseWriter, r *http.Request, fn fun
 		return err
 	}
 	a.changed()
-	writeJSON(w, deploymentView(d.Deployment, time.Now()))
+	writeJSON(w, deploymentView(d.Deployment, a.now()))
 	return nil
 }
 
@@ -509,7 +520,7 @@ func (a *deploymentAPI) pause(w http.ResponseWriter, r *http.Request) error {
 func (a *deploymentAPI) unpause(w http.ResponseWriter, r *http.Request) error {
 	return a.setStatus(w, r, func(d *store.Deployment) {
 		if d.Status == ma.DeploymentPaused {
-			d.Since = time.Now()
+			d.Since = a.now()
 		}
 		d.Status, d.PausedReason = ma.DeploymentActive, nil
 	})
@@ -531,7 +542,7 @@ func (a *deploymentAPI) archive(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a.changed()
-	writeJSON(w, deploymentView(d.Deployment, time.Now()))
+	writeJSON(w, deploymentView(d.Deployment, a.now()))
 	return nil
 }
 
