@@ -178,12 +178,12 @@ func TestDeploymentSchedule(t *testing.T) {
 	if !got.Schedule.LastRunAt.Equal(at) {
 		t.Fatalf("a manual run moved last_run_at: %s", got.RawJSON())
 	}
+	if other := s.newSession(t, a.ID, env.ID); other.DeploymentID != "" {
+		t.Fatalf("a session of no deployment has deployment_id %q", other.DeploymentID)
+	}
 	list, err := s.client.Beta.Sessions.List(ctx, anthropic.BetaSessionListParams{DeploymentID: anthropic.String(d.ID)})
 	if err != nil || len(list.Data) != 2 {
 		t.Fatalf("sessions of the deployment: %v, %d, want 2", err, len(list.Data))
-	}
-	if other := s.newSession(t, a.ID, env.ID); other.DeploymentID != "" {
-		t.Fatalf("a session of no deployment has deployment_id %q", other.DeploymentID)
 	}
 
 	// Unpaused with the environment archived: the next fire fails and
