@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/internal/bus"
+	"github.com/reinsdev/reins/internal/deployments"
 	"github.com/reinsdev/reins/internal/dreams"
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
@@ -86,6 +87,12 @@ type Config struct {
 	// DreamMaxDuration bounds the time a dream's session runs: past it,
 	// the dream fails with a timeout (0: dreams.DefaultMaxDuration).
 	DreamMaxDuration time.Duration
+	// DeploymentClock is the clock the scheduler of deployments reads
+	// (nil: time.Now); tests shift it to reach an instant sooner.
+	DeploymentClock func() time.Time
+	// DeploymentPoll is how often the scheduler of deployments reads
+	// them without a wake-up (0: deployments.DefaultPoll).
+	DeploymentPoll time.Duration
 	// Tools replaces the executor hub as the runner of built-in tools
 	// (tests).
 	Tools tool.Runner
@@ -150,6 +157,8 @@ type App struct {
 	Work    *workqueue.Service
 	// dreams runs the dreams.
 	dreams *dreams.Runner
+	// deployments fires the deployments' schedules.
+	deployments *deployments.Scheduler
 	// TurnTokens issues and verifies the model and tools tokens of
 	// agent-end turns (under the master key: every replica verifies).
 	TurnTokens *turntoken.Issuer
@@ -231,6 +240,8 @@ func (a *App) sequence() {
 	a.services.Add("api", a.API)
 	// Dreams create and follow sessions: they start last and stop first.
 	a.services.Add("dreams", a.dreams)
+	// Scheduled deployments create sessions: they start last too.
+	a.services.Add("deployment schedules", a.deployments)
 }
 
 // Start starts the server's services (see sequence): it checks the

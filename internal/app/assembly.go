@@ -11,6 +11,7 @@ import (
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/bus/pgnotify"
 	"github.com/reinsdev/reins/internal/console"
+	"github.com/reinsdev/reins/internal/deployments"
 	"github.com/reinsdev/reins/internal/dreams"
 	"github.com/reinsdev/reins/internal/harness"
 	"github.com/reinsdev/reins/internal/httpapi"
@@ -266,6 +267,9 @@ func (as *assembly) api(context.Context) error {
 	cfg, a, hc := as.cfg, as.a, &as.http
 	hc.Store, hc.Bus, hc.Harness, hc.Logger, hc.Executors, hc.Work = a.Store, a.Bus, a.Harness, cfg.Logger, a.Hub, a.Work
 	hc.Sessions, hc.Dreams = as.sessions, a.dreams
+	runs := &deployments.Runs{Store: a.Store}
+	a.deployments = deployments.NewScheduler(deployments.Config{Runs: runs, Now: cfg.DeploymentClock, Poll: cfg.DeploymentPoll, Logger: cfg.Logger})
+	hc.Deployments = a.deployments
 	hc.Vaults = httpapi.VaultConfig{Store: a.Store, Keyring: as.keys, ProbeClient: as.requests}
 	hc.Auth = &httpapi.Authenticator{Keys: a.Store, EnvironmentKeys: a.Store, SessionTokens: a.Store, Machines: a.Store, Bootstrap: cfg.BootstrapKey}
 	hc.Lifecycle = replicaLifecycle{a.tools, a.Bus}
@@ -277,6 +281,7 @@ func (as *assembly) api(context.Context) error {
 	a.files = budgetOf(cmp.Or(cfg.OpenFiles, openFileLimit(), defaultOpenFiles))
 	a.files.fit(hc, cfg.Logger)
 	a.API = httpapi.New(*hc)
+	runs.Launcher = a.API
 	return nil
 }
 

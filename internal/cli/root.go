@@ -40,6 +40,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newChatCommand())
 	root.AddCommand(newBackupCommand(), newRestoreCommand(), newMasterKeyCommand())
 	root.AddCommand(newDreamsCommand())
+	root.AddCommand(newDeploymentsCommand())
 	root.AddCommand(newMCPCommand(root))
 	requireSubcommands(root)
 	return root

@@ -141,8 +141,8 @@ func TestPaginationEndsWithNull(t *testing.T) {
 	if all.Err() != nil || !slices.Equal(asc, sids) {
 		t.Fatalf("asc sessions %v, want %v (%v)", asc, sids, all.Err())
 	}
-	// reins has no deployments yet: no session belongs to one, so the
-	// filter is an empty page, never every session.
+	// No session belongs to an unknown deployment: the filter is an
+	// empty page, never every session.
 	dep, err := s.client.Beta.Sessions.List(ctx, anthropic.BetaSessionListParams{DeploymentID: anthropic.String("depl_any")})
 	if err != nil || len(dep.Data) != 0 || dep.NextPage != "" {
 		t.Fatalf("sessions of a deployment: %d, next %q, %v", len(dep.Data), dep.NextPage, err)

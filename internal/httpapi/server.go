@@ -116,6 +116,9 @@ type Config struct {
 	// Dreams runs the dreams POST /v1/dreams creates (nil: dreams are
 	// refused).
 	Dreams DreamRunner
+	// Deployments is told when a deployment changes (nil: not told; a
+	// scheduler reads them on its own).
+	Deployments DeploymentScheduler
 }
 
 // Harness is what the API asks of the harness; *harness.Harness is one.
@@ -318,6 +321,7 @@ func (s *Server) routes() {
 	s.resourceRoutes()
 	s.memoryRoutes()
 	s.dreamRoutes()
+	s.deploymentRoutes()
 
 	if s.cfg.Vaults.Keyring != nil {
 		s.vaultRoutes(s.cfg.Vaults)

@@ -54,11 +54,11 @@ type sessionStore interface {
 }
 
 // resolveAgent returns the agent snapshot a new session runs with.
-func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, error) {
+func (s *Server) resolveAgent(ctx context.Context, ref *agentRef) (ma.SessionAgent, error) {
 	if err := checkAgentRef(ref); err != nil {
 		return ma.SessionAgent{}, err
 	}
-	a, err := s.sessionRows.GetAgent(r.Context(), ref.ID, ref.Version)
+	a, err := s.sessionRows.GetAgent(ctx, ref.ID, ref.Version)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return ma.SessionAgent{}, notFound("agent: %s", trimStore(err))
@@ -72,18 +72,18 @@ func (s *Server) resolveAgent(r *http.Request, ref *agentRef) (ma.SessionAgent, 
 		Tools: a.Tools, MCPServers: a.MCPServers, Skills: a.Skills, Multiagent: a.Multiagent, Version: a.Version}
 	skillsGiven := false
 	if ref.Type == "agent_with_overrides" {
-		if skillsGiven, err = s.applyAgentOverrides(r.Context(), ref, &sa); err != nil {
+		if skillsGiven, err = s.applyAgentOverrides(ctx, ref, &sa); err != nil {
 			return sa, err
 		}
 	}
 	if !skillsGiven {
-		if err := s.checkSkills(r.Context(), "agent.skills", sa.Skills); err != nil {
+		if err := s.checkSkills(ctx, "agent.skills", sa.Skills); err != nil {
 			return sa, err
 		}
 	}
 	// The roster's full definitions; the overrides above apply to the
 	// agent and its self entries only.
-	if sa.Multiagent, err = s.agentRules().Snapshot(r.Context(), sa); err != nil {
+	if sa.Multiagent, err = s.agentRules().Snapshot(ctx, sa); err != nil {
 		return sa, agentError(err)
 	}
 	return sa, nil
@@ -251,7 +251,7 @@ func (s *Server) sessionDraft(r *http.Request, p sessionCreate) (sessions.Draft,
 	if d.Initial, err = s.initialEvents(r.Context(), p.InitialEvents); err != nil {
 		return d, nil, err
 	}
-	if d.Agent, err = s.resolveAgent(r, p.Agent); err != nil {
+	if d.Agent, err = s.resolveAgent(r.Context(), p.Agent); err != nil {
 		return d, nil, err
 	}
 	return d, tokens, nil
@@ -320,13 +320,8 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := query{r}
-	if q.str("deployment_id") != "" {
-		// reins has no deployments yet, so no session belongs to one.
-		writeJSON(w, ma.BidirectionalPage[ma.Session]{Data: []ma.Session{}})
-		return nil
-	}
 	sq := store.SessionQuery{ListQuery: lq, AgentID: q.str("agent_id"), EnvironmentID: q.str("environment_id"),
-		MemoryStoreID: q.str("memory_store_id")}
+		MemoryStoreID: q.str("memory_store_id"), DeploymentID: q.str("deployment_id")}
 	if sq.Statuses, err = q.enums("statuses", "status", sessionStatuses); err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ type Store interface {
 	WorkspaceStore
 	memoryStoreRows
 	dreamRows
+	deploymentRows
 	store.Files
 	store.Skills
 	sessions.Store

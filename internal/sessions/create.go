@@ -42,6 +42,9 @@ type Draft struct {
 	Budget []byte
 	// Initial are the events the session starts with.
 	Initial []ma.Event
+	// DeploymentID is the deployment whose run creates the session (""
+	// for a session created by a request).
+	DeploymentID string
 }
 
 // Prepare checks a draft against the rules of a new session and the
@@ -66,7 +69,7 @@ func (s *Service) Prepare(ctx context.Context, d Draft) (ma.Session, error) {
 	if err := s.checkVaults(ctx, d.VaultIDs); err != nil {
 		return ma.Session{}, err
 	}
-	if err := checkInitial(d.Initial); err != nil {
+	if err := CheckInitial(d.Initial, d.DeploymentID != ""); err != nil {
 		return ma.Session{}, err
 	}
 	env, err := s.cfg.Store.GetEnvironment(ctx, d.EnvironmentID)
@@ -100,9 +103,13 @@ func newSession(d Draft, envID string) ma.Session {
 		resources = []ma.Raw{}
 	}
 	now := ma.Time(time.Now())
-	return ma.Session{ID: ids.New(ids.Session), Type: "session", Title: d.Title, Status: ma.StatusIdle, EnvironmentID: envID,
+	sess := ma.Session{ID: ids.New(ids.Session), Type: "session", Title: d.Title, Status: ma.StatusIdle, EnvironmentID: envID,
 		Agent: d.Agent, Resources: resources, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.OutcomeEvaluation{},
 		Budget: ma.Raw("null"), CreatedAt: now, UpdatedAt: now}
+	if d.DeploymentID != "" {
+		sess.DeploymentID = &d.DeploymentID
+	}
+	return sess
 }
 
 // checkVaults checks the vault_ids of a new session: at most MaxVaults,
@@ -126,14 +133,21 @@ func (s *Service) checkVaults(ctx context.Context, vaultIDs []string) error {
 	return nil
 }
 
-// checkInitial checks the initial events of a new session: at most
-// MaxInitialEvents user messages and outcome definitions.
-func checkInitial(evs []ma.Event) error {
+// CheckInitial checks the initial events of a new session: at most
+// MaxInitialEvents user messages and outcome definitions, and system
+// messages too for a deployment's (whose initial events are checked by
+// it at the deployment's create and update).
+func CheckInitial(evs []ma.Event, deployment bool) error {
 	if len(evs) > MaxInitialEvents {
 		return rejected("initial_events: at most %d events, got %d", MaxInitialEvents, len(evs))
 	}
 	for i, ev := range evs {
-		if ev.Type != ma.EventUserMessage && ev.Type != ma.EventUserDefineOutcome {
+		switch {
+		case ev.Type == ma.EventUserMessage, ev.Type == ma.EventUserDefineOutcome:
+		case ev.Type == ma.EventSystemMessage && deployment:
+		case deployment:
+			return rejected("initial_events[%d].type: only user.message, user.define_outcome and system.message are accepted here; got %q", i, ev.Type)
+		default:
 			return rejected("initial_events[%d].type: only user.message and user.define_outcome are accepted here; got %q", i, ev.Type)
 		}
 	}

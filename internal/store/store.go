@@ -51,6 +51,7 @@ type Store interface {
 	Vaults
 	MemoryStores
 	Dreams
+	Deployments
 	Agents
 	Environments
 	Sessions
@@ -339,6 +340,8 @@ type SessionQuery struct {
 	// EnvironmentID filters by environment (a reins extension: the
 	// console's environment filter).
 	EnvironmentID string
+	// DeploymentID keeps the sessions a run of that deployment created.
+	DeploymentID string
 	// MemoryStoreID keeps the sessions with that memory store among
 	// their resources.
 	MemoryStoreID string

@@ -157,8 +157,12 @@ func TestOpenWorkIndex(t *testing.T) {
 // unaddColumns drop the columns later migrations add (ALTER TABLE … ADD
 // COLUMN has no IF NOT EXISTS in SQLite), and first their indexes, for the
 // tests that rewind the schema and replay them.
-var unaddColumns = append([]string{`ALTER TABLE sessions DROP COLUMN stop_reason`, `ALTER TABLE vault_credentials DROP COLUMN version`, `ALTER TABLE vault_credentials DROP COLUMN refresh_until`},
+var unaddColumns = append([]string{unaddDeployments[0], unaddDeployments[1], `ALTER TABLE sessions DROP COLUMN stop_reason`, `ALTER TABLE vault_credentials DROP COLUMN version`, `ALTER TABLE vault_credentials DROP COLUMN refresh_until`},
 	append(slices.Clone(unaddThreads), unaddWorkspaces...)...)
+
+// unaddDeployments drop the column migration 28 adds to sessions, and
+// its index.
+var unaddDeployments = []string{`DROP INDEX sessions_deployment`, `ALTER TABLE sessions DROP COLUMN deployment_id`}
 
 // unaddThreads drop the columns migration 23 adds to the log, and their
 // index.

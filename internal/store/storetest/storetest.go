@@ -73,6 +73,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Dreams", testDreams},
 		{"DreamConflicts", testDreamConflicts},
 		{"DreamClaims", testDreamClaims},
+		{"Deployments", testDeployments},
+		{"DeploymentRuns", testDeploymentRuns},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,8 +16,8 @@ func (s *Store) CreateSession(ctx context.Context, sess ma.Session, fn func(stor
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO sessions (id, status, agent_id, agent_version, environment_id, created_at, archived, body, workspace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			sess.ID, sess.Status, sess.Agent.ID, sess.Agent.Version, sess.EnvironmentID, unixOf(sess.CreatedAt), sess.ArchivedAt != nil, body, workspaceOf(ctx)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO sessions (id, status, agent_id, agent_version, environment_id, created_at, archived, body, workspace_id, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sess.ID, sess.Status, sess.Agent.ID, sess.Agent.Version, sess.EnvironmentID, unixOf(sess.CreatedAt), sess.ArchivedAt != nil, body, workspaceOf(ctx), deref(sess.DeploymentID)); err != nil {
 			return s.conflict(err, "session "+sess.ID)
 		}
 		if err := recordMemoryStores(ctx, tx, sess); err != nil {
@@ -71,6 +71,9 @@ func (s *Store) ListSessions(ctx context.Context, sq store.SessionQuery) ([]stor
 	}
 	if sq.EnvironmentID != "" {
 		q.and("environment_id = ?", sq.EnvironmentID)
+	}
+	if sq.DeploymentID != "" {
+		q.and("deployment_id = ?", sq.DeploymentID)
 	}
 	if sq.MemoryStoreID != "" {
 		q.and("id IN (SELECT session_id FROM session_memory_stores WHERE store_id = ?)", sq.MemoryStoreID)
