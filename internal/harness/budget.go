@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -78,4 +79,18 @@ func parseNow(now string) time.Time {
 		return time.Now()
 	}
 	return t
+}
+
+// threadOverBudget reports whether a child thread must pause before its
+// next model request: the session's cost, read afresh (the other threads
+// spend too), reached its budget.
+func (r *runner) threadOverBudget(ctx context.Context) (bool, error) {
+	if r.sess != nil && r.sess.Budget == nil {
+		return false, nil // a budget is never added after creation
+	}
+	s, err := r.h.cfg.Store.GetSession(ctx, r.id)
+	if err != nil {
+		return false, err
+	}
+	return !r.withinBudget(&s), nil
 }
