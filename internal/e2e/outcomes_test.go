@@ -74,7 +74,7 @@ func TestOutcomeRevisedThenSatisfied(t *testing.T) {
 	got := st.until(func(f frame) bool { return isIdle(f) })
 	want := []string{"user.define_outcome", "session.status_running", "user.define_outcome", "agent.message",
 		"span.outcome_evaluation_start", "span.outcome_evaluation_end:needs_revision",
-		"agent.message", "span.outcome_evaluation_start", "span.outcome_evaluation_end:satisfied", "session.status_idle"}
+		"agent.message", "span.outcome_evaluation_start", "span.outcome_evaluation_end:satisfied", "session.usage", "session.status_idle"}
 	if g := outcomeFrames(got); !slices.Equal(g, want) {
 		t.Fatalf("events = %v, want %v", g, want)
 	}
@@ -149,7 +149,7 @@ func TestOutcomeMaxIterationsReached(t *testing.T) {
 	want := []string{"user.define_outcome", "session.status_running", "user.define_outcome", "agent.message",
 		"span.outcome_evaluation_start", "span.outcome_evaluation_end:needs_revision",
 		"agent.message", "span.outcome_evaluation_start", "span.outcome_evaluation_end:max_iterations_reached",
-		"agent.message", "session.status_idle"}
+		"agent.message", "session.usage", "session.status_idle"}
 	if g := outcomeFrames(got); !slices.Equal(g, want) {
 		t.Fatalf("events = %v, want %v", g, want)
 	}

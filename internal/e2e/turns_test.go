@@ -57,7 +57,7 @@ func TestTextTurnAndListMatchesStream(t *testing.T) {
 		t.Fatalf("echo %+v: want a queued event with an id and null processed_at", echo)
 	}
 	got := st.until(isIdle)
-	want := []string{"user.message", "session.status_running", "user.message", "span.model_request_start", "agent.message", "span.model_request_end", "session.status_idle"}
+	want := []string{"user.message", "session.status_running", "user.message", "span.model_request_start", "agent.message", "span.model_request_end", "session.usage", "session.status_idle"}
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("stream %v, want %v", types(got), want)
 	}
@@ -117,7 +117,7 @@ func TestCustomToolRoundTrip(t *testing.T) {
 		t.Fatal("a custom tool result is processed on receipt")
 	}
 	got = st.until(isIdle)
-	want := []string{"user.custom_tool_result", "session.status_running", "span.model_request_start", "agent.message", "span.model_request_end", "session.status_idle"}
+	want := []string{"user.custom_tool_result", "session.status_running", "span.model_request_start", "agent.message", "span.model_request_end", "session.usage", "session.status_idle"}
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("after result: %v, want %v", types(got), want)
 	}
@@ -148,7 +148,7 @@ func TestAlwaysAskAllowAndDeny(t *testing.T) {
 	s.send(t, sess.ID, anthropic.BetaManagedAgentsEventParamsUnion{OfUserToolConfirmation: &anthropic.BetaManagedAgentsUserToolConfirmationEventParams{
 		ToolUseID: use.ID, Result: anthropic.BetaManagedAgentsUserToolConfirmationEventParamsResultAllow}})
 	got = st.until(isIdle)
-	want := []string{"user.tool_confirmation", "session.status_running", "agent.tool_result", "span.model_request_start", "agent.message", "span.model_request_end", "session.status_idle"}
+	want := []string{"user.tool_confirmation", "session.status_running", "agent.tool_result", "span.model_request_start", "agent.message", "span.model_request_end", "session.usage", "session.status_idle"}
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("after allow: %v", types(got))
 	}
@@ -189,7 +189,7 @@ func TestInterruptDuringSlowModelCall(t *testing.T) {
 	if time.Since(began) > 5*time.Second {
 		t.Fatalf("interrupt took %s", time.Since(began))
 	}
-	want := []string{"user.interrupt", "user.interrupt", "span.model_request_end", "session.status_idle"}
+	want := []string{"user.interrupt", "user.interrupt", "span.model_request_end", "session.usage", "session.status_idle"}
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("after interrupt: %v, want %v", types(got), want)
 	}
