@@ -101,7 +101,7 @@ func TestCustomToolRoundTrip(t *testing.T) {
 	st := s.openStream(t, sess.ID)
 	s.send(t, sess.ID, userMessage("@tool get_weather {\"city\":\"Paris\"}\n@then It is sunny in Paris."))
 	got := st.until(isIdle)
-	use := got[len(got)-3]
+	use := got[len(got)-4]
 	idle := got[len(got)-1]
 	if use.Type != "agent.custom_tool_use" || use.Name != "get_weather" || string(use.Input) != `{"city":"Paris"}` {
 		t.Fatalf("tool use %+v (stream %v)", use, types(got))
@@ -138,7 +138,7 @@ func TestAlwaysAskAllowAndDeny(t *testing.T) {
 
 	s.send(t, sess.ID, userMessage("@tool bash {\"command\":\"echo hi\"}\n@then ran it"))
 	got := st.until(isIdle)
-	use := got[len(got)-3]
+	use := got[len(got)-4]
 	if use.Type != "agent.tool_use" || use.EvaluatedPermission != "ask" || got[len(got)-1].StopReason.Type != "requires_action" {
 		t.Fatalf("want an ask tool use and requires_action: %v %+v", types(got), use)
 	}
@@ -159,14 +159,14 @@ func TestAlwaysAskAllowAndDeny(t *testing.T) {
 	// Deny: the tool does not run and the model reads the deny message.
 	s.send(t, sess.ID, userMessage("@tool bash {\"command\":\"rm -rf /\"}"))
 	got = st.until(isIdle)
-	use = got[len(got)-3]
+	use = got[len(got)-4]
 	s.send(t, sess.ID, anthropic.BetaManagedAgentsEventParamsUnion{OfUserToolConfirmation: &anthropic.BetaManagedAgentsUserToolConfirmationEventParams{
 		ToolUseID: use.ID, Result: anthropic.BetaManagedAgentsUserToolConfirmationEventParamsResultDeny, DenyMessage: anthropic.String("not on my machine")}})
 	got = st.until(isIdle)
 	if tools.count() != 1 {
 		t.Fatal("a denied tool ran")
 	}
-	msg := got[len(got)-3]
+	msg := got[len(got)-4]
 	if msg.Type != "agent.message" || !strings.Contains(msg.Content[0].Text, "not on my machine") {
 		t.Fatalf("the model did not read the deny message: %v %+v", types(got), msg)
 	}
@@ -193,13 +193,13 @@ func TestInterruptDuringSlowModelCall(t *testing.T) {
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("after interrupt: %v, want %v", types(got), want)
 	}
-	if got[2].IsError == nil || !*got[2].IsError || got[3].StopReason.Type != "end_turn" {
-		t.Fatalf("span end %+v, idle %+v", got[2], got[3].StopReason)
+	if got[2].IsError == nil || !*got[2].IsError || got[4].StopReason.Type != "end_turn" {
+		t.Fatalf("span end %+v, idle %+v", got[2], got[4].StopReason)
 	}
 	// The session takes a new turn normally.
 	s.send(t, sess.ID, userMessage("still there?"))
 	got = st.until(isIdle)
-	if got[len(got)-3].Content[0].Text != "You said: still there?" {
+	if got[len(got)-4].Content[0].Text != "You said: still there?" {
 		t.Fatalf("next turn %v", types(got))
 	}
 }
