@@ -67,8 +67,8 @@ func TestTextTurnAndListMatchesStream(t *testing.T) {
 	if txt := got[4].Content[0].Text; txt != "You said: hello there" {
 		t.Fatalf("reply %q", txt)
 	}
-	if got[6].StopReason == nil || got[6].StopReason.Type != "end_turn" {
-		t.Fatalf("idle %+v", got[6].StopReason)
+	if got[7].StopReason == nil || got[7].StopReason.Type != "end_turn" {
+		t.Fatalf("idle %+v", got[7].StopReason)
 	}
 	// Second turn, then compare the list with the stream (dedup by id,
 	// keeping the latest echo).
@@ -121,8 +121,8 @@ func TestCustomToolRoundTrip(t *testing.T) {
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("after result: %v, want %v", types(got), want)
 	}
-	if got[3].Content[0].Text != "It is sunny in Paris." || got[5].StopReason.Type != "end_turn" {
-		t.Fatalf("final %+v %+v", got[3].Content, got[5].StopReason)
+	if got[3].Content[0].Text != "It is sunny in Paris." || got[6].StopReason.Type != "end_turn" {
+		t.Fatalf("final %+v %+v", got[3].Content, got[6].StopReason)
 	}
 	// A second result for the same tool use is refused.
 	_, err := s.client.Beta.Sessions.Events.Send(context.Background(), sess.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{{OfUserCustomToolResult: &anthropic.BetaManagedAgentsUserCustomToolResultEventParams{CustomToolUseID: use.ID}}}})
