@@ -68,10 +68,16 @@ type Event struct {
 
 	// span.outcome_evaluation_start, _ongoing and _end (Result holds the
 	// verdict of an end).
-	Iteration                *int64      `json:"iteration,omitempty"`
-	OutcomeEvaluationStartID string      `json:"outcome_evaluation_start_id,omitempty"`
-	Explanation              *string     `json:"explanation,omitempty"`
-	Usage                    *ModelUsage `json:"usage,omitempty"`
+	Iteration                *int64  `json:"iteration,omitempty"`
+	OutcomeEvaluationStartID string  `json:"outcome_evaluation_start_id,omitempty"`
+	Explanation              *string `json:"explanation,omitempty"`
+	// Usage is an evaluation end's ModelUsage, or a session.usage
+	// event's SessionUsage.
+	Usage Raw `json:"usage,omitempty"`
+
+	// Budget is a session.usage's (null for none) and a session.updated's
+	// that changed it.
+	Budget Raw `json:"budget,omitempty"`
 
 	// session.updated.
 	Agent    Raw      `json:"agent,omitempty"`
@@ -106,6 +112,7 @@ const (
 	StopEndTurn          = "end_turn"
 	StopRequiresAction   = "requires_action"
 	StopRetriesExhausted = "retries_exhausted"
+	StopBudgetReached    = "budget_reached"
 	// StopRefusal: the model refused; the idle event's stop_details say
 	// why (RefusalDetails).
 	StopRefusal = "refusal"
@@ -210,6 +217,7 @@ const (
 	EventSessionError          = "session.error"
 	EventSessionDeleted        = "session.deleted"
 	EventSessionUpdated        = "session.updated"
+	EventSessionUsage          = "session.usage"
 	EventSpanModelRequestStart = "span.model_request_start"
 	EventSpanModelRequestEnd   = "span.model_request_end"
 

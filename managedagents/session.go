@@ -22,7 +22,7 @@ type Session struct {
 	OutcomeEvaluations []OutcomeEvaluation `json:"outcome_evaluations"`
 	Stats              SessionStats        `json:"stats"`
 	Usage              SessionUsage        `json:"usage"`
-	Budget             Raw                 `json:"budget"`
+	Budget             *Budget             `json:"budget"`
 	CreatedAt          string              `json:"created_at"`
 	UpdatedAt          string              `json:"updated_at"`
 	ArchivedAt         *string             `json:"archived_at"`
@@ -88,6 +88,52 @@ type SessionUsage struct {
 	// ServerToolUse counts the calls of the tools the model's API ran
 	// itself (Anthropic's web_search and web_fetch); nil until one ran.
 	ServerToolUse *ServerToolUsage `json:"server_tool_use,omitempty"`
+	// ActiveSeconds is the time the session was running, its runtime
+	// cost is priced on.
+	ActiveSeconds float64 `json:"active_seconds"`
+	// ListCost is the session's list cost rounded to the cent; nil while
+	// some model it ran has no list price.
+	ListCost *MonetaryAmount `json:"list_cost"`
+	// Meter is the exact account the list cost is rounded from. It is
+	// stored with the session and never sent: [Session.Public] removes
+	// it.
+	Meter *Meter `json:"reins_meter,omitempty"`
+}
+
+// Meter is a session's exact list cost account.
+type Meter struct {
+	// CallPico is the list cost of the session's model calls and server
+	// tools, in picodollars (1e-12 USD).
+	CallPico int64 `json:"call_pico"`
+	// Unpriced tells that some call ran a model without a list price.
+	Unpriced bool `json:"unpriced,omitempty"`
+	// ActiveNanos is the session's running time before RunningSince.
+	ActiveNanos int64 `json:"active_ns"`
+	// RunningSince is when the session's running period began (RFC 3339)
+	// while it runs; "" otherwise.
+	RunningSince string `json:"running_since,omitempty"`
+}
+
+// Public is s as the API answers it: without what reins keeps for itself.
+func (s Session) Public() Session {
+	s.Usage.Meter = nil
+	return s
+}
+
+// Budget is a session's spend limit ({"type":"limit"}).
+type Budget struct {
+	Type        string         `json:"type"`
+	MaxListCost MonetaryAmount `json:"max_list_cost"`
+}
+
+// BudgetLimit is the Budget type.
+const BudgetLimit = "limit"
+
+// MonetaryAmount is an amount of money: an integer count of the
+// currency's minor units (cents) as a decimal string.
+type MonetaryAmount struct {
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
 }
 
 // ServerToolUsage counts server tool calls.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/reinsdev/reins/internal/pricing"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -84,6 +85,8 @@ type Config struct {
 	// span.outcome_evaluation_ongoing (0: 5 s). See harness.OutcomeConfig.
 	GraderModel      string
 	OutcomeHeartbeat time.Duration
+	// Prices prices what sessions consume (nil: the built-in prices).
+	Prices *pricing.Table
 	// DreamMaxDuration bounds the time a dream's session runs: past it,
 	// the dream fails with a timeout (0: dreams.DefaultMaxDuration).
 	DreamMaxDuration time.Duration

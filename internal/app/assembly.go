@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/reinsdev/reins/internal/pricing"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,8 +39,9 @@ import (
 // steps hand on to each other. undo closes, last first, what the steps
 // opened, when a later one fails.
 type assembly struct {
-	cfg Config
-	a   *App
+	cfg    Config
+	a      *App
+	prices *pricing.Table
 
 	undo     []func()
 	models   model.Router
@@ -203,7 +205,10 @@ func (as *assembly) toolHost(context.Context) error {
 func (as *assembly) harness(context.Context) error {
 	cfg, a := as.cfg, as.a
 	as.writer = sessions.NewWriter(a.Store)
-	hcfg := harness.Config{Store: a.Store, Writer: as.writer, Bus: a.Bus, Model: filesource.New(as.models, a.Store), Retry: cfg.Retry, IdleLinger: cfg.IdleLinger,
+	if as.prices = cfg.Prices; as.prices == nil {
+		as.prices = pricing.Default()
+	}
+	hcfg := harness.Config{Prices: as.prices, Store: a.Store, Writer: as.writer, Bus: a.Bus, Model: filesource.New(as.models, a.Store), Retry: cfg.Retry, IdleLinger: cfg.IdleLinger,
 		ContextWindow: cfg.ContextWindow, Logger: cfg.Logger, Observer: as.observer}
 	if cfg.DatabaseURL != "" {
 		// Replicas may share the database: sessions run under leases.
@@ -255,7 +260,8 @@ func (as *assembly) workQueue(context.Context) error {
 // creates sessions through it.
 func (as *assembly) dreams(context.Context) error {
 	a := as.a
-	as.sessions = sessions.New(sessions.Config{Store: a.Store, Bus: a.Bus, Runner: as.runner, Work: a.Work, Hosting: as.hosting, Writer: as.writer})
+	as.sessions = sessions.New(sessions.Config{Store: a.Store, Bus: a.Bus, Runner: as.runner, Work: a.Work, Hosting: as.hosting, Writer: as.writer,
+		Prices: as.prices, GraderModel: as.cfg.GraderModel})
 	a.dreams = dreams.New(dreams.Config{Store: a.Store, Sessions: as.sessions, Bus: a.Bus, Owner: as.cfg.ReplicaID,
 		MaxDuration: as.cfg.DreamMaxDuration, Logger: as.cfg.Logger})
 	return nil

@@ -313,6 +313,8 @@ func (r *renderer) idle(stop *ma.StopReason) string {
 		return out
 	}
 	switch stop.Type {
+	case ma.StopBudgetReached:
+		out += r.line(styleYellow, "the session reached its budget; raise or remove it (session update) and it resumes by itself")
 	case ma.StopRetriesExhausted:
 		if r.failures == 0 {
 			// No exhausted error was seen (tail joined late).

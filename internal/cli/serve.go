@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/reinsdev/reins/internal/pricing"
 	"io"
 	"log/slog"
 	"net"
@@ -47,6 +48,7 @@ type serveOptions struct {
 	memoryRetention  time.Duration
 	modelConcurrency int
 	graderModel      string
+	priceFile        string
 	providerConc     map[string]int
 	shutdownGrace    time.Duration
 	logLevel         string
@@ -109,6 +111,7 @@ refused at start.`,
 	f.DurationVar(&o.retryBase, "model-retry-base", time.Second, "first retry delay, doubled each retry (REINS_MODEL_RETRY_BASE)")
 	f.DurationVar(&o.retryMax, "model-retry-max", 30*time.Second, "longest retry delay (REINS_MODEL_RETRY_MAX)")
 	f.IntVar(&o.modelConcurrency, "model-concurrency", 64, "model calls in flight at once across all providers, 0 for no bound; turns over it wait, still running (REINS_MODEL_CONCURRENCY)")
+	f.StringVar(&o.priceFile, "price-file", "", "JSON file of list prices (models, runtime_per_hour, web_search_per_1000) applied over the built-in ones, for usage list costs and budgets; see docs/usage.md (REINS_PRICE_FILE)")
 	f.StringVar(&o.graderModel, "grader-model", "", "model id of the grader of outcomes (user.define_outcome), e.g. claude-sonnet-5-5; default each session's own model (REINS_GRADER_MODEL)")
 	f.StringToIntVar(&o.providerConc, "model-provider-concurrency", map[string]int{}, "model calls in flight at once per provider, as anthropic=N,openai=N (REINS_MODEL_PROVIDER_CONCURRENCY)")
 	f.DurationVar(&o.memoryRetention, "memory-version-retention", memories.DefaultRetention, "how long memories' older versions are kept; a memory's latest version is kept as long as the memory (REINS_MEMORY_VERSION_RETENTION)")
@@ -155,7 +158,7 @@ refused at start.`,
 		{"anthropic-api-key", "ANTHROPIC_API_KEY"}, {"anthropic-base-url", "ANTHROPIC_BASE_URL"},
 		{"openai-api-key", "OPENAI_API_KEY"}, {"openai-base-url", "OPENAI_BASE_URL"},
 		{"model-max-attempts", "REINS_MODEL_MAX_ATTEMPTS"}, {"model-retry-base", "REINS_MODEL_RETRY_BASE"}, {"model-retry-max", "REINS_MODEL_RETRY_MAX"},
-		{"model-concurrency", "REINS_MODEL_CONCURRENCY"}, {"model-provider-concurrency", "REINS_MODEL_PROVIDER_CONCURRENCY"}, {"grader-model", "REINS_GRADER_MODEL"},
+		{"model-concurrency", "REINS_MODEL_CONCURRENCY"}, {"model-provider-concurrency", "REINS_MODEL_PROVIDER_CONCURRENCY"}, {"grader-model", "REINS_GRADER_MODEL"}, {"price-file", "REINS_PRICE_FILE"},
 		{"shutdown-grace", "REINS_SHUTDOWN_GRACE"}, {"memory-version-retention", "REINS_MEMORY_VERSION_RETENTION"}, {"log-level", "REINS_LOG_LEVEL"}, {"outbound-allow", "REINS_OUTBOUND_ALLOW"},
 		{"egress-cleartext-credentials", "REINS_EGRESS_CLEARTEXT_CREDENTIALS"},
 		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"},
@@ -307,9 +310,16 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 		return err
 	}
 	defer tel.close()
+	prices := pricing.Default()
+	if o.priceFile != "" {
+		if prices, err = pricing.Load(o.priceFile); err != nil {
+			ln.Close()
+			return flagError(o.flags, "price-file", "%v", err)
+		}
+	}
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, AdvertiseURL: o.advertiseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
-		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc, GraderModel: o.graderModel,
+		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc, GraderModel: o.graderModel, Prices: prices,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, MemoryVersionRetention: o.memoryRetention, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
 		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing, TLS: tlsConfig, DataDirLock: lock})
 	if err != nil {

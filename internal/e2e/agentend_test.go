@@ -122,7 +122,7 @@ func TestAgentEndRunsTurns(t *testing.T) {
 	s.send(t, sessID, userMessage("hello"))
 	evs := st.until(isIdle)
 	got := slices.DeleteFunc(types(evs), func(typ string) bool { return typ == ma.EventUserMessage })
-	if !slices.Equal(got, []string{ma.EventStatusRunning, ma.EventAgentMessage, ma.EventStatusIdle}) || !slices.Contains(types(evs), ma.EventUserMessage) {
+	if !slices.Equal(got, []string{ma.EventStatusRunning, ma.EventAgentMessage, ma.EventSessionUsage, ma.EventStatusIdle}) || !slices.Contains(types(evs), ma.EventUserMessage) {
 		t.Fatalf("events %v", types(evs))
 	}
 	msg := evs[slices.IndexFunc(evs, func(f frame) bool { return f.Type == ma.EventAgentMessage })]

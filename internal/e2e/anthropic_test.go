@@ -137,7 +137,7 @@ func TestAnthropicFailurePolicy(t *testing.T) {
 	fake.Push(fakeanthropic.Text("second try"))
 	s.send(t, sess.ID, userMessage("four"))
 	got = st.until(isIdle)
-	if e := errorStatuses(got); !slices.Equal(e, []string{"model_request_failed_error/retrying"}) || got[len(got)-3].Content[0].Text != "second try" {
+	if e := errorStatuses(got); !slices.Equal(e, []string{"model_request_failed_error/retrying"}) || got[len(got)-4].Content[0].Text != "second try" {
 		t.Fatalf("mid-stream disconnect: %v %v", e, types(got))
 	}
 }

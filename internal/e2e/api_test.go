@@ -244,7 +244,7 @@ func TestSystemMessageRules(t *testing.T) {
 	st.until(isIdle)
 	s.send(t, sess.ID, userMessage(`@tool lookup {}`))
 	got := st.until(func(f frame) bool { return isIdle(f) && f.StopReason.Type == "requires_action" })
-	use := got[len(got)-3]
+	use := got[len(got)-4]
 	if st := post(`{"events":[{"type":"user.message","content":[{"type":"text","text":"x"}]},{"type":"system.message","content":[{"type":"text","text":"y"}]}]}`); st != 400 {
 		t.Fatalf("system.message after a user.message while requires_action: %d, want 400", st)
 	}

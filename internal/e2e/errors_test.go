@@ -29,7 +29,7 @@ func TestSessionErrorsThroughSDK(t *testing.T) {
 	if !slices.Equal(statuses, []string{"model_overloaded_error/retrying", "model_overloaded_error/retrying"}) {
 		t.Fatalf("errors %v (stream %v)", statuses, types(got))
 	}
-	if got[len(got)-1].StopReason.Type != "end_turn" || got[len(got)-3].Content[0].Text != "finally" {
+	if got[len(got)-1].StopReason.Type != "end_turn" || got[len(got)-4].Content[0].Text != "finally" {
 		t.Fatalf("turn did not recover: %v", types(got))
 	}
 

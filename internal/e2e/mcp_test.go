@@ -133,7 +133,7 @@ func TestMCPAlwaysAskDenied(t *testing.T) {
 	st := s.openStream(t, sid)
 	s.send(t, sid, userMessage(`@tool mcp__tools__wait {}`))
 	got := st.until(isIdle)
-	use := got[len(got)-3]
+	use := got[len(got)-4]
 	if use.Type != "agent.mcp_tool_use" || use.EvaluatedPermission != "ask" || got[len(got)-1].StopReason.Type != "requires_action" {
 		t.Fatalf("always_ask: %v %+v", types(got), use)
 	}

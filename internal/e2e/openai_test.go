@@ -24,7 +24,7 @@ func TestOpenAIFailurePolicy(t *testing.T) {
 	fake.Push(fakeopenai.Text("hello from the chat completions fake"))
 	s.send(t, sess.ID, userMessage("zero"))
 	got := st.until(isIdle)
-	if got[len(got)-3].Content[0].Text != "hello from the chat completions fake" {
+	if got[len(got)-4].Content[0].Text != "hello from the chat completions fake" {
 		t.Fatalf("streamed answer: %v", types(got))
 	}
 
@@ -79,7 +79,7 @@ func TestOpenAIFailurePolicy(t *testing.T) {
 	fake.Push(fakeopenai.Text("fine now"))
 	s.send(t, sess.ID, userMessage("overloaded"))
 	got = st.until(isIdle)
-	if e := errorStatuses(got); !slices.Equal(e, []string{"model_overloaded_error/retrying"}) || got[len(got)-3].Content[0].Text != "fine now" {
+	if e := errorStatuses(got); !slices.Equal(e, []string{"model_overloaded_error/retrying"}) || got[len(got)-4].Content[0].Text != "fine now" {
 		t.Fatalf("overloaded mid-stream: %v %v", e, types(got))
 	}
 
@@ -88,7 +88,7 @@ func TestOpenAIFailurePolicy(t *testing.T) {
 	fake.Push(fakeopenai.Text("whole"))
 	s.send(t, sess.ID, userMessage("five"))
 	got = st.until(isIdle)
-	if e := errorStatuses(got); !slices.Equal(e, []string{"model_request_failed_error/retrying"}) || got[len(got)-3].Content[0].Text != "whole" {
+	if e := errorStatuses(got); !slices.Equal(e, []string{"model_request_failed_error/retrying"}) || got[len(got)-4].Content[0].Text != "whole" {
 		t.Fatalf("mid-stream disconnect: %v %v", e, types(got))
 	}
 }

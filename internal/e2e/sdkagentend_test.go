@@ -63,7 +63,7 @@ func sdkAgentEndScenario(t *testing.T, command func(url, token, name string) *ex
 	s.send(t, sessID, userMessage("hello"))
 	evs := st.until(isIdle)
 	got := slices.DeleteFunc(types(evs), func(typ string) bool { return typ == ma.EventUserMessage })
-	want := []string{ma.EventStatusRunning, ma.EventAgentMessage, ma.EventAgentToolUse, ma.EventAgentToolResult, ma.EventAgentMessage, ma.EventStatusIdle}
+	want := []string{ma.EventStatusRunning, ma.EventAgentMessage, ma.EventAgentToolUse, ma.EventAgentToolResult, ma.EventAgentMessage, ma.EventSessionUsage, ma.EventStatusIdle}
 	if !slices.Equal(got, want) || evs[len(evs)-1].StopReason.Type != ma.StopEndTurn {
 		t.Fatalf("events %v, want %v ending end_turn", got, want)
 	}

@@ -57,7 +57,7 @@ func TestTextTurnAndListMatchesStream(t *testing.T) {
 		t.Fatalf("echo %+v: want a queued event with an id and null processed_at", echo)
 	}
 	got := st.until(isIdle)
-	want := []string{"user.message", "session.status_running", "user.message", "span.model_request_start", "agent.message", "span.model_request_end", "session.status_idle"}
+	want := []string{"user.message", "session.status_running", "user.message", "span.model_request_start", "agent.message", "span.model_request_end", "session.usage", "session.status_idle"}
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("stream %v, want %v", types(got), want)
 	}
@@ -67,8 +67,8 @@ func TestTextTurnAndListMatchesStream(t *testing.T) {
 	if txt := got[4].Content[0].Text; txt != "You said: hello there" {
 		t.Fatalf("reply %q", txt)
 	}
-	if got[6].StopReason == nil || got[6].StopReason.Type != "end_turn" {
-		t.Fatalf("idle %+v", got[6].StopReason)
+	if got[7].StopReason == nil || got[7].StopReason.Type != "end_turn" {
+		t.Fatalf("idle %+v", got[7].StopReason)
 	}
 	// Second turn, then compare the list with the stream (dedup by id,
 	// keeping the latest echo).
@@ -101,7 +101,7 @@ func TestCustomToolRoundTrip(t *testing.T) {
 	st := s.openStream(t, sess.ID)
 	s.send(t, sess.ID, userMessage("@tool get_weather {\"city\":\"Paris\"}\n@then It is sunny in Paris."))
 	got := st.until(isIdle)
-	use := got[len(got)-3]
+	use := got[len(got)-4]
 	idle := got[len(got)-1]
 	if use.Type != "agent.custom_tool_use" || use.Name != "get_weather" || string(use.Input) != `{"city":"Paris"}` {
 		t.Fatalf("tool use %+v (stream %v)", use, types(got))
@@ -117,12 +117,12 @@ func TestCustomToolRoundTrip(t *testing.T) {
 		t.Fatal("a custom tool result is processed on receipt")
 	}
 	got = st.until(isIdle)
-	want := []string{"user.custom_tool_result", "session.status_running", "span.model_request_start", "agent.message", "span.model_request_end", "session.status_idle"}
+	want := []string{"user.custom_tool_result", "session.status_running", "span.model_request_start", "agent.message", "span.model_request_end", "session.usage", "session.status_idle"}
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("after result: %v, want %v", types(got), want)
 	}
-	if got[3].Content[0].Text != "It is sunny in Paris." || got[5].StopReason.Type != "end_turn" {
-		t.Fatalf("final %+v %+v", got[3].Content, got[5].StopReason)
+	if got[3].Content[0].Text != "It is sunny in Paris." || got[6].StopReason.Type != "end_turn" {
+		t.Fatalf("final %+v %+v", got[3].Content, got[6].StopReason)
 	}
 	// A second result for the same tool use is refused.
 	_, err := s.client.Beta.Sessions.Events.Send(context.Background(), sess.ID, anthropic.BetaSessionEventSendParams{Events: []anthropic.BetaManagedAgentsEventParamsUnion{{OfUserCustomToolResult: &anthropic.BetaManagedAgentsUserCustomToolResultEventParams{CustomToolUseID: use.ID}}}})
@@ -138,7 +138,7 @@ func TestAlwaysAskAllowAndDeny(t *testing.T) {
 
 	s.send(t, sess.ID, userMessage("@tool bash {\"command\":\"echo hi\"}\n@then ran it"))
 	got := st.until(isIdle)
-	use := got[len(got)-3]
+	use := got[len(got)-4]
 	if use.Type != "agent.tool_use" || use.EvaluatedPermission != "ask" || got[len(got)-1].StopReason.Type != "requires_action" {
 		t.Fatalf("want an ask tool use and requires_action: %v %+v", types(got), use)
 	}
@@ -148,7 +148,7 @@ func TestAlwaysAskAllowAndDeny(t *testing.T) {
 	s.send(t, sess.ID, anthropic.BetaManagedAgentsEventParamsUnion{OfUserToolConfirmation: &anthropic.BetaManagedAgentsUserToolConfirmationEventParams{
 		ToolUseID: use.ID, Result: anthropic.BetaManagedAgentsUserToolConfirmationEventParamsResultAllow}})
 	got = st.until(isIdle)
-	want := []string{"user.tool_confirmation", "session.status_running", "agent.tool_result", "span.model_request_start", "agent.message", "span.model_request_end", "session.status_idle"}
+	want := []string{"user.tool_confirmation", "session.status_running", "agent.tool_result", "span.model_request_start", "agent.message", "span.model_request_end", "session.usage", "session.status_idle"}
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("after allow: %v", types(got))
 	}
@@ -159,14 +159,14 @@ func TestAlwaysAskAllowAndDeny(t *testing.T) {
 	// Deny: the tool does not run and the model reads the deny message.
 	s.send(t, sess.ID, userMessage("@tool bash {\"command\":\"rm -rf /\"}"))
 	got = st.until(isIdle)
-	use = got[len(got)-3]
+	use = got[len(got)-4]
 	s.send(t, sess.ID, anthropic.BetaManagedAgentsEventParamsUnion{OfUserToolConfirmation: &anthropic.BetaManagedAgentsUserToolConfirmationEventParams{
 		ToolUseID: use.ID, Result: anthropic.BetaManagedAgentsUserToolConfirmationEventParamsResultDeny, DenyMessage: anthropic.String("not on my machine")}})
 	got = st.until(isIdle)
 	if tools.count() != 1 {
 		t.Fatal("a denied tool ran")
 	}
-	msg := got[len(got)-3]
+	msg := got[len(got)-4]
 	if msg.Type != "agent.message" || !strings.Contains(msg.Content[0].Text, "not on my machine") {
 		t.Fatalf("the model did not read the deny message: %v %+v", types(got), msg)
 	}
@@ -189,17 +189,17 @@ func TestInterruptDuringSlowModelCall(t *testing.T) {
 	if time.Since(began) > 5*time.Second {
 		t.Fatalf("interrupt took %s", time.Since(began))
 	}
-	want := []string{"user.interrupt", "user.interrupt", "span.model_request_end", "session.status_idle"}
+	want := []string{"user.interrupt", "user.interrupt", "span.model_request_end", "session.usage", "session.status_idle"}
 	if !slices.Equal(types(got), want) {
 		t.Fatalf("after interrupt: %v, want %v", types(got), want)
 	}
-	if got[2].IsError == nil || !*got[2].IsError || got[3].StopReason.Type != "end_turn" {
-		t.Fatalf("span end %+v, idle %+v", got[2], got[3].StopReason)
+	if got[2].IsError == nil || !*got[2].IsError || got[4].StopReason.Type != "end_turn" {
+		t.Fatalf("span end %+v, idle %+v", got[2], got[4].StopReason)
 	}
 	// The session takes a new turn normally.
 	s.send(t, sess.ID, userMessage("still there?"))
 	got = st.until(isIdle)
-	if got[len(got)-3].Content[0].Text != "You said: still there?" {
+	if got[len(got)-4].Content[0].Text != "You said: still there?" {
 		t.Fatalf("next turn %v", types(got))
 	}
 }

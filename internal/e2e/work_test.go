@@ -129,7 +129,7 @@ func TestOfficialEnvironmentWorker(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), "2nd line") {
 		t.Fatalf("file in the worker's workdir: %q %v", data, err)
 	}
-	if !strings.Contains(got[len(got)-3].Content[0].Text, "the worker ran all six") {
+	if !strings.Contains(got[len(got)-4].Content[0].Text, "the worker ran all six") {
 		t.Fatalf("final answer %v", types(got))
 	}
 }

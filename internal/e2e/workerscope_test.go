@@ -38,7 +38,7 @@ func TestWorkerCredentialsCannotDriveSessions(t *testing.T) {
 
 	s.send(t, sess.ID, userMessage(`@tool bash {"command":"true"}`+"\n@then ran it"))
 	got := st.until(func(f frame) bool { return isIdle(f) && f.StopReason.Type == "requires_action" })
-	use := got[len(got)-3]
+	use := got[len(got)-4]
 	if use.Type != ma.EventAgentToolUse || use.EvaluatedPermission != "ask" {
 		t.Fatalf("want an always_ask tool use: %v", types(got))
 	}
@@ -88,7 +88,7 @@ func TestWorkerCredentialsCannotDriveSessions(t *testing.T) {
 	// And answers a custom tool it runs.
 	s.send(t, sess.ID, userMessage(`@tool lookup {"city":"Paris"}`+"\n@then looked it up"))
 	got = st.until(func(f frame) bool { return isIdle(f) && f.StopReason.Type == "requires_action" })
-	custom := got[len(got)-3]
+	custom := got[len(got)-4]
 	if custom.Type != ma.EventAgentCustomToolUse {
 		t.Fatalf("want a custom tool use: %v", types(got))
 	}

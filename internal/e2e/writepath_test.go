@@ -64,7 +64,7 @@ func TestConcurrentCustomToolResults(t *testing.T) {
 	st := s.openStream(t, sess.ID)
 	s.send(t, sess.ID, userMessage("@tool get_weather {\"city\":\"Paris\"}\n@then sunny"))
 	got := st.until(isIdle)
-	use := got[len(got)-3]
+	use := got[len(got)-4]
 	if use.Type != ma.EventAgentCustomToolUse {
 		t.Fatalf("want a custom tool use: %v", types(got))
 	}
@@ -95,7 +95,7 @@ func TestConcurrentAllowAndDeny(t *testing.T) {
 	for round := range 20 {
 		s.send(t, sess.ID, userMessage("@tool bash {\"command\":\"echo hi\"}\n@then done"))
 		got := st.until(isIdle)
-		use := got[len(got)-3]
+		use := got[len(got)-4]
 		if use.Type != ma.EventAgentToolUse || use.EvaluatedPermission != "ask" {
 			t.Fatalf("round %d: want an ask tool use: %v", round, types(got))
 		}

@@ -66,7 +66,9 @@ func (t *ActiveTurn) StartModelRequest(ctx context.Context) (string, error) {
 func (t *ActiveTurn) EndModelRequest(ctx context.Context, span string, u model.Usage, failed bool) error {
 	return t.do(ctx, func(ctx context.Context, r *runner) error {
 		delete(t.openSpans, span)
-		return r.update(ctx, func(tx store.Tx) error { return endSpan(tx, span, failed, u, r.h.now()) })
+		return r.update(ctx, func(tx store.Tx) error {
+			return r.endSpan(tx, tx.Session().Agent.Model.ID, span, failed, u, r.h.now())
+		})
 	})
 }
 

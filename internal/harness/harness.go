@@ -8,6 +8,7 @@ package harness
 
 import (
 	"context"
+	"github.com/reinsdev/reins/internal/pricing"
 	"log/slog"
 	"sync"
 	"time"
@@ -43,6 +44,9 @@ type Config struct {
 	Store Store
 	Bus   *bus.Bus
 	Model model.Provider
+	// Prices prices what sessions consume, for their usage's list cost
+	// and budgets (nil prices nothing).
+	Prices *pricing.Table
 	// Writer writes the sessions the harness runs.
 	Writer Writer
 	// Tools runs built-in tools; nil answers every call with an error

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -52,6 +53,7 @@ func (r *runner) activeOutcome() *outcomes.Active {
 // of all its model calls.
 type gradeResult struct {
 	verdict outcomes.Verdict
+	model   string // the grader's model
 	usage   model.Usage
 	err     error // ctx ended
 }
@@ -110,7 +112,7 @@ func (r *runner) evaluate(ctx context.Context, gen uint64, sess *ma.Session, a *
 // retry policy, a reply that is not a verdict is asked again once; then
 // the verdict is failed, saying why. err is set only when ctx ended.
 func (r *runner) grade(ctx context.Context, modelID, sessionID, prompt string) gradeResult {
-	var g gradeResult
+	g := gradeResult{model: modelID}
 	var retry *graderRetry
 	policy := r.h.cfg.Retry
 	for attempt := 1; ; {
@@ -166,6 +168,7 @@ func (r *runner) recordVerdict(tx store.Tx, a *outcomes.Active, g gradeResult) e
 	usage := &ma.ModelUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens}
 	addSessionUsage(tx.Session(), u, now)
+	r.meter(tx.Session(), g.model, u, now)
 	if err := tx.Append(evaluationEnd(a, result, g.verdict.Explanation, usage, now)); err != nil {
 		return err
 	}
@@ -192,8 +195,9 @@ func interruptEvaluation(tx store.Tx, v *view, now string) error {
 // under.
 func evaluationEnd(a *outcomes.Active, result, explanation string, usage *ma.ModelUsage, now string) *ma.Event {
 	it := a.Iteration
+	u, _ := json.Marshal(usage)
 	return &ma.Event{Type: ma.EventSpanOutcomeEvaluationEnd, OutcomeEvaluationStartID: a.StartID, OutcomeID: a.Define.OutcomeID,
-		Iteration: &it, Result: result, Explanation: &explanation, Usage: usage, ProcessedAt: &now}
+		Iteration: &it, Result: result, Explanation: &explanation, Usage: u, ProcessedAt: &now}
 }
 
 // steer consumes the user and system messages queued while the agent

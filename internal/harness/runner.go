@@ -453,6 +453,14 @@ func (r *runner) refreshView(ctx context.Context, sess *ma.Session, fresh []ma.E
 // turn whose tool uses are all answered, waits for a pull worker, or
 // starts a turn for queued input.
 func (r *runner) stepIdle(ctx context.Context, sess *ma.Session, v *view, needWorker, hasInput bool) (bool, error) {
+	if sess.StopReason != nil && sess.StopReason.Type == ma.StopBudgetReached {
+		if !r.withinBudget(sess) {
+			return false, nil // waits for the budget to be raised or removed
+		}
+		return true, r.update(ctx, func(tx store.Tx) error {
+			return r.setStatus(tx, ma.StatusRunning, &ma.Event{Type: ma.EventStatusRunning})
+		})
+	}
 	if v.turnActive() {
 		aw := r.awaitingIDs(v)
 		if len(aw) == 0 {
@@ -498,6 +506,9 @@ func (r *runner) stepRunning(ctx context.Context, gen uint64, sess *ma.Session, 
 	if r.kids != nil && v.answered {
 		return r.coordinate(ctx)
 	}
+	if !r.withinBudget(sess) {
+		return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopBudgetReached, nil) })
+	}
 	if r.h.cfg.AgentEnds != nil && ServedByAgentEnd(sess) {
 		return true, r.agentTurn(ctx, gen, sess)
 	}
@@ -523,6 +534,11 @@ func (r *runner) setStatus(tx store.Tx, status string, ev *ma.Event) error {
 // must share one processed_at.
 func (r *runner) setStatusAt(tx store.Tx, status string, ev *ma.Event, now string) error {
 	s := tx.Session()
+	if !isThread(tx) {
+		if err := r.clock(tx, s, status, now); err != nil {
+			return err
+		}
+	}
 	s.Status = status
 	s.StopReason = nil
 	if status == ma.StatusIdle {
@@ -978,7 +994,7 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 		}
 	}
 	u := resp.Usage
-	if err := endSpan(tx, startID, false, u, now); err != nil {
+	if err := r.endSpan(tx, sess.Agent.Model.ID, startID, false, u, now); err != nil {
 		return err
 	}
 	r.h.log.Debug("model response", "session", r.id, "stop_reason", resp.StopReason, "tool_uses", uses,
@@ -995,8 +1011,8 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 }
 
 // endSpan closes a model request span with the call's usage and adds the
-// usage to the session's totals.
-func endSpan(tx store.Tx, startID string, isError bool, u model.Usage, now string) error {
+// usage to the session's totals; modelID prices it.
+func (r *runner) endSpan(tx store.Tx, modelID, startID string, isError bool, u model.Usage, now string) error {
 	if err := tx.Append(spanEnd(startID, isError, &ma.ModelUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens}, now)); err != nil {
 		return err
@@ -1014,6 +1030,7 @@ func endSpan(tx store.Tx, startID string, isError bool, u model.Usage, now strin
 	s.Usage.CacheReadInputTokens += u.CacheReadInputTokens
 	s.Usage.CacheCreation.Ephemeral5mInputTokens += u.CacheCreationInputTokens
 	s.UpdatedAt = now
+	r.meter(s, modelID, u, now)
 	return nil
 }
 

@@ -32,8 +32,12 @@ func (s *Server) Launch(ctx context.Context, d store.Deployment) (string, error)
 	}
 	initial := make([]ma.Event, len(d.Initial))
 	copy(initial, d.Initial)
+	budget, err := sessions.ParseBudget(d.Budget)
+	if err != nil {
+		return "", rejectedRun(err)
+	}
 	draft := sessions.Draft{Agent: sa, EnvironmentID: d.EnvironmentID, Resources: resources, VaultIDs: d.VaultIDs,
-		Initial: initial, DeploymentID: d.ID}
+		Initial: initial, DeploymentID: d.ID, Budget: budget}
 	sess, err := s.cfg.Sessions.Prepare(ctx, draft)
 	if err != nil {
 		return "", rejectedRun(err)

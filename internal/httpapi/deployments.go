@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 	"slices"
 	"time"
 
@@ -384,43 +383,26 @@ func (a *deploymentAPI) setSchedule(_ context.Context, d *store.Deployment, raw 
 	return nil
 }
 
-// amountPattern is a positive decimal amount.
-var amountPattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
 // setBudget replaces the budget ({type:"limit", max_list_cost:{amount,
-// currency}}; null: future sessions uncapped).
+// currency}}, by the sessions' rule; null: future sessions uncapped).
 func setBudget(_ context.Context, d *store.Deployment, raw json.RawMessage) error {
 	if isNull(raw) {
 		d.Budget = ma.Raw("null")
 		return nil
 	}
-	var p struct {
-		Type        string `json:"type"`
-		MaxListCost *struct {
-			Amount   string `json:"amount"`
-			Currency string `json:"currency"`
-		} `json:"max_list_cost"`
+	b, err := sessions.ParseBudget(raw)
+	if err == nil {
+		err = sessions.CheckBudget(b)
 	}
-	if err := decodeBytes(raw, &p); err != nil {
-		return fieldPrefix("budget: ", err)
-	}
-	if p.Type != "limit" {
-		return badRequest("budget.type: must be limit; got %q", p.Type)
-	}
-	if p.MaxListCost == nil {
-		return badRequest("budget.max_list_cost: required")
-	}
-	if !amountPattern.MatchString(p.MaxListCost.Amount) || !regexp.MustCompile(`[1-9]`).MatchString(p.MaxListCost.Amount) {
-		return badRequest("budget.max_list_cost.amount: a positive decimal string is required, got %q", p.MaxListCost.Amount)
-	}
-	if p.MaxListCost.Currency != "USD" {
-		return badRequest("budget.max_list_cost.currency: must be USD; got %q", p.MaxListCost.Currency)
-	}
-	b, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	d.Budget = b
+	out, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	d.Budget = out
 	return nil
 }
 

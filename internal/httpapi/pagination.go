@@ -125,7 +125,7 @@ var (
 	sessionStatuses = []string{ma.StatusIdle, ma.StatusRunning, ma.StatusRescheduling, ma.StatusTerminated}
 	// stopReasons are the values of GET /v1/sessions stop_reasons[] (a
 	// reins extension): the idle stop reasons.
-	stopReasons = []string{ma.StopEndTurn, ma.StopRequiresAction, ma.StopRetriesExhausted}
+	stopReasons = []string{ma.StopEndTurn, ma.StopRequiresAction, ma.StopRetriesExhausted, ma.StopBudgetReached}
 	// deltaTypes are the values of the stream's event_deltas[].
 	deltaTypes = []string{ma.EventAgentMessage, ma.EventAgentThinking}
 	// eventTypes are the values of the events list's types[]: every event

@@ -239,7 +239,12 @@ func (s *Server) sessionDraft(r *http.Request, p sessionCreate) (sessions.Draft,
 	if p.Agent == nil {
 		return sessions.Draft{}, nil, badRequest("agent: required")
 	}
-	d := sessions.Draft{Title: p.Title, Metadata: p.Metadata, VaultIDs: p.VaultIDs, Budget: p.Budget}
+	d := sessions.Draft{Title: p.Title, Metadata: p.Metadata, VaultIDs: p.VaultIDs}
+	budget, err := sessions.ParseBudget(p.Budget)
+	if err != nil {
+		return d, nil, sessionError(err)
+	}
+	d.Budget = budget
 	if p.EnvironmentID != nil {
 		d.EnvironmentID = *p.EnvironmentID
 	}
@@ -297,8 +302,10 @@ func (s *Server) initialEvents(ctx context.Context, raws []rawView) ([]ma.Event,
 	return initial, nil
 }
 
-// withStats fills the figures computed at read time.
+// withStats fills the figures computed at read time, and leaves out what
+// reins keeps for itself.
 func withStats(s ma.Session) ma.Session {
+	s = s.Public()
 	if t, err := time.Parse(time.RFC3339Nano, s.CreatedAt); err == nil {
 		s.Stats.DurationSeconds = time.Since(t).Seconds()
 	}
@@ -379,10 +386,13 @@ func (s *Server) updateSession(w http.ResponseWriter, r *http.Request) error {
 	if _, ok := raw["vault_ids"]; ok {
 		return badRequest("vault_ids: cannot be changed after the session is created")
 	}
-	if len(p.Budget) > 0 && string(p.Budget) != "null" {
-		return badRequest("budget: session budgets are not supported by this server yet")
-	}
 	patch := sessions.Patch{Metadata: p.Metadata}
+	if _, ok := raw["budget"]; ok {
+		if patch.Budget, err = sessions.ParseBudget(p.Budget); err != nil {
+			return sessionError(err)
+		}
+		patch.SetBudget = true
+	}
 	if p.Title.Set {
 		patch.Title = &p.Title.Value
 	}

@@ -37,9 +37,9 @@ type Draft struct {
 	// only a cloud environment's egress proxy can give it to the clone.
 	Tokens   bool
 	VaultIDs []string
-	// Budget is the request's budget, as sent; only null or absent is
-	// accepted.
-	Budget []byte
+	// Budget is the session's spend limit (nil for none), as
+	// [ParseBudget] decodes it.
+	Budget *ma.Budget
 	// Initial are the events the session starts with.
 	Initial []ma.Event
 	// DeploymentID is the deployment whose run creates the session (""
@@ -63,8 +63,13 @@ func (s *Service) Prepare(ctx context.Context, d Draft) (ma.Session, error) {
 	if len(d.Resources) > MaxResources {
 		return ma.Session{}, rejected("resources: at most %d resources, got %d", MaxResources, len(d.Resources))
 	}
-	if len(d.Budget) > 0 && string(d.Budget) != "null" {
-		return ma.Session{}, rejected("budget: session budgets are not supported by this server yet")
+	if err := CheckBudget(d.Budget); err != nil {
+		return ma.Session{}, err
+	}
+	if d.Budget != nil {
+		if err := checkBudgetable(s.cfg.Prices, d.Agent, s.cfg.GraderModel); err != nil {
+			return ma.Session{}, err
+		}
 	}
 	if err := s.checkVaults(ctx, d.VaultIDs); err != nil {
 		return ma.Session{}, err
@@ -85,7 +90,9 @@ func (s *Service) Prepare(ctx context.Context, d Draft) (ma.Session, error) {
 	if d.Tokens && env.Config.Type != "cloud" {
 		return ma.Session{}, rejected("resources: authorization_token needs a cloud environment: the token is given to the clone by the cloud sandbox's egress proxy")
 	}
-	return newSession(d, env.ID), nil
+	sess := newSession(d, env.ID)
+	FillUsage(s.cfg.Prices, &sess.Usage, time.Now())
+	return sess, nil
 }
 
 // newSession is the idle session d asks for, with its defaults.
@@ -105,7 +112,7 @@ func newSession(d Draft, envID string) ma.Session {
 	now := ma.Time(time.Now())
 	sess := ma.Session{ID: ids.New(ids.Session), Type: "session", Title: d.Title, Status: ma.StatusIdle, EnvironmentID: envID,
 		Agent: d.Agent, Resources: resources, Metadata: meta, VaultIDs: vaultIDs, OutcomeEvaluations: []ma.OutcomeEvaluation{},
-		Budget: ma.Raw("null"), CreatedAt: now, UpdatedAt: now}
+		Budget: d.Budget, CreatedAt: now, UpdatedAt: now}
 	if d.DeploymentID != "" {
 		sess.DeploymentID = &d.DeploymentID
 	}

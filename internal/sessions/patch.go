@@ -21,13 +21,18 @@ type Patch struct {
 	// its agent as it is (the agent's configuration rules are its own);
 	// an error from it is returned as is.
 	Tools func(cur ma.SessionAgent) ([]ma.Tool, []ma.MCPServer, error)
+	// SetBudget replaces the session's budget with Budget (nil removes
+	// it), by the rules of [Service.changeBudget].
+	SetBudget bool
+	Budget    *ma.Budget
 }
 
 // Patch changes a session as p says and logs a session.updated event
 // naming what changed. An archived session is read-only, and a running
 // session's tools cannot change.
 func (s *Service) Patch(ctx context.Context, id string, p Patch) (ma.Session, error) {
-	return s.update(ctx, id, func(tx store.Tx) error {
+	budgetChanged := false
+	sess, err := s.update(ctx, id, func(tx store.Tx) error {
 		cur := tx.Session()
 		if cur.ArchivedAt != nil {
 			return conflict("session %s is archived and read-only", cur.ID)
@@ -60,6 +65,19 @@ func (s *Service) Patch(ctx context.Context, id string, p Patch) (ma.Session, er
 			}
 			touched = true
 		}
+		if p.SetBudget {
+			was := cur.Budget
+			if err := s.changeBudget(cur, p.Budget, time.Now()); err != nil {
+				return err
+			}
+			if !sameBudget(was, cur.Budget) {
+				b, err := json.Marshal(cur.Budget)
+				if err != nil {
+					return err
+				}
+				changed.Budget, touched, budgetChanged = b, true, true
+			}
+		}
 		if !touched {
 			return nil
 		}
@@ -68,6 +86,17 @@ func (s *Service) Patch(ctx context.Context, id string, p Patch) (ma.Session, er
 		changed.ProcessedAt = &now
 		return tx.Append(changed)
 	})
+	if err == nil && budgetChanged {
+		// A session stopped at its budget resumes when it is raised or
+		// removed.
+		s.cfg.Runner.Wake(id)
+	}
+	return sess, err
+}
+
+// sameBudget reports whether two budgets are the same.
+func sameBudget(a, b *ma.Budget) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
 }
 
 // patchTools sets the tools and MCP servers of cur's agent from resolve

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/reinsdev/reins/internal/pricing"
 	"sync"
 	"time"
 
@@ -65,6 +66,11 @@ type Config struct {
 	// Writer is the runners' write path, shared with the harness; nil
 	// makes one on Store.
 	Writer *Writer
+	// Prices prices what sessions consume (nil prices nothing: no
+	// session can have a budget).
+	Prices *pricing.Table
+	// GraderModel is the outcome grader's model ("": the session's).
+	GraderModel string
 }
 
 // Service changes sessions. It is safe for concurrent use.

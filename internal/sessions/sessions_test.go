@@ -187,7 +187,6 @@ func TestPrepare(t *testing.T) {
 			{with(func(d *Draft) { d.EnvironmentID = "" }), "bad", "environment_id: required"},
 			{with(func(d *Draft) { d.Title = strings.Repeat("é", MaxTitle+1) }), "bad", "title: must be 0 to 1024 characters, got 1025"},
 			{with(func(d *Draft) { d.Metadata = many }), "bad", "metadata: at most 16 keys"},
-			{with(func(d *Draft) { d.Budget = []byte(`{"max_tokens":5}`) }), "bad", "budget: session budgets are not supported"},
 			{with(func(d *Draft) { d.VaultIDs = make([]string, MaxVaults+1) }), "bad", "vault_ids: at most 20 vaults"},
 			{with(func(d *Draft) { d.VaultIDs = []string{vault.ID, "vlt_nope"} }), "not found", "vault_ids[1]: vault vlt_nope not found"},
 			{with(func(d *Draft) { d.VaultIDs = []string{archivedVault.ID} }), "bad", "is archived"},
@@ -205,7 +204,7 @@ func TestPrepare(t *testing.T) {
 			t.Fatal(err)
 		}
 		if sess.Status != ma.StatusIdle || sess.EnvironmentID != f.env || sess.Metadata == nil || sess.Resources == nil || len(sess.VaultIDs) != 1 ||
-			string(sess.Budget) != "null" || !strings.HasPrefix(sess.ID, ids.Session) {
+			sess.Budget != nil || !strings.HasPrefix(sess.ID, ids.Session) {
 			t.Fatalf("prepared %+v", sess)
 		}
 		if _, err := st.GetSession(ctx, sess.ID); !errors.Is(err, store.ErrNotFound) {
