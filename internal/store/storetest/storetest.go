@@ -73,6 +73,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Dreams", testDreams},
 		{"DreamConflicts", testDreamConflicts},
 		{"DreamClaims", testDreamClaims},
+		{"WebhookEndpoints", testWebhookEndpoints},
+		{"WebhookOutbox", testWebhookOutbox},
+		{"WebhookClaims", testWebhookClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
