@@ -257,3 +257,70 @@ func TestWebhookCrashDeliversOnce(t *testing.T) {
 		t.Errorf("%d deliveries after the restart, want 1: %v", len(rc.got), rc.ids)
 	}
 }
+
+// TestWebhookEndpointsAPI: with the SDK, a developer key manages its
+// workspace's endpoints (every Managed Agents event type accepted,
+// unknown ones a 400 naming them, https only without the operator's
+// flag), a read_only key reads them, another workspace sees none.
+func TestWebhookEndpointsAPI(t *testing.T) {
+	s := start(t, options{})
+	ctx := context.Background()
+	var kits [2]*wsKit
+	for i, name := range []string{"hooks-a", "hooks-b"} {
+		w, err := s.client.Organization.Workspaces.New(ctx, anthropic.OrganizationWorkspaceNewParams{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kits[i] = s.developer(t, w.ID, "dev-"+name, "developer")
+	}
+	hooks := kits[0].client.Beta.Organization.Webhooks
+	_, err := hooks.New(ctx, anthropic.BetaOrganizationWebhookNewParams{URL: "https://example.com/h", EnabledEvents: []string{"session.created", "session.exploded"}})
+	apiErr(t, err, 400, "invalid_request_error")
+	if !strings.Contains(err.Error(), "session.exploded") {
+		t.Errorf("the 400 does not name the type: %v", err)
+	}
+	_, err = hooks.New(ctx, anthropic.BetaOrganizationWebhookNewParams{URL: "http://example.com/h", EnabledEvents: []string{"session.created"}})
+	apiErr(t, err, 400, "invalid_request_error")
+	var made []string
+	for _, events := range [][]string{{"session.created", "deployment_run.failed"}, {"agent.created"}, {"memory_store.deleted"}} {
+		ep, err := hooks.New(ctx, anthropic.BetaOrganizationWebhookNewParams{URL: "https://example.com/h", EnabledEvents: events, Description: anthropic.String("d")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, ep.ID)
+	}
+	page, err := hooks.List(ctx, anthropic.BetaOrganizationWebhookListParams{Limit: anthropic.Int(2)})
+	if err != nil || len(page.Data) != 2 || !page.HasMore || page.Data[0].ID != made[2] || page.LastID != made[1] {
+		t.Fatalf("list desc: %+v, %v", page, err)
+	}
+	page, err = hooks.List(ctx, anthropic.BetaOrganizationWebhookListParams{Order: "asc", AfterID: anthropic.String(made[0])})
+	if err != nil || len(page.Data) != 2 || page.HasMore || page.Data[0].ID != made[1] {
+		t.Fatalf("list asc after: %+v, %v", page, err)
+	}
+	up, err := hooks.Update(ctx, made[0], anthropic.BetaOrganizationWebhookUpdateParams{State: "disabled", Name: anthropic.String("renamed")})
+	if err != nil || up.State != "disabled" || up.Name != "renamed" || len(up.EnabledEvents) != 2 || up.Description != "d" {
+		t.Fatalf("update: %+v, %v", up, err)
+	}
+	up, err = hooks.Update(ctx, made[0], anthropic.BetaOrganizationWebhookUpdateParams{State: "enabled", EnabledEvents: []string{"vault.created"}})
+	if err != nil || up.State != "enabled" || up.DisabledReason != "" || !slices.Equal(up.EnabledEvents, []string{"vault.created"}) {
+		t.Fatalf("re-enable: %+v, %v", up, err)
+	}
+	sec, err := hooks.RegenerateSigningSecret(ctx, made[0], anthropic.BetaOrganizationWebhookRegenerateSigningSecretParams{})
+	if err != nil || !strings.HasPrefix(sec.SigningSecret, "whsec_") {
+		t.Fatalf("regenerate: %+v, %v", sec, err)
+	}
+	ro := s.developer(t, kits[0].ws, "ro-hooks", "read_only")
+	if _, err := ro.client.Beta.Organization.Webhooks.Get(ctx, made[0], anthropic.BetaOrganizationWebhookGetParams{}); err != nil {
+		t.Errorf("read_only get: %v", err)
+	}
+	_, err = ro.client.Beta.Organization.Webhooks.New(ctx, anthropic.BetaOrganizationWebhookNewParams{URL: "https://example.com/h", EnabledEvents: []string{"agent.created"}})
+	apiErr(t, err, 403, "permission_error")
+	_, err = kits[1].client.Beta.Organization.Webhooks.Get(ctx, made[0], anthropic.BetaOrganizationWebhookGetParams{})
+	apiErr(t, err, 404, "not_found_error")
+	del, err := hooks.Delete(ctx, made[0], anthropic.BetaOrganizationWebhookDeleteParams{})
+	if err != nil || del.ID != made[0] || string(del.Type) != "webhook_endpoint_deleted" {
+		t.Fatalf("delete: %+v, %v", del, err)
+	}
+	_, err = hooks.Get(ctx, made[0], anthropic.BetaOrganizationWebhookGetParams{})
+	apiErr(t, err, 404, "not_found_error")
+}
