@@ -12,9 +12,9 @@ import (
 // ResealSecrets replaces, in one transaction, every blob the store keeps
 // sealed under the master key (credentials' secrets, sessions' repository
 // tokens, webhook endpoints' signing secrets) with what reseal returns
-// for it, and records toKeyID as the master key's id (the setting vault_key_id). It fails, changing nothing,
-// when the recorded id is neither fromKeyID nor absent, or when reseal
-// fails. It returns the number of blobs resealed. A credential's version
+// for it, and records toKeyID as the master key's id (the setting
+// vault_key_id). It fails, changing nothing, when the recorded id is
+// neither fromKeyID nor absent, or when reseal fails. It returns the number of blobs resealed. A credential's version
 // moves on, so that a writer holding an older copy loses its
 // compare-and-swap instead of writing back the old seal.
 func (s *Store) ResealSecrets(ctx context.Context, fromKeyID, toKeyID string, reseal func(store.SealedRef, []byte) ([]byte, error)) (int, error) {
