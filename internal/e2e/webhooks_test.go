@@ -147,7 +147,9 @@ func TestWebhooksSessionLife(t *testing.T) {
 		}
 		types = append(types, d.event.Data.Type)
 	}
-	want := []string{"session.created", "session.status_run_started", "session.status_idled", "session.deleted"}
+	// Deliveries are unordered (a batch goes out concurrently).
+	want := []string{"session.created", "session.deleted", "session.status_idled", "session.status_run_started"}
+	slices.Sort(types)
 	if !slices.Equal(types, want) {
 		t.Errorf("types %v, want %v", types, want)
 	}
