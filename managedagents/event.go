@@ -116,6 +116,8 @@ type SessionError struct {
 	MCPServerName string      `json:"mcp_server_name,omitempty"`
 	CredentialID  string      `json:"credential_id,omitempty"`
 	VaultID       string      `json:"vault_id,omitempty"`
+	// RepositoryURL names the repository of a repository_*_error.
+	RepositoryURL string `json:"repository_url,omitempty"`
 }
 
 // RetryStatus is {"type":"retrying"|"exhausted"|"terminal"}.
@@ -140,6 +142,17 @@ const (
 	ErrorMCPAuthenticationFailed   = "mcp_authentication_failed_error"
 	ErrorBilling                   = "billing_error"
 	ErrorCredentialHostUnreachable = "credential_host_unreachable_error"
+	// A turn stopped at reins's limit of tool-use rounds, or of
+	// compactions in a row without progress (retry status exhausted).
+	ErrorToolUseLimitReached    = "tool_use_limit_reached_error"
+	ErrorCompactionLimitReached = "compaction_limit_reached_error"
+	// A github_repository resource could not be placed; always retrying:
+	// the session goes on without the repository (RepositoryURL set).
+	ErrorRepositoryAuthentication = "repository_authentication_error"
+	ErrorRepositoryForbidden      = "repository_forbidden_error"
+	ErrorRepositoryNotFound       = "repository_not_found_error"
+	ErrorRepositoryCheckout       = "repository_checkout_error"
+	ErrorRepositoryClone          = "repository_clone_error"
 )
 
 // ModelUsage is the token usage of one model request.

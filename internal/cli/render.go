@@ -388,6 +388,13 @@ func errorCause(e *ma.SessionError) (short, long string) {
 		return "MCP server " + e.MCPServerName + " refused the credentials", "the MCP server " + e.MCPServerName + " refused the credentials"
 	case ma.ErrorCredentialHostUnreachable:
 		return "credential host unreachable", "the credential host could not be reached"
+	case ma.ErrorToolUseLimitReached:
+		return "tool-use limit reached", "the turn stopped at the limit of tool-use rounds"
+	case ma.ErrorCompactionLimitReached:
+		return "compaction limit reached", "the turn stopped after too many compactions in a row"
+	case ma.ErrorRepositoryAuthentication, ma.ErrorRepositoryForbidden, ma.ErrorRepositoryNotFound,
+		ma.ErrorRepositoryCheckout, ma.ErrorRepositoryClone:
+		return "repository unavailable: " + e.RepositoryURL, "the repository " + e.RepositoryURL + " could not be cloned; the session goes on without it"
 	}
 	return "error", "an error occurred"
 }

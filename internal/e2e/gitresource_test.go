@@ -120,3 +120,61 @@ func TestGitRepositoryResource(t *testing.T) {
 		t.Fatalf("bash saw: %q", out)
 	}
 }
+
+// TestRepositoryErrors: a github_repository resource that cannot be
+// cloned does not stop the session: the tool runs without it and the
+// session logs a retrying repository_*_error naming the repository, one
+// type per cause (forbidden, not found, a missing branch, a clone that
+// fails otherwise; authentication is TestPrivateRepositoryResource's).
+func TestRepositoryErrors(t *testing.T) {
+	root := t.TempDir()
+	work := filepath.Join(root, "work")
+	os.MkdirAll(work, 0o755)
+	git(t, work, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(work, "README"), []byte("content\n"), 0o644)
+	git(t, work, "add", "README")
+	git(t, work, "commit", "-q", "-m", "one")
+	git(t, root, "clone", "-q", "--bare", "work", "project.git")
+	base := gitServerWith(t, root, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case strings.HasPrefix(r.URL.Path, "/forbidden.git"):
+				http.Error(w, "no access", http.StatusForbidden)
+			case strings.HasPrefix(r.URL.Path, "/broken.git"):
+				http.Error(w, "the server broke", http.StatusInternalServerError)
+			default:
+				h.ServeHTTP(w, r)
+			}
+		})
+	})
+	s := startWith(t, options{}, func(c *app.Config) {
+		c.Sandbox.EgressAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	ctx := context.Background()
+	a := s.newAgent(t, "scripted", toolset(false))
+	env := s.newEnv(t, "cloud")
+	for _, c := range []struct {
+		path, branch, typ string
+	}{
+		{"/forbidden.git", "", "repository_forbidden_error"},
+		{"/missing.git", "", "repository_not_found_error"},
+		{"/project.git", "no-such-branch", "repository_checkout_error"},
+		{"/broken.git", "", "repository_clone_error"},
+	} {
+		p := &anthropic.BetaManagedAgentsGitHubRepositoryResourceParams{URL: base + c.path, MountPath: anthropic.String("/workspace/repo")}
+		if c.branch != "" {
+			p.Checkout = anthropic.BetaManagedAgentsGitHubRepositoryResourceParamsCheckoutUnion{OfBranch: &anthropic.BetaManagedAgentsBranchCheckoutParam{Name: c.branch}}
+		}
+		sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+			Agent: anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(a.ID)}, EnvironmentID: env.ID,
+			Resources: []anthropic.BetaSessionNewParamsResourceUnion{{OfGitHubRepository: p}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := s.toolOutput(t, sess.ID, "ls; echo RAN"); strings.Contains(out, "repo") || !strings.Contains(out, "RAN") {
+			t.Fatalf("%s: bash saw %q", c.path, out)
+		}
+		checkRepositoryError(t, s, sess.ID, c.typ, base+c.path)
+	}
+}

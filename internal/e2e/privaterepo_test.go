@@ -122,13 +122,16 @@ func TestPrivateRepositoryResource(t *testing.T) {
 	})
 	apiErr(t, err, http.StatusBadRequest, "invalid_request_error")
 
-	// A wrong token: the server refuses the clone, and the model is told.
+	// A wrong token: the server refuses the clone; the tool runs without
+	// the repository and the session logs a retrying
+	// repository_authentication_error naming it.
 	denied.Store(0)
 	wrong := newSession("ghp_wrong")
-	out = s.toolOutput(t, wrong.ID, "ls")
-	if !strings.Contains(out, "could not clone "+base+"/secret.git") || denied.Load() == 0 {
+	out = s.toolOutput(t, wrong.ID, "ls; echo RAN")
+	if strings.Contains(out, "secret") || !strings.Contains(out, "RAN") || denied.Load() == 0 {
 		t.Fatalf("clone with a wrong token: %q (%d refusals)", out, denied.Load())
 	}
+	checkRepositoryError(t, s, wrong.ID, "repository_authentication_error", base+"/secret.git")
 	// Rotated to the right one, the running session's next clone works.
 	if _, err := s.client.Beta.Sessions.Resources.Update(ctx, wrong.Resources[0].ID, anthropic.BetaSessionResourceUpdateParams{SessionID: wrong.ID, AuthorizationToken: token}); err != nil {
 		t.Fatal(err)
@@ -136,4 +139,25 @@ func TestPrivateRepositoryResource(t *testing.T) {
 	if out := s.toolOutput(t, wrong.ID, "cat secret/README"); strings.TrimSpace(out) != "private content" {
 		t.Fatalf("after rotation: %q", out)
 	}
+}
+
+// checkRepositoryError finds, in a session's events, one retrying
+// session.error of type typ naming the repository url.
+func checkRepositoryError(t *testing.T, s *server, sessionID, typ, url string) {
+	t.Helper()
+	evs, err := s.client.Beta.Sessions.Events.List(context.Background(), sessionID, anthropic.BetaSessionEventListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs.Data {
+		if ev.Type != "session.error" {
+			continue
+		}
+		e := ev.AsSessionError().Error
+		if e.Type == typ && e.RetryStatus.Type == "retrying" && e.RepositoryURL == url {
+			return
+		}
+		t.Errorf("session.error: %s", ev.RawJSON())
+	}
+	t.Fatalf("no retrying %s naming %s", typ, url)
 }

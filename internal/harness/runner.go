@@ -1207,6 +1207,11 @@ func (r *runner) finishTool(ctx context.Context, toolUseID string, res tool.Resu
 	isErr := res.IsError
 	err := r.update(ctx, func(tx store.Tx) error {
 		now := r.h.now()
+		for _, e := range res.Errors {
+			if err := tx.Append(&ma.Event{Type: ma.EventSessionError, ProcessedAt: &now, Error: &e}); err != nil {
+				return err
+			}
+		}
 		if err := tx.Append(&ma.Event{Type: ma.EventAgentToolResult, ToolUseID: toolUseID, Content: res.Content, IsError: &isErr, ProcessedAt: &now}); err != nil {
 			return err
 		}

@@ -33,6 +33,11 @@ type Result struct {
 	// tell it apart (for example "workspace_boundary", "timeout" or
 	// "tool_outcome_unknown"); the model reads only Content.
 	ErrorCode string
+	// Errors are session errors met while readying the call that did not
+	// fail it (a repository that could not be cloned: the tool ran
+	// without it); the runner logs each as a session.error before the
+	// result.
+	Errors []ma.SessionError
 }
 
 // Runner runs built-in tools (bash, read, write, edit, glob, grep) for a

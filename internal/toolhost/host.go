@@ -59,6 +59,9 @@ type Host struct {
 	// resources are the resources placed in each session's workspace
 	// during its current placement.
 	resources placedResources
+	// reported is, per session, the error type last logged for each
+	// repository that could not be cloned (logged again when it changes).
+	reported map[string]map[string]string
 }
 
 // Config configures a Host.
@@ -102,7 +105,8 @@ type OutputsConfig struct {
 // New assembles a tool host; it starts nothing (see Start).
 func New(cfg Config) (*Host, error) {
 	t := &Host{hub: cfg.Hub, st: cfg.Store, keys: cfg.Keys, workspace: filepath.Join(cfg.DataDir, "workspaces"), log: cfg.Logger,
-		leases: map[string]*executorhub.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}, resources: placedResources{}}
+		leases: map[string]*executorhub.Lease{}, locals: map[string]*executor.Client{}, secrets: map[string][]secret{}, resources: placedResources{},
+		reported: map[string]map[string]string{}}
 	var err error
 	t.sandboxes, err = newSandboxes(cfg.Sandbox, cfg.Packages, cfg.Store, cfg.Keys, cfg.DataDir, cfg.Logger)
 	if err != nil {
@@ -426,6 +430,7 @@ func (t *Host) Release(sessionID string) {
 	delete(t.leases, sessionID)
 	delete(t.secrets, sessionID)
 	delete(t.resources, sessionID)
+	delete(t.reported, sessionID)
 	t.mu.Unlock()
 	if t.hands != nil {
 		t.hands.forget(sessionID)

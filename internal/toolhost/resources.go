@@ -29,17 +29,19 @@ type placedResources map[string]map[string]string
 // syncResources places the session's file resources and skills that its
 // workspace lacks and removes the resources deleted since, with the session's own bash tool
 // (so that it works the same in a sandbox and on a self-hosted executor,
-// as the sandbox's user). A failure is the tool result the model gets.
-func (t *Host) syncResources(ctx context.Context, sess *ma.Session) *tool.Result {
+// as the sandbox's user). A failure is the tool result the model gets;
+// a repository that cannot be cloned is not one: the tool runs without it
+// and repoErrs says why (see cloneRepository).
+func (t *Host) syncResources(ctx context.Context, sess *ma.Session) (repoErrs []ma.SessionError, failed *tool.Result) {
 	res, err := sessions.Resources(sess)
 	if err != nil {
-		return errorResult(err)
+		return nil, errorResult(err)
 	}
 	t.mu.Lock()
 	placed := t.resources[sess.ID]
 	if placed == nil && len(res) == 0 && len(sess.Agent.Skills) == 0 {
 		t.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	if placed == nil {
 		placed = map[string]string{}
@@ -57,20 +59,19 @@ func (t *Host) syncResources(ctx context.Context, sess *ma.Session) *tool.Result
 		}
 		rel, err := sessions.MountPath(r.MountPath)
 		if err != nil {
-			return errorResult(fmt.Errorf("resource %s: %w", r.ID, err))
+			return repoErrs, errorResult(fmt.Errorf("resource %s: %w", r.ID, err))
 		}
 		switch r.Type {
 		case "github_repository":
-			tokenVar := repositoryTokenVar(r.ID)
-			if !t.hasSecret(sess.ID, tokenVar) {
-				tokenVar = ""
-			}
-			if err := t.bash(ctx, sess, cloneCommand(r, rel, tokenVar)); err != nil {
-				return errorResult(fmt.Errorf("could not clone %s into %s: %w", r.URL, r.MountPath, err))
+			if e, ok := t.cloneRepository(ctx, sess, r, rel); !ok {
+				if e != nil {
+					repoErrs = append(repoErrs, *e)
+				}
+				continue // not placed: tried again at the next call
 			}
 		default:
 			if err := t.placeFile(ctx, sess, r.FileID, rel); err != nil {
-				return errorResult(fmt.Errorf("could not place file %s at %s: %w", r.FileID, r.MountPath, err))
+				return repoErrs, errorResult(fmt.Errorf("could not place file %s at %s: %w", r.FileID, r.MountPath, err))
 			}
 		}
 		t.mu.Lock()
@@ -91,7 +92,7 @@ func (t *Host) syncResources(ctx context.Context, sess *ma.Session) *tool.Result
 			continue
 		}
 		if err != nil {
-			return errorResult(fmt.Errorf("could not place skill %s: %w", ref.SkillID, err))
+			return repoErrs, errorResult(fmt.Errorf("could not place skill %s: %w", ref.SkillID, err))
 		}
 		t.mu.Lock()
 		placed[key] = rel
@@ -102,13 +103,64 @@ func (t *Host) syncResources(ctx context.Context, sess *ma.Session) *tool.Result
 			continue
 		}
 		if err := t.bash(ctx, sess, "rm -rf -- "+shellQuote(rel)); err != nil {
-			return errorResult(fmt.Errorf("could not remove the deleted resource at %s: %w", rel, err))
+			return repoErrs, errorResult(fmt.Errorf("could not remove the deleted resource at %s: %w", rel, err))
 		}
 		t.mu.Lock()
 		delete(placed, id)
 		t.mu.Unlock()
 	}
-	return nil
+	return repoErrs, nil
+}
+
+// cloneRepository clones a github_repository resource at rel. When the
+// clone fails, the session goes on without the repository: ok is false
+// and e is the repository_*_error to log (retrying, as each later tool
+// call tries again), or nil when the same error was logged already for
+// this placement.
+func (t *Host) cloneRepository(ctx context.Context, sess *ma.Session, r ma.SessionResource, rel string) (e *ma.SessionError, ok bool) {
+	tokenVar := repositoryTokenVar(r.ID)
+	if !t.hasSecret(sess.ID, tokenVar) {
+		tokenVar = ""
+	}
+	err := t.bash(ctx, sess, cloneCommand(r, rel, tokenVar))
+	if err == nil {
+		t.mu.Lock()
+		delete(t.reported[sess.ID], r.ID)
+		t.mu.Unlock()
+		return nil, true
+	}
+	typ := repositoryErrorType(err.Error())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reported[sess.ID] == nil {
+		t.reported[sess.ID] = map[string]string{}
+	}
+	if t.reported[sess.ID][r.ID] == typ {
+		return nil, false
+	}
+	t.reported[sess.ID][r.ID] = typ
+	return &ma.SessionError{Type: typ, RepositoryURL: r.URL, RetryStatus: ma.RetryStatus{Type: ma.RetryRetrying},
+		Message: fmt.Sprintf("could not clone %s into %s (the session goes on without it; the next tool call tries again): %v", r.URL, r.MountPath, err)}, false
+}
+
+// repositoryErrorType reads git's output of a failed clone or checkout as
+// one of the five repository error types.
+func repositoryErrorType(out string) string {
+	o := strings.ToLower(out)
+	has := func(subs ...string) bool {
+		return slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(o, s) })
+	}
+	switch {
+	case has("remote branch", "did not match any", "reference is not a tree", "unable to read tree", "not our ref", "couldn't find remote ref"):
+		return ma.ErrorRepositoryCheckout
+	case has("authentication failed", "could not read username", "could not read password", "returned error: 401", "terminal prompts disabled"):
+		return ma.ErrorRepositoryAuthentication
+	case has("returned error: 403", "permission denied", "access denied"):
+		return ma.ErrorRepositoryForbidden
+	case has("not found", "returned error: 404", "does not appear to be a git repository", "does not exist"):
+		return ma.ErrorRepositoryNotFound
+	}
+	return ma.ErrorRepositoryClone
 }
 
 func errorResult(err error) *tool.Result {

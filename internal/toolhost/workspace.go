@@ -33,7 +33,8 @@ const WorkspaceResetNotice = "[reins] This session moved to another server, whic
 // the session last used (see workspaceNotice).
 func (t *Host) RunTool(ctx context.Context, sess *ma.Session, call tool.Call) tool.Result {
 	notice := t.workspaceNotice(ctx, sess.ID)
-	if failed := t.syncResources(ctx, sess); failed != nil {
+	repoErrs, failed := t.syncResources(ctx, sess)
+	if failed != nil {
 		return *failed
 	}
 	var res tool.Result
@@ -46,6 +47,7 @@ func (t *Host) RunTool(ctx context.Context, sess *ma.Session, call tool.Call) to
 	if notice != "" {
 		res.Content = append([]ma.ContentBlock{{Type: "text", Text: notice}}, res.Content...)
 	}
+	res.Errors = append(res.Errors, repoErrs...)
 	return res
 }
 
