@@ -27,6 +27,7 @@ import (
 	"github.com/reinsdev/reins/internal/tool"
 	"github.com/reinsdev/reins/internal/toolhost"
 	"github.com/reinsdev/reins/internal/turntoken"
+	"github.com/reinsdev/reins/internal/webhooks"
 	"github.com/reinsdev/reins/internal/workqueue"
 )
 
@@ -121,6 +122,10 @@ type Config struct {
 	// reach anyway, e.g. an MCP server on 127.0.0.1. Public addresses need
 	// no entry.
 	OutboundAllow []netip.Prefix
+	// Webhooks configures the delivery of webhooks: its options (AllowHTTP,
+	// Attempts, backoff, Timeout, Poll, DisableAfter); the server sets its
+	// store, keys, guard (OutboundAllow's), metrics and logger.
+	Webhooks webhooks.Config
 	// Metrics, if set, get the server's metrics (the caller serves their
 	// Handler); Tracing, if set, sends traces over OTLP/HTTP. Both are off
 	// by default.
@@ -162,6 +167,8 @@ type App struct {
 	dreams *dreams.Runner
 	// deployments fires the deployments' schedules.
 	deployments *deployments.Scheduler
+	// webhooks delivers the webhooks' outbox.
+	webhooks *webhooks.Deliverer
 	// TurnTokens issues and verifies the model and tools tokens of
 	// agent-end turns (under the master key: every replica verifies).
 	TurnTokens *turntoken.Issuer
@@ -241,6 +248,7 @@ func (a *App) sequence() {
 	a.services.Add("work lease expiry", &workqueue.Expiry{Queue: a.Work})
 	a.services.Add("memory version retention", a.pruner)
 	a.services.Add("api", a.API)
+	a.services.Add("webhook deliveries", a.webhooks)
 	// Dreams create and follow sessions: they start last and stop first.
 	a.services.Add("dreams", a.dreams)
 	// Scheduled deployments create sessions: they start last too.

@@ -31,6 +31,7 @@ import (
 	"github.com/reinsdev/reins/internal/turntoken"
 	"github.com/reinsdev/reins/internal/vault"
 	"github.com/reinsdev/reins/internal/webfetch"
+	"github.com/reinsdev/reins/internal/webhooks"
 	"github.com/reinsdev/reins/internal/workqueue"
 	"github.com/reinsdev/reins/sandbox/netguard"
 )
@@ -47,6 +48,7 @@ type assembly struct {
 	models   model.Router
 	rawKey   []byte // the master key
 	keys     *vault.Keyring
+	guard    *netguard.Guard // of the server's requests to URLs users give
 	observer harness.Observer
 	http     httpapi.Config // the API's, filled by the steps
 	requests *http.Client   // the server's own requests to URLs users give
@@ -222,6 +224,7 @@ func (as *assembly) harness(context.Context) error {
 	as.workers = &toolhost.Workers{Store: a.Store, Placed: a.tools.Placed, Hosting: as.hosting}
 	// Every request to a URL a user gave passes one guard.
 	guard := &netguard.Guard{Allow: cfg.OutboundAllow, Hint: outboundAllowHint}
+	as.guard = guard
 	streams, requests := guard.Client(0), guard.Client(outboundTimeout)
 	as.requests = requests
 	a.idle = func() {
@@ -277,6 +280,7 @@ func (as *assembly) api(context.Context) error {
 	a.deployments = deployments.NewScheduler(deployments.Config{Runs: runs, Now: cfg.DeploymentClock, Poll: cfg.DeploymentPoll, Logger: cfg.Logger})
 	hc.Deployments = a.deployments
 	hc.Vaults = httpapi.VaultConfig{Store: a.Store, Keyring: as.keys, ProbeClient: as.requests}
+	hc.Webhooks = httpapi.WebhookConfig{Store: a.Store, AllowHTTP: cfg.Webhooks.AllowHTTP}
 	hc.Auth = &httpapi.Authenticator{Keys: a.Store, EnvironmentKeys: a.Store, SessionTokens: a.Store, Machines: a.Store, Bootstrap: cfg.BootstrapKey}
 	hc.Lifecycle = replicaLifecycle{a.tools, a.Bus}
 	hc.ValidatePackages = packages.Validate
@@ -298,6 +302,12 @@ func (as *assembly) finish() *App {
 	a := as.a
 	a.log = as.cfg.Logger
 	a.pruner = &memories.Pruner{Store: a.Store, Retention: as.cfg.MemoryVersionRetention, Logger: a.log}
+	wh := as.cfg.Webhooks
+	wh.Store, wh.Keys, wh.Guard, wh.Logger = a.Store, as.keys, as.guard, a.log
+	if as.cfg.Metrics != nil {
+		wh.Metrics = as.cfg.Metrics.Registerer()
+	}
+	a.webhooks = webhooks.New(wh)
 	handler := console.Mount(a.API)
 	if as.cfg.DatabaseURL != "" {
 		a.forward = toolhost.NewForwarder(toolhost.ForwarderConfig{Tokens: a.TurnTokens, Turns: a.Harness, Store: a.Store,

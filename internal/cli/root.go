@@ -36,7 +36,7 @@ func newRootCommand() *cobra.Command {
 		Version:       version(),
 	}
 	root.SetVersionTemplate("reins {{.Version}}\n")
-	root.AddCommand(newServeCommand(), newKeysCommand(), newWorkspacesCommand(), newAgentsCommand(), newEnvironmentsCommand(), newSessionsCommand(), newVaultsCommand(), newMemoryCommand(), newExecutorCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newKeysCommand(), newWorkspacesCommand(), newAgentsCommand(), newEnvironmentsCommand(), newSessionsCommand(), newVaultsCommand(), newWebhooksCommand(), newMemoryCommand(), newExecutorCommand(), newVersionCommand())
 	root.AddCommand(newChatCommand())
 	root.AddCommand(newBackupCommand(), newRestoreCommand(), newMasterKeyCommand())
 	root.AddCommand(newDreamsCommand())

@@ -28,6 +28,7 @@ import (
 	"github.com/reinsdev/reins/internal/model/anthropic"
 	"github.com/reinsdev/reins/internal/model/openai"
 	"github.com/reinsdev/reins/internal/toolhost"
+	"github.com/reinsdev/reins/internal/webhooks"
 	"github.com/reinsdev/reins/sandbox/egress"
 	"github.com/reinsdev/reins/sandbox/netguard"
 )
@@ -53,6 +54,7 @@ type serveOptions struct {
 	shutdownGrace    time.Duration
 	logLevel         string
 	outboundAllow    []string
+	webhooks         webhooks.Config
 	sandbox          sandboxFlags
 	// cleartextCredentials are --egress-cleartext-credentials.
 	cleartextCredentials []string
@@ -119,6 +121,7 @@ refused at start.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error; debug logs every request and turn step (REINS_LOG_LEVEL)")
 	f.StringSliceVar(&o.outboundAllow, "outbound-allow", nil,
 		"internal addresses (CIDR or IP: loopback, private, link-local) that the server's own requests to URLs users give (agents' MCP servers, OAuth token endpoints, mcp_oauth_validate) may reach anyway; refused by default (REINS_OUTBOUND_ALLOW)")
+	registerWebhookFlags(f, &o.webhooks)
 	o.sandbox.register(f, "cloud sessions'")
 	f.StringSliceVar(&o.cleartextCredentials, "egress-cleartext-credentials", nil,
 		"hosts (names, IP addresses or *.domain) to which cloud sandboxes' egress proxy substitutes credentials (vault environment_variable credentials, repository tokens) in plain http:// requests too, sending them in clear, e.g. a git server without TLS on a trusted network; elsewhere credentials go over HTTPS only (REINS_EGRESS_CLEARTEXT_CREDENTIALS)")
@@ -161,6 +164,8 @@ refused at start.`,
 		{"model-concurrency", "REINS_MODEL_CONCURRENCY"}, {"model-provider-concurrency", "REINS_MODEL_PROVIDER_CONCURRENCY"}, {"grader-model", "REINS_GRADER_MODEL"}, {"price-file", "REINS_PRICE_FILE"},
 		{"shutdown-grace", "REINS_SHUTDOWN_GRACE"}, {"memory-version-retention", "REINS_MEMORY_VERSION_RETENTION"}, {"log-level", "REINS_LOG_LEVEL"}, {"outbound-allow", "REINS_OUTBOUND_ALLOW"},
 		{"egress-cleartext-credentials", "REINS_EGRESS_CLEARTEXT_CREDENTIALS"},
+		{"webhook-allow-http", "REINS_WEBHOOK_ALLOW_HTTP"}, {"webhook-attempts", "REINS_WEBHOOK_ATTEMPTS"}, {"webhook-backoff-min", "REINS_WEBHOOK_BACKOFF_MIN"},
+		{"webhook-backoff-max", "REINS_WEBHOOK_BACKOFF_MAX"}, {"webhook-timeout", "REINS_WEBHOOK_TIMEOUT"}, {"webhook-poll", "REINS_WEBHOOK_POLL"},
 		{"pip-index-url", "REINS_PIP_INDEX_URL"}, {"npm-registry", "REINS_NPM_REGISTRY"},
 		{"sandbox-memory-budget", "REINS_SANDBOX_MEMORY_BUDGET"}, {"sandbox-process-budget", "REINS_SANDBOX_PROCESS_BUDGET"},
 		{"body-timeout", "REINS_BODY_TIMEOUT"}, {"max-file-size", "REINS_MAX_FILE_SIZE"}, {"creates-per-minute", "REINS_CREATES_PER_MINUTE"},
@@ -320,7 +325,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, AdvertiseURL: o.advertiseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
 		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc, GraderModel: o.graderModel, Prices: prices,
-		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, MemoryVersionRetention: o.memoryRetention, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound,
+		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, MemoryVersionRetention: o.memoryRetention, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound, Webhooks: o.webhooks,
 		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing, TLS: tlsConfig, DataDirLock: lock})
 	if err != nil {
 		ln.Close()

@@ -83,6 +83,9 @@ type Config struct {
 	// Vaults configures the vault endpoints (nil Keyring: no vault
 	// endpoints).
 	Vaults VaultConfig
+	// Webhooks configures the webhook endpoints API (served with the
+	// vaults': it seals secrets with their keyring).
+	Webhooks WebhookConfig
 	// Work runs the work queues of self-hosted environments (nil: no work
 	// endpoints).
 	Work WorkQueue
@@ -325,6 +328,7 @@ func (s *Server) routes() {
 
 	if s.cfg.Vaults.Keyring != nil {
 		s.vaultRoutes(s.cfg.Vaults)
+		s.webhookRoutes(s.cfg.Webhooks, s.cfg.Vaults.Keyring)
 	}
 
 	s.handle("/", smallBody, func(w http.ResponseWriter, r *http.Request) error {

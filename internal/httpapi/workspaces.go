@@ -65,10 +65,11 @@ func (s *Server) authorizeKey(r *http.Request, p *Principal) error {
 }
 
 // adminPath reports whether path is an admin's only: the Admin API
-// (/v1/organizations/) and reins's /v1/api_keys, but for /v1/api_keys/me.
+// (/v1/organizations/) and reins's /v1/api_keys, but for /v1/api_keys/me
+// and the webhook endpoints (a workspace's, see webhookRoutes).
 func adminPath(path string) bool {
 	path = strings.TrimSuffix(path, "/")
-	if path == "/v1/api_keys/me" {
+	if path == "/v1/api_keys/me" || webhookPath(path) {
 		return false
 	}
 	return strings.HasPrefix(path, "/v1/organizations/") || path == "/v1/api_keys" || strings.HasPrefix(path, "/v1/api_keys/")

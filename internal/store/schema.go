@@ -19,8 +19,9 @@ func (e *SchemaTooNewError) Error() string {
 
 // SealedRef names a blob sealed under the master key that the store
 // keeps, so that the caller can rebuild the additional data it was sealed
-// with: a credential's secrets (CredentialID), or a session resource's
-// repository token (SessionID and ResourceID).
+// with: a credential's secrets (CredentialID; a webhook endpoint's
+// signing secret, sealed with the endpoint's id, is named there too), or
+// a session resource's repository token (SessionID and ResourceID).
 type SealedRef struct {
 	CredentialID          string
 	SessionID, ResourceID string

@@ -64,6 +64,7 @@ type Store interface {
 	RepositoryTokens
 	SessionTokens
 	Workspaces
+	Webhooks
 	KeyAdmin
 	Audit
 	// CheckWrite commits a small write and reports whether the database

@@ -161,6 +161,10 @@ func (c *workCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, oldest.Seconds())
 }
 
+// Registerer is the registry, for the metrics of the server's parts that
+// register their own (webhook deliveries).
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+
 // NotifyLag observes the delay of a wake-up from another replica.
 func (m *Metrics) NotifyLag(d time.Duration) {
 	m.notifyLag.Observe(max(d, 0).Seconds())

@@ -75,6 +75,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DreamClaims", testDreamClaims},
 		{"Deployments", testDeployments},
 		{"DeploymentRuns", testDeploymentRuns},
+		{"WebhookEndpoints", testWebhookEndpoints},
+		{"WebhookOutbox", testWebhookOutbox},
+		{"WebhookClaims", testWebhookClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

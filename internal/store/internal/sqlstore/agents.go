@@ -24,6 +24,9 @@ func (s *Store) CreateAgent(ctx context.Context, a ma.Agent) error {
 		if _, err = tx.Exec(ctx, `INSERT INTO agent_versions (agent_id, version, body) VALUES (?, ?, ?)`, a.ID, a.Version, body); err != nil {
 			return err
 		}
+		if err := s.emitWebhooks(ctx, tx, workspaceOf(ctx), a.ID, "agent.created"); err != nil {
+			return err
+		}
 		return recordOutcomeOf(ctx, tx)
 	})
 }
@@ -72,7 +75,10 @@ func (s *Store) UpdateAgent(ctx context.Context, id string, fn func(ma.Agent) (m
 			return nil
 		}
 		out = next
-		return s.putAgent(ctx, tx, cur, next)
+		if err := s.putAgent(ctx, tx, cur, next); err != nil {
+			return err
+		}
+		return s.emitChange(ctx, tx, "agents", "agent", id, cur.ArchivedAt, next.ArchivedAt, true)
 	})
 	return out, err
 }

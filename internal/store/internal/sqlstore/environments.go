@@ -21,6 +21,9 @@ func (s *Store) CreateEnvironment(ctx context.Context, e ma.Environment) error {
 		if err != nil {
 			return s.conflict(err, fmt.Sprintf("environment named %q", e.Name))
 		}
+		if err := s.emitWebhooks(ctx, tx, workspaceOf(ctx), e.ID, "environment.created"); err != nil {
+			return err
+		}
 		return recordOutcomeOf(ctx, tx)
 	})
 }
@@ -44,7 +47,11 @@ func (s *Store) UpdateEnvironment(ctx context.Context, id string, fn func(*ma.En
 		if err != nil {
 			return err
 		}
+		was := e.ArchivedAt
 		if err := fn(&e); err != nil {
+			return err
+		}
+		if err := s.emitChange(ctx, tx, "environments", "environment", id, was, e.ArchivedAt, true); err != nil {
 			return err
 		}
 		body, err := json.Marshal(e)
@@ -72,6 +79,7 @@ func (s *Store) ListEnvironments(ctx context.Context, l store.ListQuery) ([]stor
 
 // DeleteEnvironment implements store.Environments.
 func (s *Store) DeleteEnvironment(ctx context.Context, id string) error {
-	cond, args := inWorkspace(ctx, "workspace_id")
-	return s.mustChange(ctx, "environment "+id, `DELETE FROM environments WHERE id = ?`+cond, append([]any{id}, args...)...)
+	return s.d.WithTx(ctx, func(tx Querier) error {
+		return s.deleteEmitting(ctx, tx, "environments", "environment", id)
+	})
 }

@@ -20,6 +20,9 @@ type sessionTx struct {
 	tx      Querier
 	sess    ma.Session
 	lastSeq int64
+	// workspace is the session's workspace, read when first needed
+	// (emit).
+	workspace string
 }
 
 // Session implements store.Tx.
@@ -61,6 +64,9 @@ func (t *sessionTx) Append(evs ...*ma.Event) error {
 			return err
 		}
 		t.lastSeq++
+		if err := t.emit(sessionEventWebhooks(ev)...); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -24,7 +24,10 @@ func (s *Store) CreateMemoryStore(ctx context.Context, m ma.MemoryStore) error {
 	return s.withAudit(ctx, func(tx Querier) error {
 		_, err := tx.Exec(ctx, `INSERT INTO memory_stores (id, created_at, archived, body, workspace_id) VALUES (?, ?, ?, ?, ?)`,
 			m.ID, unixOf(m.CreatedAt), m.ArchivedAt != nil, body, workspaceOf(ctx))
-		return s.conflict(err, "memory store "+m.ID)
+		if err != nil {
+			return s.conflict(err, "memory store "+m.ID)
+		}
+		return s.emitWebhooks(ctx, tx, workspaceOf(ctx), m.ID, "memory_store.created")
 	})
 }
 
@@ -58,7 +61,11 @@ func (s *Store) UpdateMemoryStore(ctx context.Context, id string, fn func(*ma.Me
 		if err != nil {
 			return err
 		}
+		was := m.ArchivedAt
 		if err := fn(&m); err != nil {
+			return err
+		}
+		if err := s.emitChange(ctx, tx, "memory_stores", "memory_store", id, was, m.ArchivedAt, false); err != nil {
 			return err
 		}
 		m.ID = id
@@ -99,13 +106,12 @@ func (s *Store) DeleteMemoryStore(ctx context.Context, id string) error {
 		for _, stmt := range []string{
 			`DELETE FROM memory_versions WHERE store_id = ?`,
 			`DELETE FROM memories WHERE store_id = ?`,
-			`DELETE FROM memory_stores WHERE id = ?`,
 		} {
 			if _, err := tx.Exec(ctx, stmt, id); err != nil {
 				return err
 			}
 		}
-		return nil
+		return s.deleteEmitting(ctx, tx, "memory_stores", "memory_store", id)
 	})
 }
 

@@ -23,10 +23,13 @@ func (s *Store) CreateSession(ctx context.Context, sess ma.Session, fn func(stor
 		if err := recordMemoryStores(ctx, tx, sess); err != nil {
 			return err
 		}
+		t := &sessionTx{s: s, ctx: ctx, tx: tx, sess: sess, workspace: workspaceOf(ctx)}
+		if err := t.emit("session.created"); err != nil {
+			return err
+		}
 		if fn == nil {
 			return nil
 		}
-		t := &sessionTx{s: s, ctx: ctx, tx: tx, sess: sess}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -107,10 +110,14 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(store.Tx) 
 			}
 		}
 		t := &sessionTx{s: s, ctx: ctx, tx: tx, sess: sess, lastSeq: last}
+		before, archived := sessionUpdatable(&sess), sess.ArchivedAt != nil
 		if err := fn(t); err != nil {
 			return err
 		}
 		out = t.sess
+		if err := t.emit(sessionChangeWebhooks(before, archived, &t.sess)...); err != nil {
+			return err
+		}
 		return t.write()
 	})
 	return out, err
@@ -120,12 +127,16 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(store.Tx) 
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	return s.d.WithTx(ctx, func(tx Querier) error {
 		cond, args := inWorkspace(ctx, "workspace_id")
-		n, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = ?`+cond, append([]any{id}, args...)...)
+		var ws string
+		err := tx.QueryRow(ctx, `SELECT workspace_id FROM sessions WHERE id = ?`+cond+s.lock(LockUpdate), append([]any{id}, args...)...).Scan(&ws)
 		if err != nil {
+			return notFound(err, "session", id)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = ?`, id); err != nil {
 			return err
 		}
-		if n == 0 {
-			return fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+		if err := s.emitWebhooks(ctx, tx, ws, id, "session.deleted"); err != nil {
+			return err
 		}
 		// The tables that hold rows of a session go with it.
 		for _, table := range []string{"running_tools", "session_leases", "session_workspaces", "tool_calls", "idempotency_keys", "repository_tokens", "session_tokens", "session_threads", "session_memory_stores", "events"} {

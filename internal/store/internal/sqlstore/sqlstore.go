@@ -70,16 +70,6 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, err
 	return n, err
 }
 
-// mustChange is exec for a statement that fails with store.ErrNotFound
-// when it changes no row.
-func (s *Store) mustChange(ctx context.Context, what string, query string, args ...any) error {
-	n, err := s.exec(ctx, query, args...)
-	if err == nil && n == 0 {
-		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
-	}
-	return err
-}
-
 func notFound(err error, what, id string) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s %s: %w", what, id, store.ErrNotFound)

@@ -19,7 +19,10 @@ func (s *Store) CreateVault(ctx context.Context, v ma.Vault) error {
 	return s.withAudit(ctx, func(tx Querier) error {
 		_, err := tx.Exec(ctx, `INSERT INTO vaults (id, created_at, archived, body, workspace_id) VALUES (?, ?, ?, ?, ?)`,
 			v.ID, unixOf(v.CreatedAt), v.ArchivedAt != nil, body, workspaceOf(ctx))
-		return s.conflict(err, "vault "+v.ID)
+		if err != nil {
+			return s.conflict(err, "vault "+v.ID)
+		}
+		return s.emitWebhooks(ctx, tx, workspaceOf(ctx), v.ID, "vault.created")
 	})
 }
 
@@ -79,6 +82,9 @@ func (s *Store) ArchiveVault(ctx context.Context, id string, at string) (ma.Vaul
 		if err := putVault(ctx, tx, v); err != nil {
 			return err
 		}
+		if err := s.emitChange(ctx, tx, "vaults", "vault", id, nil, v.ArchivedAt, false); err != nil {
+			return err
+		}
 		return s.archiveCredentials(ctx, tx, id, at)
 	})
 	return out, err
@@ -121,8 +127,7 @@ func (s *Store) DeleteVault(ctx context.Context, id string) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM vault_credentials WHERE vault_id = ?`, id); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM vaults WHERE id = ?`, id)
-		return err
+		return s.deleteEmitting(ctx, tx, "vaults", "vault", id)
 	})
 }
 
