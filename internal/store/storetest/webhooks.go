@@ -228,3 +228,45 @@ func testWebhookClaims(t *testing.T, s store.Store) {
 }
 
 func errOnly[T any](_ T, err error) error { return err }
+
+// testDeploymentWebhooks: a deployment's create, update, pause, unpause
+// and archive, and its scheduled run's start and end, queue their
+// webhook events in their own transactions; a manual run and the
+// scheduler's own bookkeeping (last_run_at) queue none.
+func testDeploymentWebhooks(t *testing.T, s store.Store) {
+	ctx := store.WithWorkspace(context.Background(), store.DefaultWorkspace)
+	hook := newHook(t, ctx, s, "deployment.created", "deployment.updated", "deployment.paused", "deployment.unpaused", "deployment.archived",
+		"deployment_run.started", "deployment_run.succeeded", "deployment_run.failed")
+	d := newDeployment(time.Now().Add(-time.Hour))
+	must(t, s.CreateDeployment(ctx, d))
+	update := func(fn func(*store.Deployment)) {
+		t.Helper()
+		must(t, errOnly(s.UpdateDeployment(ctx, d.ID, func(cur *store.Deployment) error { fn(cur); return nil })))
+	}
+	update(func(cur *store.Deployment) { cur.Name = "renamed" })
+	update(func(cur *store.Deployment) { cur.Status = ma.DeploymentPaused })
+	update(func(cur *store.Deployment) { cur.Status = ma.DeploymentActive })
+	at := ma.Time(time.Now().Truncate(time.Minute))
+	sessionID := "sesn_x"
+	for _, trigger := range []string{ma.TriggerSchedule, ma.TriggerManual} {
+		r := ma.DeploymentRun{ID: ids.New(ids.DeploymentRun), Type: "deployment_run", DeploymentID: d.ID, Agent: d.Agent,
+			TriggerContext: ma.TriggerContext{Type: trigger}, CreatedAt: ma.Time(time.Now())}
+		var fn func(*store.Deployment) error
+		if trigger == ma.TriggerSchedule {
+			r.TriggerContext.ScheduledAt = &at
+			fn = func(cur *store.Deployment) error { cur.Schedule.LastRunAt = &at; return nil }
+		}
+		must(t, s.CreateDeploymentRun(ctx, r, fn))
+		must(t, errOnly(s.FinishDeploymentRun(ctx, r.ID, &sessionID, nil)))
+	}
+	update(func(cur *store.Deployment) { at := ma.Time(time.Now()); cur.ArchivedAt = &at })
+	_, got := claimAll(t, s)
+	var want []string
+	for _, typ := range []string{"deployment.archived", "deployment.created", "deployment.paused", "deployment.unpaused", "deployment.updated",
+		"deployment_run.started", "deployment_run.succeeded"} {
+		want = append(want, typ+"@"+hook.ID)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("queued %v, want %v", got, want)
+	}
+}

@@ -50,7 +50,10 @@ func (s *Store) CreateDeployment(ctx context.Context, d store.Deployment) error 
 	return s.withAudit(ctx, func(tx Querier) error {
 		_, err := tx.Exec(ctx, `INSERT INTO deployments (id, workspace_id, created_at, agent_id, status, archived, scheduled, initial, since, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, workspaceOf(ctx), unixOf(d.CreatedAt), d.Agent.ID, d.Status, d.ArchivedAt != nil, scheduled(d), initial, d.Since.UnixNano(), body)
-		return s.conflict(err, "deployment "+d.ID)
+		if err != nil {
+			return s.conflict(err, "deployment "+d.ID)
+		}
+		return s.emitWebhooks(ctx, tx, workspaceOf(ctx), d.ID, "deployment.created")
 	})
 }
 
@@ -84,6 +87,7 @@ func (s *Store) updateDeployment(ctx context.Context, tx Querier, id string, fn 
 	if err != nil {
 		return d, err
 	}
+	before := d.Deployment
 	if err := fn(&d); err != nil {
 		return d, err
 	}
@@ -93,7 +97,10 @@ func (s *Store) updateDeployment(ctx context.Context, tx Querier, id string, fn 
 	}
 	_, err = tx.Exec(ctx, `UPDATE deployments SET agent_id = ?, status = ?, archived = ?, scheduled = ?, initial = ?, since = ?, body = ? WHERE id = ?`,
 		d.Agent.ID, d.Status, d.ArchivedAt != nil, scheduled(d), initial, d.Since.UnixNano(), body, id)
-	return d, err
+	if err != nil {
+		return d, err
+	}
+	return d, s.emitWebhooks(ctx, tx, d.WorkspaceID, id, deploymentChangeWebhooks(&before, &d.Deployment)...)
 }
 
 // ListDeployments implements store.Deployments.
@@ -138,7 +145,10 @@ func (s *Store) CreateDeploymentRun(ctx context.Context, r ma.DeploymentRun, fn 
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO deployment_runs (id, workspace_id, deployment_id, created_at, trigger_type, scheduled_at, has_error, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, workspaceOf(ctx), r.DeploymentID, unixOf(r.CreatedAt), r.TriggerContext.Type, scheduledAt, r.Error != nil, body)
-		return s.conflict(err, "deployment run of "+r.DeploymentID)
+		if err != nil {
+			return s.conflict(err, "deployment run of "+r.DeploymentID)
+		}
+		return s.emitRunWebhooks(ctx, tx, r.ID, runWebhooks(r, true)...)
 	})
 }
 
@@ -163,8 +173,10 @@ func (s *Store) FinishDeploymentRun(ctx context.Context, id string, sessionID *s
 			return err
 		}
 		out = r
-		_, err = tx.Exec(ctx, `UPDATE deployment_runs SET has_error = ?, body = ? WHERE id = ?`, runErr != nil, body, id)
-		return err
+		if _, err = tx.Exec(ctx, `UPDATE deployment_runs SET has_error = ?, body = ? WHERE id = ?`, runErr != nil, body, id); err != nil {
+			return err
+		}
+		return s.emitRunWebhooks(ctx, tx, id, runWebhooks(r, false)...)
 	})
 	return out, err
 }

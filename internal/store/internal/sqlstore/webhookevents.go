@@ -123,3 +123,54 @@ func (s *Store) deleteEmitting(ctx context.Context, tx Querier, table, kind, id 
 	}
 	return s.emitWebhooks(ctx, tx, ws, id, kind+".deleted")
 }
+
+// deploymentUpdatable is what of a deployment a client updates (not its
+// last_run_at or upcoming runs, which the scheduler moves).
+func deploymentUpdatable(d *ma.Deployment) string {
+	b, _ := json.Marshal([]any{d.Name, d.Description, d.Agent, d.EnvironmentID, d.InitialEvents, d.Resources, d.VaultIDs, d.Metadata, d.Schedule, d.Budget})
+	return string(b)
+}
+
+// deploymentChangeWebhooks are the webhook types of a deployment's
+// change from before to after: archived, paused or unpaused, else updated
+// when what a client updates changed.
+func deploymentChangeWebhooks(before, after *ma.Deployment) []string {
+	switch {
+	case before.ArchivedAt == nil && after.ArchivedAt != nil:
+		return []string{"deployment.archived"}
+	case before.Status != after.Status && after.Status == ma.DeploymentPaused:
+		return []string{"deployment.paused"}
+	case before.Status != after.Status && after.Status == ma.DeploymentActive:
+		return []string{"deployment.unpaused"}
+	case deploymentUpdatable(before) != deploymentUpdatable(after):
+		return []string{"deployment.updated"}
+	}
+	return nil
+}
+
+// runWebhooks are the webhook types of a deployment run when it is
+// recorded (created) or finished: scheduled runs only, as the hosted
+// product emits none for manual runs.
+func runWebhooks(r ma.DeploymentRun, created bool) []string {
+	switch {
+	case r.TriggerContext.Type != "schedule":
+		return nil
+	case created:
+		return []string{"deployment_run.started"}
+	case r.Error != nil:
+		return []string{"deployment_run.failed"}
+	}
+	return []string{"deployment_run.succeeded"}
+}
+
+// emitRunWebhooks queues the events types of the deployment run id in tx.
+func (s *Store) emitRunWebhooks(ctx context.Context, tx Querier, id string, types ...string) error {
+	if len(types) == 0 {
+		return nil
+	}
+	var ws string
+	if err := tx.QueryRow(ctx, `SELECT workspace_id FROM deployment_runs WHERE id = ?`, id).Scan(&ws); err != nil {
+		return notFound(err, "deployment run", id)
+	}
+	return s.emitWebhooks(ctx, tx, ws, id, types...)
+}
