@@ -383,7 +383,6 @@ func (a *deploymentAPI) setSchedule(_ context.Context, d *store.Deployment, raw 
 	return nil
 }
 
-
 // setBudget replaces the budget ({type:"limit", max_list_cost:{amount,
 // currency}}, by the sessions' rule; null: future sessions uncapped).
 func setBudget(_ context.Context, d *store.Deployment, raw json.RawMessage) error {

@@ -68,7 +68,9 @@ func TestAttemptOutcomes(t *testing.T) {
 		{"/ok", 1, func(o store.WebhookOutcome) bool { return o.Delivered && o.Disable == "" }},
 		{"/moved", 1, func(o store.WebhookOutcome) bool { return !o.Delivered && strings.Contains(o.Disable, "redirect") }},
 		{"/fail", 1, func(o store.WebhookOutcome) bool { return o.RetryIn >= time.Second && o.RetryIn <= 4*time.Second }},
-		{"/fail", 3, func(o store.WebhookOutcome) bool { return o.RetryIn == 0 && o.DisableAfter == DefaultDisableAfter && o.Disable == "" }},
+		{"/fail", 3, func(o store.WebhookOutcome) bool {
+			return o.RetryIn == 0 && o.DisableAfter == DefaultDisableAfter && o.Disable == ""
+		}},
 	} {
 		f := &fakeOutbox{pending: []store.WebhookDelivery{{EndpointID: "whep_1", EventID: "whe_1", EventType: "agent.created",
 			Body: []byte(`{}`), Attempts: tc.attempts, URL: srv.URL + tc.path, SealedSecret: []byte(NewSecret())}}}
