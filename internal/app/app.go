@@ -78,6 +78,9 @@ type Config struct {
 	// kept (0: memories.DefaultRetention, 30 days; a memory's latest
 	// version is kept as long as the memory).
 	MemoryVersionRetention time.Duration
+	// MaxToolRounds bounds the tool-use rounds of a turn (see
+	// harness.Config; 0: no limit).
+	MaxToolRounds int
 	// IdleLinger and ContextWindow: see harness.Config.
 	IdleLinger    time.Duration
 	ContextWindow func(modelID string) int

@@ -71,6 +71,10 @@ type Config struct {
 	Retry  RetryPolicy
 	// MaxTokens bounds each model response (0 = the provider's default).
 	MaxTokens int
+	// MaxToolRounds bounds the tool-use rounds of one turn (a model
+	// response with tool uses and their execution): a turn that reaches
+	// it ends with a tool_use_limit_reached_error (0: no limit).
+	MaxToolRounds int
 	// ContextWindow returns a model's context window in tokens (0: the
 	// default, 200,000; 128,000 for openai/*). When a request approaches
 	// it, older turns are compacted into a summary.

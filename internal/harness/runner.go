@@ -687,6 +687,12 @@ func (r *runner) exhaust(tx store.Tx, f failure) error {
 // callModel makes one model call of the turn, with the retry policy, and
 // records its outcome.
 func (r *runner) callModel(ctx context.Context, gen uint64, sess *ma.Session, v *view) error {
+	if limit := r.h.cfg.MaxToolRounds; limit > 0 && r.toolRounds() >= limit {
+		return r.update(ctx, func(tx store.Tx) error {
+			return r.exhaust(tx, failure{errType: ma.ErrorToolUseLimitReached,
+				message: fmt.Sprintf("the turn stopped at the limit of %d tool-use rounds (reins serve --max-tool-rounds)", limit)})
+		})
+	}
 	plan := planTools(&sess.Agent)
 	r.planDelegation(plan)
 	req, err := r.modelRequest(ctx, sess, v, plan)
@@ -1321,4 +1327,24 @@ func (r *runner) refused(tx store.Tx, answer []ma.ContentBlock, why *model.Refus
 		return err
 	}
 	return r.setStatus(tx, ma.StatusIdle, &ma.Event{Type: ma.EventStatusIdle, StopReason: &ma.StopReason{Type: ma.StopRefusal}, StopDetails: details})
+}
+
+// toolRounds counts the tool-use rounds of the thread's current turn: its
+// model requests that succeeded since it was last idle (each one that did
+// not end the turn asked for tools). A turn cut by a compaction counts
+// from the compaction.
+func (r *runner) toolRounds() int {
+	evs := r.liveEvents()
+	n := 0
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch evs[i].Type {
+		case ma.EventStatusIdle, ma.EventThreadStatusIdle:
+			return n
+		case ma.EventSpanModelRequestEnd:
+			if evs[i].IsError == nil || !*evs[i].IsError {
+				n++
+			}
+		}
+	}
+	return n
 }

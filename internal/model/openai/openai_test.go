@@ -131,7 +131,7 @@ func TestToolCallsFinishedWithStop(t *testing.T) {
 }
 
 func TestFinishReasons(t *testing.T) {
-	for api, want := range map[string]model.StopReason{"stop": model.StopEndTurn, "length": model.StopMaxTokens, "content_filter": model.StopEndTurn} {
+	for api, want := range map[string]model.StopReason{"stop": model.StopEndTurn, "length": model.StopMaxTokens, "content_filter": model.StopRefusal} {
 		p, srv := newProvider(t)
 		srv.Push(fakeopenai.Text("x").WithFinishReason(api))
 		resp, err := p.Stream(context.Background(), userText("?"), nil)
