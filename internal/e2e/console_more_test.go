@@ -174,6 +174,9 @@ func TestConsoleStreamResume(t *testing.T) {
 		}
 		run(t, ctx, "resumed "+msg, waitJS(textIn(".ev.agent", "You said: "+msg)), waitJS(textIn(".conn", "live")))
 	}
+	// Each idle's session.usage snapshot replaces the usage in the header
+	// instead of adding a line to the transcript.
+	run(t, ctx, "usage shown", waitJS(textIn(".meta .usage", " out tokens")))
 	counts, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]int](`(() => { const m = {}; for (const e of document.querySelectorAll(".transcript > li")) { const k = e.className + "|" + e.textContent; m[k] = (m[k] || 0) + 1; } return m; })()`))
 	if err != nil {
 		t.Fatal(err)

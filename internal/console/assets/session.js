@@ -14,6 +14,14 @@ const ERROR_MEANING = {
   terminal: "This session cannot continue: start a new session.",
 };
 
+// usageText tells a session's usage so far: its tokens and, when every
+// model it ran has a list price, its list cost.
+function usageText(u) {
+  if (!u) return "no usage yet";
+  const cost = u.list_cost ? ` · ${u.list_cost.amount} ${u.list_cost.currency} list cost` : "";
+  return `${u.input_tokens ?? 0} in / ${u.output_tokens ?? 0} out tokens${cost}`;
+}
+
 export async function sessionPage(main, id) {
   let sess = await get(`/v1/sessions/${id}`);
   const nodes = new Map();     // event id -> element
@@ -35,6 +43,9 @@ export async function sessionPage(main, id) {
   const text = h("textarea", { name: "message", rows: "3", placeholder: "Message the agent (Ctrl+Enter sends)" });
   const sendOut = h("div");
   const closedNote = h("p", { class: "closed muted", hidden: true });
+  // The session's usage so far, replaced by each session.usage snapshot
+  // (one per idle) rather than repeated in the transcript.
+  const usage = h("span", { class: "usage" }, usageText(sess.usage));
 
   // The threads of a multi-agent session and the outcomes, each shown
   // once the session has one.
@@ -117,7 +128,7 @@ export async function sessionPage(main, id) {
   main.append(
     h("p", {}, h("a", { href: "#/sessions" }, "← Sessions")),
     h("div", { class: "head" }, title, badge, conn),
-    h("p", { class: "meta muted" }, h("span", { class: "id" }, id), ` · agent ${sess.agent?.name || sess.agent?.id} v${sess.agent?.version ?? ""} · model ${sess.agent?.model?.id || ""} · environment ${sess.environment_id}`),
+    h("p", { class: "meta muted" }, h("span", { class: "id" }, id), ` · agent ${sess.agent?.name || sess.agent?.id} v${sess.agent?.version ?? ""} · model ${sess.agent?.model?.id || ""} · environment ${sess.environment_id} · `, usage),
     h("div", { class: "row actions" }, archive, remove),
     threads.tree, outcomes.el, log, threads.view, stopLine, closedNote, form);
 
@@ -300,6 +311,7 @@ export async function sessionPage(main, id) {
       case "span.outcome_evaluation_end":
         add(ev.id, h("li", { class: "ev sys muted" }, `Outcome ${(ev.result || "").replaceAll("_", " ")} (iteration ${ev.iteration})`));
         return;
+      case "session.usage": clear(usage).append(usageText(ev.usage)); return;
       case "session.updated": if (ev.title !== undefined && ev.title !== null) title.textContent = ev.title; return;
       case "session.deleted": deleted = true; stopLine.textContent = ""; setStatus("deleted"); return;
       default:
