@@ -6,10 +6,15 @@
 package console
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
 	"io/fs"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/reinsdev/reins/internal/webhooks"
 )
 
 //go:embed assets
@@ -31,6 +36,22 @@ var securityHeaders = map[string]string{
 	"Cache-Control":          "no-cache",
 }
 
+// eventsModule is the path of the one module the server writes rather
+// than embeds: the webhook event types endpoints may subscribe to.
+const eventsModule = Prefix + "webhook-events.js"
+
+// webhookEvents is the module at [eventsModule]: webhooks.EventTypes, the
+// list the API checks enabled_events against, so that the console's form
+// offers the types the server accepts and no other.
+func webhookEvents() []byte {
+	types, err := json.Marshal(webhooks.EventTypes)
+	if err != nil {
+		panic(err) // a list of strings always marshals
+	}
+	return []byte("// Written by the server from webhooks.EventTypes: the types /v1/organizations/webhooks accepts.\n" +
+		"export const EVENT_TYPES = Object.freeze(" + string(types) + ");\n")
+}
+
 // Handler serves the console's files under [Prefix]. /console redirects to
 // /console/; a path that is not a file answers 404. The pages are routed in
 // the browser (#/sessions/…), so the server knows only the files.
@@ -40,6 +61,7 @@ func Handler() http.Handler {
 		panic(err) // the embedded tree is fixed at build time
 	}
 	files := http.StripPrefix(strings.TrimSuffix(Prefix, "/"), http.FileServerFS(sub))
+	events := webhookEvents()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -52,6 +74,10 @@ func Handler() http.Handler {
 		}
 		for k, v := range securityHeaders {
 			w.Header().Set(k, v)
+		}
+		if r.URL.Path == eventsModule {
+			http.ServeContent(w, r, "webhook-events.js", time.Time{}, bytes.NewReader(events))
+			return
 		}
 		files.ServeHTTP(w, r)
 	})

@@ -1,12 +1,16 @@
 package console
 
 import (
+	"encoding/json"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/reinsdev/reins/internal/webhooks"
 )
 
 func TestHandler(t *testing.T) {
@@ -28,6 +32,9 @@ func TestHandler(t *testing.T) {
 		{"GET", "/consoles", 200, true},
 		{"GET", "/favicon.ico", 200, false},
 		{"GET", "/console/favicon.svg", 200, false},
+		{"GET", "/console/webhook-events.js", 200, false},
+		{"HEAD", "/console/webhook-events.js", 200, false},
+		{"POST", "/console/webhook-events.js", 405, false},
 	}
 	for _, c := range cases {
 		w := httptest.NewRecorder()
@@ -76,5 +83,27 @@ func TestAssetsSelfContained(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWebhookEventsModule: webhook-events.js, which the webhooks page
+// imports, is a JavaScript module exporting exactly the event types the
+// API accepts (webhooks.EventTypes), in their order.
+func TestWebhookEventsModule(t *testing.T) {
+	w := httptest.NewRecorder()
+	Handler().ServeHTTP(w, httptest.NewRequest("GET", "/console/webhook-events.js", nil))
+	if w.Code != 200 || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/javascript") {
+		t.Fatalf("%d %q", w.Code, w.Header().Get("Content-Type"))
+	}
+	m := regexp.MustCompile(`(?m)^export const EVENT_TYPES = Object\.freeze\((\[.*\])\);$`).FindStringSubmatch(w.Body.String())
+	if m == nil {
+		t.Fatalf("no EVENT_TYPES export in %s", w.Body)
+	}
+	var got []string
+	if err := json.Unmarshal([]byte(m[1]), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, webhooks.EventTypes) || len(got) == 0 {
+		t.Errorf("EVENT_TYPES %v, want %v", got, webhooks.EventTypes)
 	}
 }

@@ -92,6 +92,7 @@ func TestConsolePagesClean(t *testing.T) {
 		{"#/memory/" + ms.ID, textIn(".mem-tree", "a/") + ` && ` + textIn(".changes", "created")},
 		{"#/memory/" + ms.ID + "/" + mem.ID, textIn(".mem-content", "hi") + ` && ` + textIn(".mem-diff", "nothing to compare")},
 		{"#/keys", textIn("main table", "active")},
+		{"#/webhooks", textIn("main", "No webhook endpoint yet.")},
 	}
 	for _, p := range pages {
 		run(t, ctx, p.hash, chromedp.Navigate(base+p.hash), waitJS(p.ready))

@@ -9,6 +9,7 @@ import { sessionPage } from "./session.js";
 import { agentsPage, agentPage, newAgentPage } from "./agents.js";
 import { environmentsPage, environmentPage, vaultsPage, vaultPage, keysPage } from "./configure.js";
 import { memoryStoresPage, memoryStorePage } from "./memory.js";
+import { webhooksPage } from "./webhooks.js";
 
 const main = document.getElementById("main");
 // cleanup stops the page in view (its timers and streams); visit numbers
@@ -37,6 +38,7 @@ const routes = [
   [/^#\/memory\/([^/]+)\/([^/]+)$/, memoryStorePage],
   [/^#\/memory\/([^/]+)$/, memoryStorePage],
   [/^#\/memory$/, memoryStoresPage],
+  [/^#\/webhooks$/, webhooksPage],
   [/^#\/keys$/, keysPage, "admin"],
   [/^#\/audit$/, auditPage, "admin"],
 ];
