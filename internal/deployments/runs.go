@@ -50,12 +50,15 @@ func Errorf(typ, format string, args ...any) error {
 	return &RunError{Type: typ, Message: fmt.Sprintf(format, args...)}
 }
 
-// Launcher creates the session of a run of d (in d's workspace), with
-// the deployment's pinned agent version, environment, resources, vaults,
-// budget and initial events and its deployment_id, and returns its id.
-// An error it can name is a *RunError; any other is an unknown_error.
+// Launcher creates the session of the run runID of d (in d's
+// workspace), with the deployment's pinned agent version, environment,
+// resources, vaults, budget and initial events and its deployment_id,
+// and returns its id. It records the run's session in the session's
+// transaction (store.Tx.FinishDeploymentRun), so that a session exists
+// if and only if its run names it. An error it can name is a *RunError;
+// any other is an unknown_error.
 type Launcher interface {
-	Launch(ctx context.Context, d store.Deployment) (string, error)
+	Launch(ctx context.Context, d store.Deployment, runID string) (string, error)
 }
 
 // Store is what runs read and write of the store; a store.Store is one.
@@ -64,6 +67,7 @@ type Store interface {
 	ScheduledDeployments(ctx context.Context) ([]store.Deployment, error)
 	CreateDeploymentRun(ctx context.Context, r ma.DeploymentRun, fn func(cur *store.Deployment) error) error
 	FinishDeploymentRun(ctx context.Context, id string, sessionID *string, runErr *ma.DeploymentRunError) (ma.DeploymentRun, error)
+	AbandonDeploymentRuns(ctx context.Context, before time.Time, runErr ma.DeploymentRunError) ([]ma.DeploymentRun, error)
 }
 
 // Runs records the runs of deployments.
@@ -92,6 +96,7 @@ func (r *Runs) Manual(ctx context.Context, d store.Deployment) (ma.DeploymentRun
 // last_run_at, and creates the session. A failure with one of
 // PausingErrors pauses the deployment.
 func (r *Runs) Scheduled(ctx context.Context, d store.Deployment, at time.Time) (ma.DeploymentRun, error) {
+	ctx = store.WithWorkspace(ctx, d.WorkspaceID) // the scheduler's context has none
 	stamp := ma.Time(at)
 	run := newRun(d, ma.TriggerContext{Type: ma.TriggerSchedule, ScheduledAt: &stamp})
 	expr := *d.Schedule
@@ -123,23 +128,41 @@ func (r *Runs) Scheduled(ctx context.Context, d store.Deployment, at time.Time) 
 	return run, err
 }
 
-// launch creates the run's session and records its outcome.
+// launch creates the run's session, which records itself on the run, or
+// records the run's error.
 func (r *Runs) launch(ctx context.Context, d store.Deployment, run ma.DeploymentRun) (ma.DeploymentRun, *ma.DeploymentRunError, error) {
 	ctx = store.WithWorkspace(ctx, d.WorkspaceID)
-	id, err := r.Launcher.Launch(ctx, d)
-	var runErr *ma.DeploymentRunError
-	var sessionID *string
-	if err != nil {
-		var re *RunError
-		if !errors.As(err, &re) {
-			re = &RunError{Type: ErrUnknown, Message: "the session could not be created: " + err.Error()}
-		}
-		runErr = &ma.DeploymentRunError{Type: re.Type, Message: re.Message}
-	} else {
-		sessionID = &id
+	id, err := r.Launcher.Launch(ctx, d, run.ID)
+	if err == nil {
+		run.SessionID = &id
+		return run, nil, nil
 	}
-	out, err := r.Store.FinishDeploymentRun(context.WithoutCancel(ctx), run.ID, sessionID, runErr)
+	var re *RunError
+	if !errors.As(err, &re) {
+		re = &RunError{Type: ErrUnknown, Message: "the session could not be created: " + err.Error()}
+	}
+	runErr := &ma.DeploymentRunError{Type: re.Type, Message: re.Message}
+	out, err := r.Store.FinishDeploymentRun(context.WithoutCancel(ctx), run.ID, nil, runErr)
+	if errors.Is(err, store.ErrConflict) && (out.SessionID != nil || out.Error != nil) {
+		// The run has its outcome already: its session committed before
+		// a later step failed, or AbandonStale recorded it (which does
+		// not pause).
+		return out, nil, nil
+	}
 	return out, runErr, err
+}
+
+// Abandoned is the error of a run its server stopped before its session
+// was created: AbandonStale records it.
+const Abandoned = "the server stopped before this run's session was created; no session was created"
+
+// AbandonStale records an unknown_error on the runs still pending that
+// were created before before: their server stopped between recording
+// the run and creating its session (a run whose session was created
+// names it, in the same transaction). It does not pause their
+// deployments: the next fire may well succeed.
+func (r *Runs) AbandonStale(ctx context.Context, before time.Time) ([]ma.DeploymentRun, error) {
+	return r.Store.AbandonDeploymentRuns(ctx, before, ma.DeploymentRunError{Type: ErrUnknown, Message: Abandoned})
 }
 
 // newRun is a run of d with its agent as it is now.

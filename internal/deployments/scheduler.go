@@ -23,6 +23,10 @@ const (
 	DefaultPoll = 30 * time.Second
 	// DefaultJitter bounds the per-deployment delay of each fire.
 	DefaultJitter = 3 * time.Second
+	// DefaultStale is how old a run still without its session or error
+	// is when the scheduler records it abandoned (Runs.AbandonStale):
+	// creating a session takes well under a second.
+	DefaultStale = 2 * time.Minute
 )
 
 // Config configures a Scheduler. Runs is required.
@@ -30,9 +34,9 @@ type Config struct {
 	Runs *Runs
 	// Now is the scheduler's clock (time.Now by default).
 	Now func() time.Time
-	// Grace, Poll and Jitter: see the defaults; zero for them.
-	Grace, Poll, Jitter time.Duration
-	Logger              *slog.Logger
+	// Grace, Poll, Jitter and Stale: see the defaults; zero for them.
+	Grace, Poll, Jitter, Stale time.Duration
+	Logger                     *slog.Logger
 }
 
 // Scheduler fires the schedules of deployments: a service (Start, Stop).
@@ -50,6 +54,7 @@ func NewScheduler(cfg Config) *Scheduler {
 	cfg.Grace = cmp.Or(cfg.Grace, DefaultGrace)
 	cfg.Poll = cmp.Or(cfg.Poll, DefaultPoll)
 	cfg.Jitter = cmp.Or(cfg.Jitter, DefaultJitter)
+	cfg.Stale = cmp.Or(cfg.Stale, DefaultStale)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -103,9 +108,12 @@ func (s *Scheduler) loop(ctx context.Context) {
 	}
 }
 
-// Tick fires every scheduled deployment that is due now and returns the
-// next instant one is due (ok false when none is).
+// Tick records the runs abandoned by a stopped server (at start, and
+// those of another replica later), fires every scheduled deployment that
+// is due now and returns the next instant one is due (ok false when none
+// is).
 func (s *Scheduler) Tick(ctx context.Context) (next time.Time, ok bool) {
+	s.abandon(ctx)
 	ds, err := s.cfg.Runs.Store.ScheduledDeployments(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -159,6 +167,19 @@ func (s *Scheduler) plan(d store.Deployment) (at time.Time, fire, ok bool) {
 		return at, false, false
 	}
 	return t.Add(jitter), false, true
+}
+
+// abandon records the runs left pending by a stopped server. Runs are
+// created at real time, so their age is read with time.Now, not the
+// scheduler's clock.
+func (s *Scheduler) abandon(ctx context.Context) {
+	runs, err := s.cfg.Runs.AbandonStale(ctx, time.Now().Add(-s.cfg.Stale))
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("deployments: cannot record the abandoned runs", "err", err)
+	}
+	for _, r := range runs {
+		s.log.Warn("deployments: a run's server stopped before its session was created", "deployment", r.DeploymentID, "run", r.ID)
+	}
 }
 
 // fire runs d's instant at; another replica having fired it is not an

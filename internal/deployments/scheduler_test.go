@@ -69,6 +69,10 @@ func (m *memStore) FinishDeploymentRun(_ context.Context, id string, sid *string
 	return ma.DeploymentRun{}, store.ErrNotFound
 }
 
+func (m *memStore) AbandonDeploymentRuns(context.Context, time.Time, ma.DeploymentRunError) ([]ma.DeploymentRun, error) {
+	return nil, nil
+}
+
 func (m *memStore) scheduledAt() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -81,7 +85,9 @@ func (m *memStore) scheduledAt() []string {
 
 type launcher struct{ err error }
 
-func (l launcher) Launch(context.Context, store.Deployment) (string, error) { return "sesn_1", l.err }
+func (l launcher) Launch(context.Context, store.Deployment, string) (string, error) {
+	return "sesn_1", l.err
+}
 
 func newDeployment(expr string, since time.Time) store.Deployment {
 	return store.Deployment{Deployment: ma.Deployment{ID: "depl_1", Status: ma.DeploymentActive,

@@ -294,3 +294,63 @@ func status(err error) int {
 	}
 	return 0
 }
+
+// TestDeploymentMCPEgressBlocked: an agent whose MCP server's host the
+// environment's limited networking does not allow (no allow_mcp_servers,
+// the host not in allowed_hosts) fails a manual run with
+// mcp_egress_blocked_error without pausing, and its scheduled fire with
+// the same error, pausing the deployment; allowing MCP servers lets the
+// check through.
+func TestDeploymentMCPEgressBlocked(t *testing.T) {
+	ctx := context.Background()
+	clock := &testClock{}
+	s := startWith(t, options{}, withClock(clock, ""))
+	a, err := s.client.Beta.Agents.New(ctx, anthropic.BetaAgentNewParams{
+		Name: "with mcp", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
+		MCPServers: []anthropic.BetaManagedAgentsURLMCPServerParams{{Name: "docs", URL: "https://mcp.example.com/mcp"}},
+		Tools:      []anthropic.BetaAgentNewParamsToolUnion{{OfMCPToolset: &anthropic.BetaManagedAgentsMCPToolsetParams{MCPServerName: "docs"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := func(name string, allowMCP bool) string {
+		env, err := s.client.Beta.Environments.New(ctx, anthropic.BetaEnvironmentNewParams{Name: name,
+			Config: anthropic.BetaEnvironmentNewParamsConfigUnion{OfCloud: &anthropic.BetaCloudConfigParams{
+				Networking: anthropic.BetaCloudConfigParamsNetworkingUnion{OfLimited: &anthropic.BetaLimitedNetworkParams{
+					AllowedHosts: []string{"api.example.com"}, AllowMCPServers: anthropic.Bool(allowMCP)}},
+			}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env.ID
+	}
+	sched := everyMinute()
+	clock.beforeMinute(3 * time.Second)
+	d, err := s.client.Beta.Deployments.New(ctx, deploymentParams(a.ID, limited("closed", false), "hi", &sched))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual, err := s.client.Beta.Deployments.Run(ctx, d.ID, anthropic.BetaDeploymentRunParams{})
+	if err != nil || manual.Error.Type != "mcp_egress_blocked_error" || manual.SessionID != "" || !strings.Contains(manual.Error.Message, "mcp.example.com") {
+		t.Fatalf("manual run: %v %s", err, manual.RawJSON())
+	}
+	if got, _ := s.client.Beta.Deployments.Get(ctx, d.ID, anthropic.BetaDeploymentGetParams{}); got.Status != "active" {
+		t.Fatalf("a manual run paused the deployment: %s", got.RawJSON())
+	}
+	runs := s.waitRuns(t, d.ID, 1)
+	if runs[0].Error.Type != "mcp_egress_blocked_error" {
+		t.Fatalf("scheduled run %s", runs[0].RawJSON())
+	}
+	got, _ := s.client.Beta.Deployments.Get(ctx, d.ID, anthropic.BetaDeploymentGetParams{})
+	if got.Status != "paused" || got.PausedReason.Type != "error" || got.PausedReason.Error.Type != "mcp_egress_blocked_error" {
+		t.Fatalf("after the fire: %s", got.RawJSON())
+	}
+	// The same agent in an environment that allows MCP servers runs.
+	ok, err := s.client.Beta.Deployments.New(ctx, deploymentParams(a.ID, limited("open", true), "hi", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run, err := s.client.Beta.Deployments.Run(ctx, ok.ID, anthropic.BetaDeploymentRunParams{}); err != nil || run.SessionID == "" {
+		t.Fatalf("run with allow_mcp_servers: %v %s", err, run.RawJSON())
+	}
+}

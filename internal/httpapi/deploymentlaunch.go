@@ -12,13 +12,15 @@ import (
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-// Launch creates the session of a run of d (deployments.Launcher): the
-// deployment's pinned agent version, environment, resources (with new
-// resource ids), vaults and initial events, and its deployment_id,
-// through the sessions service, as POST /v1/sessions does. What it
-// finds gone or archived is a *deployments.RunError of the matching
-// type; what the session's rules refuse is session_creation_rejected_error.
-func (s *Server) Launch(ctx context.Context, d store.Deployment) (string, error) {
+// Launch creates the session of the run runID of d
+// (deployments.Launcher): the deployment's pinned agent version,
+// environment, resources (with new resource ids), vaults and initial
+// events, and its deployment_id, through the sessions service, as POST
+// /v1/sessions does, and records it on the run in the session's
+// transaction. What it finds gone, archived or blocked is a
+// *deployments.RunError of the matching type; what the session's rules
+// refuse is session_creation_rejected_error.
+func (s *Server) Launch(ctx context.Context, d store.Deployment, runID string) (string, error) {
 	if err := s.checkRunInputs(ctx, d); err != nil {
 		return "", err
 	}
@@ -42,7 +44,9 @@ func (s *Server) Launch(ctx context.Context, d store.Deployment) (string, error)
 	if err != nil {
 		return "", rejectedRun(err)
 	}
-	sess, err = s.cfg.Sessions.Create(ctx, sess, initial, nil)
+	sess, err = s.cfg.Sessions.Create(ctx, sess, initial, func(tx store.Tx, _ int64) error {
+		return tx.FinishDeploymentRun(runID)
+	})
 	if err != nil {
 		return "", rejectedRun(err)
 	}
@@ -60,10 +64,14 @@ func rejectedRun(err error) error {
 	return err
 }
 
-// checkRunInputs finds what a run needs gone or archived: the
-// environment, the agent, the vaults, the files and memory stores of the
-// resources.
+// checkRunInputs finds what a run needs gone, archived or refused: the
+// workspace, the environment, the agent and the skills and MCP servers
+// of its pinned version, the vaults, the files and memory stores of the
+// resources. Each is a *deployments.RunError of its type.
 func (s *Server) checkRunInputs(ctx context.Context, d store.Deployment) error {
+	if err := s.checkRunWorkspace(ctx, d.WorkspaceID); err != nil {
+		return err
+	}
 	env, err := s.cfg.Store.GetEnvironment(ctx, d.EnvironmentID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -82,6 +90,9 @@ func (s *Server) checkRunInputs(ctx context.Context, d store.Deployment) error {
 	case agent.ArchivedAt != nil:
 		return deployments.Errorf("agent_archived_error", "agent %s is archived", d.Agent.ID)
 	}
+	if err := s.checkRunAgent(ctx, d, &env); err != nil {
+		return err
+	}
 	for _, id := range d.VaultIDs {
 		v, err := s.cfg.Store.GetVault(ctx, id)
 		switch {
@@ -94,6 +105,52 @@ func (s *Server) checkRunInputs(ctx context.Context, d store.Deployment) error {
 		}
 	}
 	return s.checkRunResources(ctx, d.Resources)
+}
+
+// checkRunWorkspace finds the deployment's workspace archived: its
+// requests are refused, so are its deployments' runs.
+func (s *Server) checkRunWorkspace(ctx context.Context, id string) error {
+	if id == "" {
+		id = store.DefaultWorkspace
+	}
+	ws, err := s.cfg.Store.GetWorkspace(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return deployments.Errorf("workspace_archived_error", "workspace %s no longer exists", id)
+	case err != nil:
+		return err
+	case ws.ArchivedAt != nil:
+		return deployments.Errorf("workspace_archived_error", "workspace %s is archived", id)
+	}
+	return nil
+}
+
+// checkRunAgent finds a skill of the pinned agent version deleted, or an
+// MCP server of it that env's network policy does not let a session
+// reach (sessions.BlockedMCPHost, the egress proxy's rule).
+func (s *Server) checkRunAgent(ctx context.Context, d store.Deployment, env *ma.Environment) error {
+	a, err := s.cfg.Store.GetAgent(ctx, d.Agent.ID, d.Agent.Version)
+	if errors.Is(err, store.ErrNotFound) {
+		return deployments.Errorf(deployments.ErrRejected, "version %d of agent %s not found", d.Agent.Version, d.Agent.ID)
+	}
+	if err != nil {
+		return err
+	}
+	i, err := s.skills.deletedSkill(ctx, a.Skills)
+	if err != nil {
+		return err
+	}
+	if i >= 0 {
+		ref := a.Skills[i]
+		return deployments.Errorf("skill_not_found_error", "version %s of skill %s, a skill of agent %s version %d, was deleted",
+			ref.Version, ref.SkillID, a.ID, a.Version)
+	}
+	if host, ok := sessions.BlockedMCPHost(env, &ma.SessionAgent{MCPServers: a.MCPServers}); ok {
+		return deployments.Errorf("mcp_egress_blocked_error",
+			"the MCP server host %s of agent %s version %d is not allowed by the networking of environment %s (allowed_hosts, allow_mcp_servers)",
+			host, a.ID, a.Version, env.ID)
+	}
+	return nil
 }
 
 // checkRunResources finds the files and memory stores of resources gone

@@ -265,13 +265,23 @@ func (k *skillAPI) downloadSkillVersion(w http.ResponseWriter, r *http.Request) 
 
 // checkSkills checks that the skill versions an agent pins still exist.
 func (k *skillAPI) checkSkills(ctx context.Context, field string, refs []ma.SkillRef) error {
+	i, err := k.deletedSkill(ctx, refs)
+	if err != nil || i < 0 {
+		return err
+	}
+	return badRequest("%s[%d]: version %s of skill %s was deleted: update the agent's skills", field, i, refs[i].Version, refs[i].SkillID)
+}
+
+// deletedSkill returns the index of the first of refs whose skill
+// version no longer exists (its skill or the version deleted), -1 when
+// every one does: the rule of sessions and of deployments' runs.
+func (k *skillAPI) deletedSkill(ctx context.Context, refs []ma.SkillRef) (int, error) {
 	for i, ref := range refs {
-		if _, err := k.st.GetSkillVersion(ctx, ref.SkillID, ref.Version); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return badRequest("%s[%d]: version %s of skill %s was deleted: update the agent's skills", field, i, ref.Version, ref.SkillID)
-			}
-			return err
+		if _, err := k.st.GetSkillVersion(ctx, ref.SkillID, ref.Version); errors.Is(err, store.ErrNotFound) {
+			return i, nil
+		} else if err != nil {
+			return -1, err
 		}
 	}
-	return nil
+	return -1, nil
 }

@@ -33,9 +33,18 @@ type Deployments interface {
 	// already: a database constraint, so that of several replicas that
 	// fire the same instant one records it.
 	CreateDeploymentRun(ctx context.Context, r ma.DeploymentRun, fn func(cur *Deployment) error) error
-	// FinishDeploymentRun records the outcome of a run: the session it
-	// created or its error.
+	// FinishDeploymentRun records the outcome of a pending run (one
+	// recorded with neither a session nor an error): the session it
+	// created or its error. A run that has its outcome already is an
+	// ErrConflict. A run that created a session is finished in the
+	// session's transaction instead (Tx.FinishDeploymentRun).
 	FinishDeploymentRun(ctx context.Context, id string, sessionID *string, runErr *ma.DeploymentRunError) (ma.DeploymentRun, error)
+	// AbandonDeploymentRuns records runErr as the outcome of every run
+	// of every workspace still pending that was created before before
+	// (its server stopped before its session was created), each in its
+	// own transaction, and returns them. A run whose session commits
+	// meanwhile keeps its session: one of the two outcomes wins.
+	AbandonDeploymentRuns(ctx context.Context, before time.Time, runErr ma.DeploymentRunError) ([]ma.DeploymentRun, error)
 	GetDeploymentRun(ctx context.Context, id string) (ma.DeploymentRun, error)
 	// ListDeploymentRuns lists runs in creation order (q.Desc: newest
 	// first) with q's filters.

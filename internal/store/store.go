@@ -281,6 +281,11 @@ type Tx interface {
 	// ErrKeyRecorded when o.Scope holds o.Key in a record made at or
 	// after since; an older record of the key is replaced.
 	RecordOutcome(o IdempotentOutcome, since time.Time) error
+	// FinishDeploymentRun records, in this transaction, that the pending
+	// deployment run runID created this session, so that the session and
+	// its run commit together or neither does. A run that has an outcome
+	// already (AbandonDeploymentRuns marked it) is an ErrConflict.
+	FinishDeploymentRun(runID string) error
 }
 
 // Entry is one log entry: an event and its position.

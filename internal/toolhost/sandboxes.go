@@ -16,6 +16,7 @@ import (
 	"github.com/reinsdev/reins/executor"
 	"github.com/reinsdev/reins/internal/packages"
 	"github.com/reinsdev/reins/internal/service"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/vault"
 	"github.com/reinsdev/reins/internal/webfetch"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -393,37 +394,13 @@ func (s *sandboxes) packages(ctx context.Context, a executor.Assignment, env *ma
 // policy is the environment's network policy as the egress proxy applies
 // it. Environment changes apply to sandboxes started afterwards.
 func (s *sandboxes) policy(ctx context.Context, a executor.Assignment, env *ma.Environment) (egress.Policy, error) {
-	return networkPolicy(env, func() (*ma.Session, error) {
+	return sessions.NetworkPolicy(env, func() (*ma.Session, error) {
 		sess, err := s.st.GetSession(ctx, a.SessionID)
 		if err != nil {
 			return nil, fmt.Errorf("session %s: %w", a.SessionID, err)
 		}
 		return &sess, nil
 	})
-}
-
-// networkPolicy is the one rule of which hosts a session of env may reach,
-// for the egress proxy of its sandboxes and for web_fetch: every host
-// unless its networking is limited, else its allowed_hosts plus, as it
-// asks, the package registries and the hosts of the session's MCP servers
-// (session is called only then).
-func networkPolicy(env *ma.Environment, session func() (*ma.Session, error)) (egress.Policy, error) {
-	n := env.Config.Networking
-	if n == nil || n.Type != "limited" {
-		return egress.Policy{Unrestricted: true}, nil
-	}
-	hosts := append([]string{}, n.AllowedHosts...)
-	if n.AllowPackageManagers != nil && *n.AllowPackageManagers {
-		hosts = append(hosts, egress.PackageRegistryHosts()...)
-	}
-	if n.AllowMCPServers != nil && *n.AllowMCPServers {
-		sess, err := session()
-		if err != nil {
-			return egress.Policy{}, err
-		}
-		hosts = append(hosts, mcpHosts(sess)...)
-	}
-	return egress.Policy{AllowedHosts: hosts}, nil
 }
 
 // WebFetchPolicy is the network policy of web_fetch calls: that of the
@@ -436,19 +413,8 @@ func WebFetchPolicy(st interface {
 		if err != nil {
 			return egress.Policy{}, fmt.Errorf("environment %s: %w", sess.EnvironmentID, err)
 		}
-		return networkPolicy(&env, func() (*ma.Session, error) { return sess, nil })
+		return sessions.NetworkPolicy(&env, func() (*ma.Session, error) { return sess, nil })
 	}
-}
-
-// mcpHosts returns the hosts of the MCP servers of the session's agent.
-func mcpHosts(sess *ma.Session) []string {
-	var hosts []string
-	for _, srv := range sess.Agent.MCPServers {
-		if u, err := url.Parse(srv.URL); err == nil && u.Hostname() != "" {
-			hosts = append(hosts, u.Hostname())
-		}
-	}
-	return hosts
 }
 
 // end tears down a session's sandbox and waits for it.

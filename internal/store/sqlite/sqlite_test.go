@@ -157,8 +157,12 @@ func TestOpenWorkIndex(t *testing.T) {
 // unaddColumns drop the columns later migrations add (ALTER TABLE … ADD
 // COLUMN has no IF NOT EXISTS in SQLite), and first their indexes, for the
 // tests that rewind the schema and replay them.
-var unaddColumns = append([]string{unaddDeployments[0], unaddDeployments[1], `ALTER TABLE sessions DROP COLUMN stop_reason`, `ALTER TABLE vault_credentials DROP COLUMN version`, `ALTER TABLE vault_credentials DROP COLUMN refresh_until`},
+var unaddColumns = append([]string{unaddRunsPending[0], unaddRunsPending[1], unaddDeployments[0], unaddDeployments[1], `ALTER TABLE sessions DROP COLUMN stop_reason`, `ALTER TABLE vault_credentials DROP COLUMN version`, `ALTER TABLE vault_credentials DROP COLUMN refresh_until`},
 	append(slices.Clone(unaddThreads), unaddWorkspaces...)...)
+
+// unaddRunsPending drop the column migration 29 adds to deployment runs,
+// and its index.
+var unaddRunsPending = []string{`DROP INDEX deployment_runs_pending`, `ALTER TABLE deployment_runs DROP COLUMN pending`}
 
 // unaddDeployments drop the column migration 28 adds to sessions, and
 // its index.

@@ -29,7 +29,7 @@ func TestWorkspacesMigration(t *testing.T) {
 	s.Close()
 
 	db := migratedDB(t, path)
-	for _, q := range append(append(append(slices.Clone(unaddDeployments), unaddThreads...), unaddWorkspaces...),
+	for _, q := range append(append(append(append(slices.Clone(unaddRunsPending), unaddDeployments...), unaddThreads...), unaddWorkspaces...),
 		// environments as schema 21 had it: names unique everywhere.
 		`CREATE TABLE environments_old (pos INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL UNIQUE,
 			created_at INTEGER NOT NULL, archived INTEGER NOT NULL DEFAULT 0, body BLOB NOT NULL)`,

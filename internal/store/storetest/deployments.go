@@ -164,3 +164,56 @@ func testDeploymentRuns(t *testing.T, s store.Store) {
 		t.Fatalf("GetDeploymentRun from another workspace: %v, want ErrNotFound", err)
 	}
 }
+
+// testPendingDeploymentRuns: a run is pending until its outcome; a
+// session finishes its run in its own transaction; AbandonDeploymentRuns
+// records an error on the pending runs created before its instant (of
+// every workspace), and a run with an outcome refuses another, in a
+// session's transaction too, which then creates nothing.
+func testPendingDeploymentRuns(t *testing.T, s store.Store) {
+	bg := context.Background()
+	ctx := store.WithWorkspace(bg, "wrkspc_b")
+	d := newDeployment(time.Now())
+	must(t, s.CreateDeployment(ctx, d))
+	newRun := func(age time.Duration) ma.DeploymentRun {
+		t.Helper()
+		r := ma.DeploymentRun{ID: ids.New(ids.DeploymentRun), Type: "deployment_run", DeploymentID: d.ID, Agent: d.Agent,
+			TriggerContext: ma.TriggerContext{Type: ma.TriggerManual}, CreatedAt: ma.Time(time.Now().Add(-age))}
+		must(t, s.CreateDeploymentRun(ctx, r, nil))
+		return r
+	}
+	session := func(runID string) (string, error) {
+		sess := ma.Session{ID: ids.New(ids.Session), Type: "session", Status: ma.StatusIdle, EnvironmentID: "env_a",
+			Agent: ma.SessionAgent{ID: "agent_a", Type: "agent", Version: 1}, Resources: []ma.Raw{}, VaultIDs: []string{},
+			Metadata: ma.Metadata{}, DeploymentID: &d.ID, CreatedAt: ma.Time(time.Now()), UpdatedAt: ma.Time(time.Now())}
+		_, err := s.CreateSession(ctx, sess, func(tx store.Tx) error { return tx.FinishDeploymentRun(runID) })
+		return sess.ID, err
+	}
+	done, old, fresh := newRun(time.Hour), newRun(time.Hour), newRun(0)
+	sid, err := session(done.ID)
+	must(t, err)
+	if got, _ := s.GetDeploymentRun(ctx, done.ID); got.SessionID == nil || *got.SessionID != sid || got.Error != nil {
+		t.Fatalf("the run of a session: %+v", got)
+	}
+	runErr := ma.DeploymentRunError{Type: "unknown_error", Message: "stopped"}
+	abandoned, err := s.AbandonDeploymentRuns(bg, time.Now().Add(-time.Minute), runErr)
+	if err != nil || len(abandoned) != 1 || abandoned[0].ID != old.ID || abandoned[0].Error == nil || *abandoned[0].Error != runErr {
+		t.Fatalf("abandoned %+v, %v; want only %s", abandoned, err, old.ID)
+	}
+	if got, _ := s.GetDeploymentRun(ctx, fresh.ID); got.Error != nil || got.SessionID != nil {
+		t.Fatalf("a fresh run was abandoned: %+v", got)
+	}
+	if again, err := s.AbandonDeploymentRuns(bg, time.Now().Add(-time.Minute), runErr); err != nil || len(again) != 0 {
+		t.Fatalf("abandoned again: %+v, %v", again, err)
+	}
+	if _, err := session(old.ID); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a session of an abandoned run: %v, want ErrConflict", err)
+	}
+	if _, err := s.FinishDeploymentRun(ctx, done.ID, nil, &runErr); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("finishing a finished run: %v, want ErrConflict", err)
+	}
+	items, err := s.ListSessions(ctx, store.SessionQuery{DeploymentID: d.ID})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("sessions of the deployment: %d, %v; want the one its run names", len(items), err)
+	}
+}

@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DreamClaims", testDreamClaims},
 		{"Deployments", testDeployments},
 		{"DeploymentRuns", testDeploymentRuns},
+		{"PendingDeploymentRuns", testPendingDeploymentRuns},
 		{"WebhookEndpoints", testWebhookEndpoints},
 		{"WebhookOutbox", testWebhookOutbox},
 		{"WebhookClaims", testWebhookClaims},

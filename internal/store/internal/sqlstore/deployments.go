@@ -3,6 +3,8 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/reinsdev/reins/internal/store"
@@ -143,8 +145,9 @@ func (s *Store) CreateDeploymentRun(ctx context.Context, r ma.DeploymentRun, fn 
 		} else if _, err := getDeployment(ctx, tx, r.DeploymentID, ""); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO deployment_runs (id, workspace_id, deployment_id, created_at, trigger_type, scheduled_at, has_error, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, workspaceOf(ctx), r.DeploymentID, unixOf(r.CreatedAt), r.TriggerContext.Type, scheduledAt, r.Error != nil, body)
+		_, err := tx.Exec(ctx, `INSERT INTO deployment_runs (id, workspace_id, deployment_id, created_at, trigger_type, scheduled_at, has_error, pending, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, workspaceOf(ctx), r.DeploymentID, unixOf(r.CreatedAt), r.TriggerContext.Type, scheduledAt, r.Error != nil,
+			r.SessionID == nil && r.Error == nil, body)
 		if err != nil {
 			return s.conflict(err, "deployment run of "+r.DeploymentID)
 		}
@@ -163,22 +166,67 @@ func getDeploymentRun(ctx context.Context, db Querier, id, lock string) (ma.Depl
 func (s *Store) FinishDeploymentRun(ctx context.Context, id string, sessionID *string, runErr *ma.DeploymentRunError) (ma.DeploymentRun, error) {
 	var out ma.DeploymentRun
 	err := s.d.WithTx(ctx, func(tx Querier) error {
-		r, err := getDeploymentRun(ctx, tx, id, s.lock(LockUpdate))
-		if err != nil {
-			return err
-		}
-		r.SessionID, r.Error = sessionID, runErr
-		body, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		out = r
-		if _, err = tx.Exec(ctx, `UPDATE deployment_runs SET has_error = ?, body = ? WHERE id = ?`, runErr != nil, body, id); err != nil {
-			return err
-		}
-		return s.emitRunWebhooks(ctx, tx, id, runWebhooks(r, false)...)
+		var err error
+		out, err = s.finishDeploymentRun(ctx, tx, id, sessionID, runErr)
+		return err
 	})
 	return out, err
+}
+
+// finishDeploymentRun records the outcome of a pending run in tx; a run
+// that has one already is an ErrConflict.
+func (s *Store) finishDeploymentRun(ctx context.Context, tx Querier, id string, sessionID *string, runErr *ma.DeploymentRunError) (ma.DeploymentRun, error) {
+	r, err := getDeploymentRun(ctx, tx, id, s.lock(LockUpdate))
+	if err != nil {
+		return r, err
+	}
+	if r.SessionID != nil || r.Error != nil {
+		return r, fmt.Errorf("deployment run %s has its outcome already: %w", id, store.ErrConflict)
+	}
+	r.SessionID, r.Error = sessionID, runErr
+	body, err := json.Marshal(r)
+	if err != nil {
+		return r, err
+	}
+	if _, err = tx.Exec(ctx, `UPDATE deployment_runs SET has_error = ?, pending = ?, body = ? WHERE id = ?`, runErr != nil, false, body, id); err != nil {
+		return r, err
+	}
+	return r, s.emitRunWebhooks(ctx, tx, id, runWebhooks(r, false)...)
+}
+
+// AbandonDeploymentRuns implements store.Deployments.
+func (s *Store) AbandonDeploymentRuns(ctx context.Context, before time.Time, runErr ma.DeploymentRunError) ([]ma.DeploymentRun, error) {
+	ids, err := collect(ctx, s.r, func(row Row) (string, error) {
+		var id string
+		return id, row.Scan(&id)
+	}, `SELECT id FROM deployment_runs WHERE pending AND created_at < ? ORDER BY pos`, before.UnixNano())
+	if err != nil {
+		return nil, err
+	}
+	var out []ma.DeploymentRun
+	for _, id := range ids {
+		var r ma.DeploymentRun
+		err := s.d.WithTx(ctx, func(tx Querier) error {
+			var err error
+			r, err = s.finishDeploymentRun(ctx, tx, id, nil, &runErr)
+			return err
+		})
+		switch {
+		case errors.Is(err, store.ErrConflict): // its session was created meanwhile
+		case err != nil:
+			return out, err
+		default:
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// FinishDeploymentRun implements store.Tx: the session's run, finished
+// in the session's transaction.
+func (t *sessionTx) FinishDeploymentRun(runID string) error {
+	_, err := t.s.finishDeploymentRun(t.ctx, t.tx, runID, &t.sess.ID, nil)
+	return err
 }
 
 // GetDeploymentRun implements store.Deployments.
