@@ -16,6 +16,11 @@ type Event struct {
 	Input               Raw    `json:"input,omitempty"`
 	EvaluatedPermission string `json:"evaluated_permission,omitempty"`
 	MCPServerName       string `json:"mcp_server_name,omitempty"`
+	// Evaluation says which permission policy produced
+	// EvaluatedPermission; absent when the call was refused before any
+	// policy applied (a tool not enabled), and on events logged before
+	// reins wrote it.
+	Evaluation *ToolEvaluation `json:"evaluation,omitempty"`
 
 	// Tool results and confirmations.
 	ToolUseID       string `json:"tool_use_id,omitempty"`

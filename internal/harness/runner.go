@@ -980,16 +980,11 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 		switch {
 		case isMCP:
 			ev.Type, ev.MCPServerName, ev.Name = ma.EventAgentMCPToolUse, mt.server, mt.tool
-			ev.EvaluatedPermission = "allow"
-			if mt.policy != ma.PolicyAlwaysAllow {
-				ev.EvaluatedPermission = "ask"
-			}
+			ev.EvaluatedPermission, ev.Evaluation = ma.Evaluate(mt.policy)
 		case plan.custom[b.Name]:
 			ev.Type = ma.EventAgentCustomToolUse
-		case plan.builtin[b.Name] == ma.PolicyAlwaysAsk || plan.builtin[b.Name] == ma.PolicyAuto:
-			ev.EvaluatedPermission = "ask"
 		case plan.builtin[b.Name] != "":
-			ev.EvaluatedPermission = "allow"
+			ev.EvaluatedPermission, ev.Evaluation = ma.Evaluate(plan.builtin[b.Name])
 		default:
 			ev.EvaluatedPermission = "deny"
 			unknown = true
