@@ -187,7 +187,13 @@ type ModelUsage struct {
 	Speed                    *string `json:"speed"`
 }
 
-// ContentBlock is a content block: text, image, document or search_result.
+// BlockRedacted is the type of a redacted block, {"type":"redacted"}: a
+// placeholder for content withheld by model policy, in agent.message
+// content and, sent back by a client, in user.message content.
+const BlockRedacted = "redacted"
+
+// ContentBlock is a content block: text, image, document, search_result
+// or redacted.
 type ContentBlock struct {
 	Type      string         `json:"type"`
 	Text      string         `json:"text,omitempty"`

@@ -1059,7 +1059,7 @@ func recordContent(tx store.Tx, messageID string, blocks []model.Block, now stri
 	uses := map[string]string{} // API tool use id -> event id
 	for _, b := range blocks {
 		switch b.Type {
-		case model.BlockText:
+		case model.BlockText, model.BlockRedacted:
 			text = append(text, blocksToContent([]model.Block{b})...)
 		case model.BlockServer:
 			if err := flush(); err != nil {
