@@ -16,7 +16,8 @@ type Effort struct {
 	Type string `json:"type"`
 }
 
-// PermissionPolicy is {"type":"always_allow"} or {"type":"always_ask"}.
+// PermissionPolicy is {"type":"always_allow"}, {"type":"always_ask"} or
+// {"type":"auto"}.
 type PermissionPolicy struct {
 	Type string `json:"type"`
 }
@@ -30,6 +31,40 @@ const (
 	// ask, as the API documents for that case.
 	PolicyAuto = "auto"
 )
+
+// ToolEvaluation is the evaluation of an agent.tool_use or
+// agent.mcp_tool_use: {"type":"always_allow"}, {"type":"always_ask"}, or
+// {"type":"auto","evaluated_permission":{...}} with the judgement of the
+// auto policy.
+type ToolEvaluation struct {
+	Type                string          `json:"type"`
+	EvaluatedPermission *AutoPermission `json:"evaluated_permission,omitempty"`
+}
+
+// AutoPermission is the auto policy's judgement of one call:
+// {"type":"allow"}, or {"type":"ask"|"deny","reason_code":...}.
+type AutoPermission struct {
+	Type       string `json:"type"`
+	ReasonCode string `json:"reason_code,omitempty"`
+}
+
+// ReasonIndeterminate is the reason code of an auto judgement that
+// reached no verdict: the only one reins gives, as it has no classifier.
+const ReasonIndeterminate = "indeterminate"
+
+// Evaluate returns the evaluated permission ("allow" or "ask") of a call
+// under a resolved permission policy, and the evaluation that says so.
+// reins judges no call, so auto asks with reason indeterminate; an
+// unknown policy is treated as auto.
+func Evaluate(policy string) (permission string, eval *ToolEvaluation) {
+	switch policy {
+	case PolicyAlwaysAllow:
+		return "allow", &ToolEvaluation{Type: PolicyAlwaysAllow}
+	case PolicyAlwaysAsk:
+		return "ask", &ToolEvaluation{Type: PolicyAlwaysAsk}
+	}
+	return "ask", &ToolEvaluation{Type: PolicyAuto, EvaluatedPermission: &AutoPermission{Type: "ask", ReasonCode: ReasonIndeterminate}}
+}
 
 // ToolConfig is the resolved configuration of one tool in a toolset.
 type ToolConfig struct {

@@ -16,6 +16,11 @@ type Event struct {
 	Input               Raw    `json:"input,omitempty"`
 	EvaluatedPermission string `json:"evaluated_permission,omitempty"`
 	MCPServerName       string `json:"mcp_server_name,omitempty"`
+	// Evaluation says which permission policy produced
+	// EvaluatedPermission; absent when the call was refused before any
+	// policy applied (a tool not enabled), and on events logged before
+	// reins wrote it.
+	Evaluation *ToolEvaluation `json:"evaluation,omitempty"`
 
 	// Tool results and confirmations.
 	ToolUseID       string `json:"tool_use_id,omitempty"`
@@ -182,7 +187,13 @@ type ModelUsage struct {
 	Speed                    *string `json:"speed"`
 }
 
-// ContentBlock is a content block: text, image, document or search_result.
+// BlockRedacted is the type of a redacted block, {"type":"redacted"}: a
+// placeholder for content withheld by model policy, in agent.message
+// content and, sent back by a client, in user.message content.
+const BlockRedacted = "redacted"
+
+// ContentBlock is a content block: text, image, document, search_result
+// or redacted.
 type ContentBlock struct {
 	Type      string         `json:"type"`
 	Text      string         `json:"text,omitempty"`

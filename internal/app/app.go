@@ -81,6 +81,9 @@ type Config struct {
 	// MaxToolRounds bounds the tool-use rounds of a turn (see
 	// harness.Config; 0: no limit).
 	MaxToolRounds int
+	// MaxCompactions bounds the compactions in a row without progress
+	// (see harness.Config; 0: no limit).
+	MaxCompactions int
 	// IdleLinger and ContextWindow: see harness.Config.
 	IdleLinger    time.Duration
 	ContextWindow func(modelID string) int

@@ -211,7 +211,7 @@ func (as *assembly) harness(context.Context) error {
 		as.prices = pricing.Default()
 	}
 	hcfg := harness.Config{Prices: as.prices, Store: a.Store, Writer: as.writer, Bus: a.Bus, Model: filesource.New(as.models, a.Store), Retry: cfg.Retry, IdleLinger: cfg.IdleLinger,
-		MaxToolRounds: cfg.MaxToolRounds, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger, Observer: as.observer}
+		MaxToolRounds: cfg.MaxToolRounds, MaxCompactions: cfg.MaxCompactions, ContextWindow: cfg.ContextWindow, Logger: cfg.Logger, Observer: as.observer}
 	if cfg.DatabaseURL != "" {
 		// Replicas may share the database: sessions run under leases.
 		hcfg.Leases, hcfg.Owner, hcfg.LeaseTTL = a.Store, cfg.ReplicaID, cfg.LeaseTTL

@@ -45,6 +45,7 @@ type serveOptions struct {
 	openaiBaseURL    string
 	maxAttempts      int
 	maxToolRounds    int
+	maxCompactions   int
 	retryBase        time.Duration
 	retryMax         time.Duration
 	memoryRetention  time.Duration
@@ -112,6 +113,7 @@ refused at start.`,
 	f.StringVar(&o.openaiBaseURL, "openai-base-url", "", "Chat Completions base URL for openai/* models (OPENAI_BASE_URL)")
 	f.IntVar(&o.maxAttempts, "model-max-attempts", 4, "tries of one model call before the turn is abandoned (REINS_MODEL_MAX_ATTEMPTS)")
 	f.IntVar(&o.maxToolRounds, "max-tool-rounds", 200, "tool-use rounds a turn may take before it ends with tool_use_limit_reached_error; 0 for no limit (REINS_MAX_TOOL_ROUNDS)")
+	f.IntVar(&o.maxCompactions, "max-compactions", 3, "compactions of a thread's context in a row, without a model message or tool call between them, before the turn ends with compaction_limit_reached_error; 0 for no limit (REINS_MAX_COMPACTIONS)")
 	f.DurationVar(&o.retryBase, "model-retry-base", time.Second, "first retry delay, doubled each retry (REINS_MODEL_RETRY_BASE)")
 	f.DurationVar(&o.retryMax, "model-retry-max", 30*time.Second, "longest retry delay (REINS_MODEL_RETRY_MAX)")
 	f.IntVar(&o.modelConcurrency, "model-concurrency", 64, "model calls in flight at once across all providers, 0 for no bound; turns over it wait, still running (REINS_MODEL_CONCURRENCY)")
@@ -162,7 +164,7 @@ refused at start.`,
 		{"replica-id", "REINS_REPLICA_ID"}, {"lease-ttl", "REINS_LEASE_TTL"}, {"advertise-url", "REINS_ADVERTISE_URL"},
 		{"anthropic-api-key", "ANTHROPIC_API_KEY"}, {"anthropic-base-url", "ANTHROPIC_BASE_URL"},
 		{"openai-api-key", "OPENAI_API_KEY"}, {"openai-base-url", "OPENAI_BASE_URL"},
-		{"model-max-attempts", "REINS_MODEL_MAX_ATTEMPTS"}, {"max-tool-rounds", "REINS_MAX_TOOL_ROUNDS"}, {"model-retry-base", "REINS_MODEL_RETRY_BASE"}, {"model-retry-max", "REINS_MODEL_RETRY_MAX"},
+		{"model-max-attempts", "REINS_MODEL_MAX_ATTEMPTS"}, {"max-tool-rounds", "REINS_MAX_TOOL_ROUNDS"}, {"max-compactions", "REINS_MAX_COMPACTIONS"}, {"model-retry-base", "REINS_MODEL_RETRY_BASE"}, {"model-retry-max", "REINS_MODEL_RETRY_MAX"},
 		{"model-concurrency", "REINS_MODEL_CONCURRENCY"}, {"model-provider-concurrency", "REINS_MODEL_PROVIDER_CONCURRENCY"}, {"grader-model", "REINS_GRADER_MODEL"}, {"price-file", "REINS_PRICE_FILE"},
 		{"shutdown-grace", "REINS_SHUTDOWN_GRACE"}, {"memory-version-retention", "REINS_MEMORY_VERSION_RETENTION"}, {"log-level", "REINS_LOG_LEVEL"}, {"outbound-allow", "REINS_OUTBOUND_ALLOW"},
 		{"egress-cleartext-credentials", "REINS_EGRESS_CLEARTEXT_CREDENTIALS"},
@@ -194,6 +196,8 @@ func (o *serveOptions) check() (slog.Level, error) {
 		return 0, flagError(o.flags, "replica-id", "want a name without spaces, got %q", o.replicaID)
 	case o.maxToolRounds < 0:
 		return 0, flagError(o.flags, "max-tool-rounds", "want 0 (no limit) or more, got %d", o.maxToolRounds)
+	case o.maxCompactions < 0:
+		return 0, flagError(o.flags, "max-compactions", "want 0 (no limit) or more, got %d", o.maxCompactions)
 	case o.maxAttempts < 1:
 		return 0, flagError(o.flags, "model-max-attempts", "want at least 1, got %d", o.maxAttempts)
 	case o.retryBase <= 0:
@@ -328,7 +332,7 @@ func runServe(cmd *cobra.Command, o *serveOptions) error {
 	}
 	bootstrap := os.Getenv("REINS_API_KEY")
 	a, err := app.New(ctx, app.Config{DataDir: o.dataDir, DatabaseURL: o.databaseURL, ReplicaID: o.replicaID, LeaseTTL: o.leaseTTL, AdvertiseURL: o.advertiseURL, BootstrapKey: bootstrap, Models: models, Logger: logger,
-		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc, GraderModel: o.graderModel, Prices: prices, MaxToolRounds: o.maxToolRounds,
+		ModelConcurrency: o.modelConcurrency, ProviderConcurrency: o.providerConc, GraderModel: o.graderModel, Prices: prices, MaxToolRounds: o.maxToolRounds, MaxCompactions: o.maxCompactions,
 		Retry: harness.RetryPolicy{MaxAttempts: o.maxAttempts, BaseDelay: o.retryBase, MaxDelay: o.retryMax}, MemoryVersionRetention: o.memoryRetention, Sandbox: sbx, Packages: pkgs, OutboundAllow: outbound, Webhooks: o.webhooks,
 		HTTP: o.httpConfig(), Metrics: tel.metrics, Tracing: tel.tracing, TLS: tlsConfig, DataDirLock: lock})
 	if err != nil {

@@ -134,7 +134,8 @@ func TestMCPAlwaysAskDenied(t *testing.T) {
 	s.send(t, sid, userMessage(`@tool mcp__tools__wait {}`))
 	got := st.until(isIdle)
 	use := got[len(got)-4]
-	if use.Type != "agent.mcp_tool_use" || use.EvaluatedPermission != "ask" || got[len(got)-1].StopReason.Type != "requires_action" {
+	if use.Type != "agent.mcp_tool_use" || use.EvaluatedPermission != "ask" || use.Evaluation == nil || use.Evaluation.Type != "always_ask" ||
+		got[len(got)-1].StopReason.Type != "requires_action" {
 		t.Fatalf("always_ask: %v %+v", types(got), use)
 	}
 	body := map[string]any{"events": []any{map[string]any{"type": "user.tool_confirmation", "tool_use_id": use.ID, "result": "deny", "deny_message": "no"}}}

@@ -75,6 +75,11 @@ type Config struct {
 	// response with tool uses and their execution): a turn that reaches
 	// it ends with a tool_use_limit_reached_error (0: no limit).
 	MaxToolRounds int
+	// MaxCompactions bounds the compactions of a thread's context in a
+	// row, without a model message or tool call between them: a turn that
+	// needs one more ends with a compaction_limit_reached_error (0: no
+	// limit).
+	MaxCompactions int
 	// ContextWindow returns a model's context window in tokens (0: the
 	// default, 200,000; 128,000 for openai/*). When a request approaches
 	// it, older turns are compacted into a summary.

@@ -42,16 +42,14 @@ func (r *runner) platformToolCall(ctx, tctx context.Context, sess *ma.Session, c
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
-	ask := policy == ma.PolicyAlwaysAsk || policy == ma.PolicyAuto
+	permission, eval := ma.Evaluate(policy)
+	ask := permission == "ask"
 	if !ask {
 		if why, err := r.handsUnavailable(tctx, sess, call.Name); err != nil || why != "" {
 			return refused(ToolErrorEnvironmentUnavailable, why), err
 		}
 	}
-	ev := &ma.Event{Type: ma.EventAgentToolUse, Name: call.Name, Input: input, EvaluatedPermission: "allow"}
-	if ask {
-		ev.EvaluatedPermission = "ask"
-	}
+	ev := &ma.Event{Type: ma.EventAgentToolUse, Name: call.Name, Input: input, EvaluatedPermission: permission, Evaluation: eval}
 	err := r.update(ctx, func(tx store.Tx) error {
 		if tx.Session().Status != ma.StatusRunning {
 			return ErrTurnInactive

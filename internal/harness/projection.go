@@ -337,6 +337,11 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
+// RedactedPlaceholder is the text the model reads for a redacted block:
+// the withheld content is not there to send, and the placeholder keeps a
+// message of only redacted blocks from being empty.
+const RedactedPlaceholder = "[redacted]"
+
 // contentToBlocks maps API content blocks to model blocks.
 func contentToBlocks(content []ma.ContentBlock) []model.Block {
 	out := make([]model.Block, 0, len(content))
@@ -344,6 +349,8 @@ func contentToBlocks(content []ma.ContentBlock) []model.Block {
 		switch c.Type {
 		case "text":
 			out = append(out, model.Block{Type: model.BlockText, Text: c.Text})
+		case ma.BlockRedacted:
+			out = append(out, model.Block{Type: model.BlockText, Text: RedactedPlaceholder})
 		case "image":
 			out = append(out, model.Block{Type: model.BlockImage, Source: c.Source})
 		case "document":
@@ -359,12 +366,16 @@ func contentToBlocks(content []ma.ContentBlock) []model.Block {
 	return out
 }
 
-// blocksToContent maps model text blocks back to API content.
+// blocksToContent maps model text and redacted blocks back to API
+// content.
 func blocksToContent(blocks []model.Block) []ma.ContentBlock {
 	out := make([]ma.ContentBlock, 0, len(blocks))
 	for _, b := range blocks {
-		if b.Type == model.BlockText {
+		switch b.Type {
+		case model.BlockText:
 			out = append(out, ma.ContentBlock{Type: "text", Text: b.Text})
+		case model.BlockRedacted:
+			out = append(out, ma.ContentBlock{Type: ma.BlockRedacted})
 		}
 	}
 	return out

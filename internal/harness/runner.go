@@ -761,6 +761,12 @@ func (r *runner) compactIfFull(ctx context.Context, sess *ma.Session, req *model
 		r.h.log.Warn("transcript near the context window and no turn boundary to compact at", "session", sess.ID, "window", window)
 		return false, nil
 	}
+	if limit := r.h.cfg.MaxCompactions; limit > 0 && r.compactionsInARow() >= limit {
+		return true, r.update(ctx, func(tx store.Tx) error {
+			return r.exhaust(tx, failure{errType: ma.ErrorCompactionLimitReached,
+				message: fmt.Sprintf("the turn stopped at the limit of %d compactions of the context in a row without a model message or tool call (reins serve --max-compactions)", limit)})
+		})
+	}
 	err := r.update(ctx, func(tx store.Tx) error {
 		now := r.h.now()
 		return tx.Append(&ma.Event{Type: ma.EventAgentContextCompacted, ProcessedAt: &now, CompactedThrough: through,
@@ -974,16 +980,11 @@ func (r *runner) record(tx store.Tx, sess *ma.Session, plan *toolPlan, startID s
 		switch {
 		case isMCP:
 			ev.Type, ev.MCPServerName, ev.Name = ma.EventAgentMCPToolUse, mt.server, mt.tool
-			ev.EvaluatedPermission = "allow"
-			if mt.policy != ma.PolicyAlwaysAllow {
-				ev.EvaluatedPermission = "ask"
-			}
+			ev.EvaluatedPermission, ev.Evaluation = ma.Evaluate(mt.policy)
 		case plan.custom[b.Name]:
 			ev.Type = ma.EventAgentCustomToolUse
-		case plan.builtin[b.Name] == ma.PolicyAlwaysAsk || plan.builtin[b.Name] == ma.PolicyAuto:
-			ev.EvaluatedPermission = "ask"
 		case plan.builtin[b.Name] != "":
-			ev.EvaluatedPermission = "allow"
+			ev.EvaluatedPermission, ev.Evaluation = ma.Evaluate(plan.builtin[b.Name])
 		default:
 			ev.EvaluatedPermission = "deny"
 			unknown = true
@@ -1058,7 +1059,7 @@ func recordContent(tx store.Tx, messageID string, blocks []model.Block, now stri
 	uses := map[string]string{} // API tool use id -> event id
 	for _, b := range blocks {
 		switch b.Type {
-		case model.BlockText:
+		case model.BlockText, model.BlockRedacted:
 			text = append(text, blocksToContent([]model.Block{b})...)
 		case model.BlockServer:
 			if err := flush(); err != nil {
@@ -1344,6 +1345,25 @@ func (r *runner) toolRounds() int {
 			if evs[i].IsError == nil || !*evs[i].IsError {
 				n++
 			}
+		}
+	}
+	return n
+}
+
+// compactionsInARow counts the compactions of the thread's context since
+// the model last produced a message or tool call, within the current turn
+// (the count starts again when the thread was last idle). It is read from
+// the log, so a restart does not reset it.
+func (r *runner) compactionsInARow() int {
+	evs := r.liveEvents()
+	n := 0
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch evs[i].Type {
+		case ma.EventStatusIdle, ma.EventThreadStatusIdle, ma.EventAgentMessage,
+			ma.EventAgentToolUse, ma.EventAgentMCPToolUse, ma.EventAgentCustomToolUse:
+			return n
+		case ma.EventAgentContextCompacted:
+			n++
 		}
 	}
 	return n

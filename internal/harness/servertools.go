@@ -26,7 +26,7 @@ func serverEvent(b model.Block, uses map[string]string, now string) *ma.Event {
 			input = json.RawMessage(`{}`)
 		}
 		return &ma.Event{Type: ma.EventAgentToolUse, Name: b.Name, Input: ma.Raw(input), EvaluatedPermission: "allow",
-			ProcessedAt: &now, ServerBlock: ma.Raw(b.Raw)}
+			Evaluation: &ma.ToolEvaluation{Type: ma.PolicyAlwaysAllow}, ProcessedAt: &now, ServerBlock: ma.Raw(b.Raw)}
 	}
 	id := uses[b.ToolUseID]
 	if id == "" {

@@ -40,6 +40,10 @@ func validateContent(field string, blocks []ma.ContentBlock, allowed ...string) 
 			if err := validateContent(f+".content", b.Content, "text"); err != nil {
 				return err
 			}
+		case ma.BlockRedacted:
+			if b.Text != "" || len(b.Source) > 0 || b.Title != "" || b.Context != "" || len(b.Content) > 0 || len(b.Citations) > 0 {
+				return badRequest("%s: a redacted block has only its type", f)
+			}
 		}
 	}
 	return nil

@@ -96,7 +96,7 @@ func decodeEventParam(field string, raw json.RawMessage) (ma.Event, error) {
 		if len(p.Content) == 0 {
 			return ev, badRequest("%s.content: at least one content block is required", field)
 		}
-		if err := validateContent(field+".content", p.Content, "text", "image", "document"); err != nil {
+		if err := validateContent(field+".content", p.Content, "text", "image", "document", ma.BlockRedacted); err != nil {
 			return ev, err
 		}
 		ev.Content = p.Content

@@ -78,6 +78,11 @@ const (
 	// web_fetch_tool_result): Raw holds it as the API sent it, and it goes
 	// back to the API verbatim.
 	BlockServer BlockType = "server"
+	// BlockRedacted stands, in a response, for content the provider
+	// withheld by policy: the harness records it as a {"type":"redacted"}
+	// block of the agent.message. Requests never carry it (the harness
+	// gives the model a text placeholder instead).
+	BlockRedacted BlockType = "redacted"
 )
 
 // Block is one content block. Which fields are set depends on Type.

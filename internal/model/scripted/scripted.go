@@ -13,6 +13,8 @@
 //	                           the text to answer once the tool results are in
 //	                           (default: a summary of the results)
 //	@think                     report (hidden) reasoning before answering
+//	@redacted                  add a redacted block (content withheld by
+//	                           policy) after the texts
 //	@sleep 2s                  wait before answering (honours cancellation)
 //	@pace 20ms                 wait this long between streamed words
 //	@refuse cyber Why not      refuse (stop reason refusal) with a policy
@@ -70,6 +72,7 @@ type plan struct {
 	fail      string
 	failTimes int // 0 = always
 	refusal   *model.Refusal
+	redacted  bool
 }
 
 // Stream implements model.Provider.
@@ -128,6 +131,9 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request, sink model.Si
 			sink.TextDelta(i, chunk)
 		}
 		resp.Content = append(resp.Content, model.Block{Type: model.BlockText, Text: text})
+	}
+	if pl.redacted && afterTools == nil {
+		resp.Content = append(resp.Content, model.Block{Type: model.BlockRedacted})
 	}
 	for i, t := range tools {
 		t.ID = fmt.Sprintf("toolu_scripted_%d_%d", len(req.Messages), i)
@@ -259,6 +265,8 @@ func parse(text string) (plan, error) {
 			pl.texts = append(pl.texts, rest)
 		case "then":
 			pl.then = rest
+		case "redacted":
+			pl.redacted = true
 		case "think":
 			pl.think = true
 		case "tool":
