@@ -457,9 +457,38 @@ func (c *Client) getToken(ctx context.Context) (Token, error) {
 // connectOnce gets a token, connects, registers and serves until the
 // connection ends. registered reports whether registration succeeded.
 func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
-	tok, err := c.getToken(ctx)
+	conn, err := c.dial(ctx)
 	if err != nil {
 		return false, err
+	}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// The read loop outlives ctx so that stopping closes the connection
+	// with a close frame (1000) rather than dropping it.
+	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServe()
+	served := make(chan error, 1)
+	go func() { served <- conn.Serve(sctx) }() // owned: awaited here or by serveRegistered
+
+	res, err := c.registerOn(cctx, conn)
+	if err != nil {
+		conn.CloseWith(int(websocket.StatusNormalClosure), "registration failed")
+		stopServe()
+		<-served
+		return false, err
+	}
+	c.emit(Event{Type: EventRegistered})
+	c.logger.Info("executor registered", "executor_id", res.ExecutorID, "resumed", len(res.Resumed), "lost", len(res.Lost))
+	return true, c.serveRegistered(ctx, cctx, stop, conn, served, res)
+}
+
+// dial gets a token and opens the executor connection with it; a token
+// the server refuses (401) is dropped so that the next attempt gets
+// another.
+func (c *Client) dial(ctx context.Context) (*Conn, error) {
+	tok, err := c.getToken(ctx)
+	if err != nil {
+		return nil, err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	ws, resp, err := websocket.Dial(dctx, tok.URL, &websocket.DialOptions{
@@ -472,7 +501,7 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
 			c.dropToken()
 		}
-		return false, fmt.Errorf("executor: connect: %w", err)
+		return nil, fmt.Errorf("executor: connect: %w", err)
 	}
 	conn := NewConn(ws, ConnConfig{
 		Inline:         func(m string) bool { return m == MethodToolCall },
@@ -484,45 +513,42 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	conn.handler = func(hctx context.Context, method string, params json.RawMessage) (any, error) {
 		return c.handle(hctx, conn, method, params)
 	}
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
-	// The read loop outlives ctx so that stopping closes the connection
-	// with a close frame (1000) rather than dropping it.
-	sctx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopServe()
-	served := make(chan error, 1)
-	go func() { served <- conn.Serve(sctx) }() // owned: awaited below
+	return conn, nil
+}
 
+// registerOn registers on conn while calls made meanwhile wait for it
+// (c.registering). A refusal may be followed by its close code, which is
+// let arrive (up to 2 s) and joined to the error.
+func (c *Client) registerOn(ctx context.Context, conn *Conn) (RegisterResult, error) {
 	registering := make(chan struct{})
 	c.mu.Lock()
 	c.registering = registering
 	c.mu.Unlock()
-	res, err := c.register(cctx, conn)
+	res, err := c.register(ctx, conn)
 	c.mu.Lock()
 	c.registering = nil
 	c.mu.Unlock()
 	close(registering)
-	if err != nil {
-		var re *RPCError
-		if errors.As(err, &re) {
-			// A refusal may be followed by its close code: let it arrive.
-			t := time.NewTimer(2 * time.Second)
-			select {
-			case <-conn.done:
-			case <-t.C:
-			}
-			t.Stop()
-			if ce := conn.Err(); CloseCode(ce) != -1 {
-				err = fmt.Errorf("%w (%w)", re, ce)
-			}
-		}
-		conn.CloseWith(int(websocket.StatusNormalClosure), "registration failed")
-		stopServe()
-		<-served
-		return false, err
+	var re *RPCError
+	if err == nil || !errors.As(err, &re) {
+		return res, err
 	}
-	c.emit(Event{Type: EventRegistered})
-	c.logger.Info("executor registered", "executor_id", res.ExecutorID, "resumed", len(res.Resumed), "lost", len(res.Lost))
+	t := time.NewTimer(2 * time.Second)
+	select {
+	case <-conn.done:
+	case <-t.C:
+	}
+	t.Stop()
+	if ce := conn.Err(); CloseCode(ce) != -1 {
+		err = fmt.Errorf("%w (%w)", re, ce)
+	}
+	return res, err
+}
+
+// serveRegistered runs a registered connection's heartbeats, result
+// sender and keep-alive until its read loop ends (served) or ctx does,
+// which closes it normally; it returns why the connection ended.
+func (c *Client) serveRegistered(ctx, cctx context.Context, stop context.CancelFunc, conn *Conn, served <-chan error, res RegisterResult) error {
 	interval := time.Duration(res.HeartbeatIntervalMS) * time.Millisecond
 	if interval <= 0 {
 		interval = 10 * time.Second
@@ -548,7 +574,7 @@ func (c *Client) connectOnce(ctx context.Context) (registered bool, err error) {
 	if ce := conn.Err(); ce != nil {
 		serveErr = ce
 	}
-	return true, serveErr
+	return serveErr
 }
 
 // dropLostLocked ends the sessions the harness reported lost, of those

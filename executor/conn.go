@@ -255,54 +255,81 @@ func (c *Conn) readOne(ctx context.Context) error {
 		}
 		return nil
 	}
+	c.dispatch(ctx, m)
+	return nil
+}
+
+// dispatch hands a decoded frame to its handler: an inline request on the
+// read loop, another request on a goroutine of its own (within the limit of
+// requests in flight), a notification at once, a response to the call
+// waiting for it.
+func (c *Conn) dispatch(ctx context.Context, m *message) {
 	switch {
 	case m.isRequest() && c.inline != nil && c.inline(m.Method):
-		res, err := c.handler(ctx, m.Method, m.Params)
-		if later, ok := res.(replyLater); ok && err == nil {
-			id := m.ID
-			later(func(result any, err error) error { return c.reply(ctx, id, result, err) })
-			break
-		}
-		if c.syncReply {
-			c.reply(ctx, m.ID, res, err)
-			break
-		}
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			c.reply(ctx, m.ID, res, err)
-		}()
+		c.handleInline(ctx, m)
 	case m.isRequest():
-		select {
-		case c.sem <- struct{}{}:
-		default:
-			c.reply(ctx, m.ID, nil, NewRPCError(CodeResourceUnavailable, "").WithDetail("too many requests in flight"))
-			return nil
-		}
-		c.wg.Add(1)
-		go func() {
-			defer func() { <-c.sem; c.wg.Done() }()
-			res, err := c.handler(ctx, m.Method, m.Params)
-			c.reply(ctx, m.ID, res, err)
-		}()
+		c.handleRequest(ctx, m)
 	case m.isNotification():
 		if _, err := c.handler(ctx, m.Method, m.Params); err != nil {
 			c.logger.Debug("notification failed", "method", m.Method, "err", err)
 		}
 	default:
-		id, err := strconv.ParseInt(string(m.ID), 10, 64)
-		if err != nil {
-			return nil // not one of ours
-		}
-		c.mu.Lock()
-		deliver := c.pending[id]
-		delete(c.pending, id)
-		c.mu.Unlock()
-		if deliver != nil {
-			deliver(m)
-		}
+		c.deliverResponse(m)
 	}
-	return nil
+}
+
+// handleInline runs a request the read loop answers itself (a fast
+// handler): its reply is sent now, later through replyLater, or from a
+// goroutine unless the connection replies synchronously.
+func (c *Conn) handleInline(ctx context.Context, m *message) {
+	res, err := c.handler(ctx, m.Method, m.Params)
+	if later, ok := res.(replyLater); ok && err == nil {
+		id := m.ID
+		later(func(result any, err error) error { return c.reply(ctx, id, result, err) })
+		return
+	}
+	if c.syncReply {
+		c.reply(ctx, m.ID, res, err)
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.reply(ctx, m.ID, res, err)
+	}()
+}
+
+// handleRequest runs a request on a goroutine of its own, or refuses it
+// when as many as the connection allows are in flight.
+func (c *Conn) handleRequest(ctx context.Context, m *message) {
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		c.reply(ctx, m.ID, nil, NewRPCError(CodeResourceUnavailable, "").WithDetail("too many requests in flight"))
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer func() { <-c.sem; c.wg.Done() }()
+		res, err := c.handler(ctx, m.Method, m.Params)
+		c.reply(ctx, m.ID, res, err)
+	}()
+}
+
+// deliverResponse hands a response to the call waiting for its id; a
+// response to no call of this connection is dropped.
+func (c *Conn) deliverResponse(m *message) {
+	id, err := strconv.ParseInt(string(m.ID), 10, 64)
+	if err != nil {
+		return // not one of ours
+	}
+	c.mu.Lock()
+	deliver := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if deliver != nil {
+		deliver(m)
+	}
 }
 
 // replyLater is what an inline handler returns to answer its request
