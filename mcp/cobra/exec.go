@@ -74,16 +74,56 @@ func (b *Binding) execute(ctx context.Context, op string, args []string, slots c
 // run starts the child and supervises it to the end. leaked reports that
 // the process group could not be confirmed gone.
 func (b *Binding) run(ctx context.Context, ex *execution, args []string) (*mcp.Result, bool, error) {
-	stdout, stderr := newCapture(b.opts.OutputCap), newCapture(b.opts.OutputCap)
-	outR, outW, err := os.Pipe()
+	c, err := b.start(ex, args)
 	if err != nil {
 		return nil, false, mcp.NewFailure(mcp.CodeUnavailable, "the command could not be started", err)
+	}
+	stopped, gone := b.supervise(ctx, c)
+	exit := -1
+	if gone.waited && c.cmd.ProcessState != nil {
+		exit = c.cmd.ProcessState.ExitCode()
+	}
+	out, outTrunc := c.stdout.String()
+	errs, errTrunc := c.stderr.String()
+	details := map[string]any{"stdout": out, "stderr": errs, "exitCode": exit, "truncated": outTrunc || errTrunc}
+	if !gone.drained || !gone.waited {
+		b.recordLeak(ex.op, c.pgid)
+		return nil, true, mcp.NewFailure(mcp.CodeCleanupFailed,
+			"the command's processes could not be confirmed stopped; its execution slot stays taken", nil).WithDetails(details)
+	}
+	if stopped {
+		return nil, false, b.stoppedError(ctx, details)
+	}
+	if exit != 0 {
+		return nil, false, mcp.NewFailure(mcp.CodeCommandFailed, failedMessage(exit, errs), nil).WithDetails(details)
+	}
+	return mcp.StructuredResult(details), false, nil
+}
+
+// child is a started command: its process group and the copies of its
+// output into bounded captures.
+type child struct {
+	cmd            *exec.Cmd
+	pgid           int
+	outR, errR     *os.File
+	stdout, stderr *capture
+	copies         sync.WaitGroup
+	waited         chan error // the leader's Wait, once
+}
+
+// start starts the command in a process group of its own, stdin closed,
+// its output copied into captures bounded by OutputCap, and records its
+// process group on the execution.
+func (b *Binding) start(ex *execution, args []string) (*child, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return nil, false, mcp.NewFailure(mcp.CodeUnavailable, "the command could not be started", err)
+		return nil, err
 	}
 	cmd := exec.Command(b.exe, args...)
 	cmd.Env = b.opts.Env
@@ -97,67 +137,66 @@ func (b *Binding) run(ctx context.Context, ex *execution, args []string) (*mcp.R
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		return nil, false, mcp.NewFailure(mcp.CodeUnavailable, "the command could not be started", err)
+		return nil, err
 	}
-	pgid := cmd.Process.Pid
+	c := &child{cmd: cmd, pgid: cmd.Process.Pid, outR: outR, errR: errR,
+		stdout: newCapture(b.opts.OutputCap), stderr: newCapture(b.opts.OutputCap), waited: make(chan error, 1)}
 	b.mu.Lock()
-	ex.pid = pgid
+	ex.pid = c.pgid
 	b.mu.Unlock()
-	var copies sync.WaitGroup
-	copies.Go(func() { _, _ = io.Copy(stdout, outR); outR.Close() })
-	copies.Go(func() { _, _ = io.Copy(stderr, errR); errR.Close() })
+	c.copies.Go(func() { _, _ = io.Copy(c.stdout, outR); outR.Close() })
+	c.copies.Go(func() { _, _ = io.Copy(c.stderr, errR); errR.Close() })
+	go func() { c.waited <- cmd.Wait() }()
+	return c, nil
+}
 
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+// cleanup says whether a child is confirmed gone: its leader waited for
+// and its process group drained.
+type cleanup struct{ waited, drained bool }
 
+// supervise waits for the child until its timeout or ctx ends it
+// (stopped), then stops whatever the leader left behind in its group.
+func (b *Binding) supervise(ctx context.Context, c *child) (stopped bool, gone cleanup) {
 	tctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
 	defer cancel()
-	stopped := false
-	waitedOK := true
+	gone.waited = true
 	select {
-	case <-waited:
+	case <-c.waited:
 	case <-tctx.Done():
 		stopped = true
-		waitedOK = b.stop(pgid, waited)
+		gone.waited = b.stop(c.pgid, c.waited)
 	}
-	// Whatever the leader left behind in its group is stopped too.
-	drained := b.drain(pgid)
-	if drained {
-		copies.Wait()
+	gone.drained = b.drain(c.pgid)
+	if gone.drained {
+		c.copies.Wait()
 	} else {
-		outR.Close()
-		errR.Close()
+		c.outR.Close()
+		c.errR.Close()
 	}
-	exit := -1
-	if waitedOK && cmd.ProcessState != nil {
-		exit = cmd.ProcessState.ExitCode()
+	return stopped, gone
+}
+
+// recordLeak keeps a process group that could not be confirmed stopped,
+// for the binding's status, and logs it.
+func (b *Binding) recordLeak(op string, pgid int) {
+	b.mu.Lock()
+	b.leaked = append(b.leaked, Leak{Operation: op, PGID: pgid, Since: time.Now()})
+	b.lastErr = fmt.Sprintf("%s: process group %d not confirmed stopped within %s", op, pgid, b.opts.CleanupBudget)
+	b.mu.Unlock()
+	b.log.Error("mcpcobra: cleanup failed", "operation", op, "pgid", pgid)
+}
+
+// stoppedError says why a command was stopped: the host's shutdown, the
+// caller's cancellation or its execution timeout.
+func (b *Binding) stoppedError(ctx context.Context, details map[string]any) error {
+	switch {
+	case errors.Is(context.Cause(ctx), errShutdown):
+		return mcp.NewFailure(mcp.CodeCancelled, "the host shut the binding down while the command ran", nil)
+	case ctx.Err() != nil:
+		return fmt.Errorf("command stopped: %w", ctx.Err())
 	}
-	out, outTrunc := stdout.String()
-	errs, errTrunc := stderr.String()
-	details := map[string]any{"stdout": out, "stderr": errs, "exitCode": exit, "truncated": outTrunc || errTrunc}
-	if !drained || !waitedOK {
-		b.mu.Lock()
-		b.leaked = append(b.leaked, Leak{Operation: ex.op, PGID: pgid, Since: time.Now()})
-		b.lastErr = fmt.Sprintf("%s: process group %d not confirmed stopped within %s", ex.op, pgid, b.opts.CleanupBudget)
-		b.mu.Unlock()
-		b.log.Error("mcpcobra: cleanup failed", "operation", ex.op, "pgid", pgid)
-		return nil, true, mcp.NewFailure(mcp.CodeCleanupFailed,
-			"the command's processes could not be confirmed stopped; its execution slot stays taken", nil).WithDetails(details)
-	}
-	if stopped {
-		switch {
-		case errors.Is(context.Cause(ctx), errShutdown):
-			return nil, false, mcp.NewFailure(mcp.CodeCancelled, "the host shut the binding down while the command ran", nil)
-		case ctx.Err() != nil:
-			return nil, false, fmt.Errorf("command stopped: %w", ctx.Err())
-		}
-		return nil, false, mcp.NewFailure(mcp.CodeTimeout,
-			fmt.Sprintf("the command ran past its %s execution timeout and was stopped", b.opts.Timeout), nil).WithDetails(details)
-	}
-	if exit != 0 {
-		return nil, false, mcp.NewFailure(mcp.CodeCommandFailed, failedMessage(exit, errs), nil).WithDetails(details)
-	}
-	return mcp.StructuredResult(details), false, nil
+	return mcp.NewFailure(mcp.CodeTimeout,
+		fmt.Sprintf("the command ran past its %s execution timeout and was stopped", b.opts.Timeout), nil).WithDetails(details)
 }
 
 // failedMessage names the exit status and the last line of stderr.
