@@ -128,6 +128,11 @@ func (r *renderer) Render(it streamItem) string {
 	if isThreadEvent(it.Type) {
 		return r.threadEvent(it.Event)
 	}
+	return r.event(it)
+}
+
+// event renders a committed event of the session or of a thread.
+func (r *renderer) event(it streamItem) string {
 	switch it.Type {
 	case ma.EventStatusRunning:
 		if !r.working {
@@ -152,6 +157,38 @@ func (r *renderer) Render(it streamItem) string {
 		return r.message(it.Event)
 	case ma.EventAgentThinking:
 		return r.line(styleDim, "… thinking")
+	case ma.EventAgentToolUse, ma.EventAgentCustomToolUse, ma.EventAgentMCPToolUse,
+		ma.EventAgentToolResult, ma.EventAgentMCPToolResult, ma.EventUserToolResult,
+		ma.EventUserToolConfirmation, ma.EventUserCustomToolResult:
+		return r.toolEvent(it)
+	case ma.EventUserMessage:
+		if it.Flushed {
+			return r.line(styleYellow, "not processed (the turn before it failed): "+oneLine(contentText(it.Content), 200))
+		}
+		if r.showUser {
+			return r.line(styleBold, "› "+contentText(it.Content))
+		}
+		return ""
+	case ma.EventUserInterrupt:
+		return r.line(styleYellow, "interrupted")
+	case ma.EventAgentContextCompacted:
+		return r.line(styleDim, "(earlier turns were compacted to fit the context window)")
+	case ma.EventUserDefineOutcome, ma.EventSpanOutcomeEvaluationStart, ma.EventSpanOutcomeEvaluationEnd:
+		return r.outcome(it.Event)
+	case ma.EventSpanModelRequestEnd:
+		// A response cut short leaves its preview unterminated.
+		if it.IsError != nil && *it.IsError && r.midLine {
+			r.midLine = false
+			return "\n"
+		}
+		return ""
+	}
+	return ""
+}
+
+// toolEvent renders a tool use, its confirmation and its result.
+func (r *renderer) toolEvent(it streamItem) string {
+	switch it.Type {
 	case ma.EventAgentToolUse, ma.EventAgentCustomToolUse, ma.EventAgentMCPToolUse:
 		r.tools[it.ID] = it.Event
 		return r.line(r.toolUseStyle(it.Event), describeToolUse(it.Event))
@@ -177,27 +214,6 @@ func (r *renderer) Render(it streamItem) string {
 		return r.line(styleGreen, "✓ approved "+name)
 	case ma.EventUserCustomToolResult:
 		return r.result(r.tools[it.CustomToolUseID].Name, it.Content, it.IsError != nil && *it.IsError)
-	case ma.EventUserMessage:
-		if it.Flushed {
-			return r.line(styleYellow, "not processed (the turn before it failed): "+oneLine(contentText(it.Content), 200))
-		}
-		if r.showUser {
-			return r.line(styleBold, "› "+contentText(it.Content))
-		}
-		return ""
-	case ma.EventUserInterrupt:
-		return r.line(styleYellow, "interrupted")
-	case ma.EventAgentContextCompacted:
-		return r.line(styleDim, "(earlier turns were compacted to fit the context window)")
-	case ma.EventUserDefineOutcome, ma.EventSpanOutcomeEvaluationStart, ma.EventSpanOutcomeEvaluationEnd:
-		return r.outcome(it.Event)
-	case ma.EventSpanModelRequestEnd:
-		// A response cut short leaves its preview unterminated.
-		if it.IsError != nil && *it.IsError && r.midLine {
-			r.midLine = false
-			return "\n"
-		}
-		return ""
 	}
 	return ""
 }
