@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
-	"github.com/reinsdev/reins/internal/memsync"
+	"github.com/reinsdev/reins/executor/memsync"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox"
 	"github.com/reinsdev/reins/tools"

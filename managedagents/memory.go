@@ -1,5 +1,15 @@
 package managedagents
 
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
 // MemoryStore is a store of memories that sessions mount as a directory
 // (memory_store resources).
 type MemoryStore struct {
@@ -75,4 +85,67 @@ type Actor struct {
 	APIKeyID         string `json:"api_key_id,omitempty"`
 	UserID           string `json:"user_id,omitempty"`
 	ServiceAccountID string `json:"service_account_id,omitempty"`
+}
+
+// Limits of memory stores and their memories, and where sessions see
+// them. The API checks writes with them; a session's memory directory is
+// synced by the same rules (package executor/memsync).
+const (
+	// MaxMemoryContentBytes bounds a memory's content (UTF-8 bytes).
+	MaxMemoryContentBytes = 100 << 10
+	// MaxMemoryPathBytes bounds a memory's path.
+	MaxMemoryPathBytes = 1024
+	// MaxMemoryPathSegments bounds the segments of a memory's path.
+	MaxMemoryPathSegments = 20
+	// MaxMemoriesPerStore is how many memories a memory store holds at
+	// most.
+	MaxMemoriesPerStore = 2000
+	// MemoryMountRoot is where sessions see their memory stores.
+	MemoryMountRoot = "/mnt/memory"
+)
+
+// CheckMemoryPath returns why p is not a valid memory path, or nil: it
+// starts with "/", has 1 to MaxMemoryPathSegments segments, none empty,
+// "." or "..", no control or format characters nor line or paragraph
+// separators, is NFC and at most MaxMemoryPathBytes bytes.
+func CheckMemoryPath(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return errors.New("must start with /")
+	case len(p) > MaxMemoryPathBytes:
+		return fmt.Errorf("must be at most %d bytes, got %d", MaxMemoryPathBytes, len(p))
+	case !utf8.ValidString(p):
+		return errors.New("must be valid UTF-8")
+	case !norm.NFC.IsNormalString(p):
+		return errors.New("must be in Unicode normalization form C (NFC)")
+	}
+	for _, r := range p {
+		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			return fmt.Errorf("must not contain the character %U", r)
+		}
+	}
+	segs := strings.Split(p[1:], "/")
+	if len(segs) > MaxMemoryPathSegments {
+		return fmt.Errorf("must have at most %d segments, got %d", MaxMemoryPathSegments, len(segs))
+	}
+	for _, s := range segs {
+		switch s {
+		case "":
+			return errors.New("must not have an empty segment (a doubled or trailing /)")
+		case ".", "..":
+			return fmt.Errorf("must not have a %q segment", s)
+		}
+	}
+	return nil
+}
+
+// CheckMemoryContent returns why c is not a valid memory content, or nil.
+func CheckMemoryContent(c string) error {
+	if len(c) > MaxMemoryContentBytes {
+		return fmt.Errorf("must be at most %d bytes (100 kB), got %d", MaxMemoryContentBytes, len(c))
+	}
+	if !utf8.ValidString(c) {
+		return errors.New("must be valid UTF-8")
+	}
+	return nil
 }

@@ -256,7 +256,7 @@ func (r *Runner) createSession(ctx context.Context, d *store.Dream, envID string
 	if err != nil {
 		return err
 	}
-	mount := memories.MountRoot + "/" + memories.Slug(out.Name)
+	mount := ma.MemoryMountRoot + "/" + memories.Slug(out.Name)
 	res := []ma.SessionResource{{Type: "memory_store", MemoryStoreID: out.ID, Access: "read_write", Name: out.Name,
 		Description: out.Description, MountPath: mount}}
 	res = append(res, files...)

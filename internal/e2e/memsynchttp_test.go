@@ -9,7 +9,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
-	"github.com/reinsdev/reins/internal/memsync"
+	"github.com/reinsdev/reins/executor/memsync"
 )
 
 // TestMemorySyncOverHTTP: the directory sync that remote hands use,

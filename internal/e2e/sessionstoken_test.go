@@ -18,7 +18,6 @@ import (
 
 	"github.com/reinsdev/reins/internal/app"
 	"github.com/reinsdev/reins/internal/ids"
-	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/model"
 	"github.com/reinsdev/reins/internal/model/scripted"
 	"github.com/reinsdev/reins/internal/pgtest"
@@ -79,8 +78,8 @@ func workerResults(frames []frame) []frame {
 // with the session's id; a change made over the API reaches the worker's
 // files, and the agent reads it in a later turn.
 func TestOfficialWorkerSyncsMemory(t *testing.T) {
-	if err := os.MkdirAll(memories.MountRoot, 0o755); err != nil {
-		t.Skipf("the worker mounts memory stores under %s, which this host cannot create: %v", memories.MountRoot, err)
+	if err := os.MkdirAll(ma.MemoryMountRoot, 0o755); err != nil {
+		t.Skipf("the worker mounts memory stores under %s, which this host cannot create: %v", ma.MemoryMountRoot, err)
 	}
 	s := start(t, options{})
 	ctx := context.Background()
@@ -91,7 +90,7 @@ func TestOfficialWorkerSyncsMemory(t *testing.T) {
 	a := s.newAgent(t, "scripted", toolset(false))
 	sess := s.newMemorySession(t, a.ID, envID, memoryResource(storeID, "read_write", ""))
 	mount := sess.Resources[0].MountPath
-	if !strings.HasPrefix(mount, memories.MountRoot+"/token-notes-") {
+	if !strings.HasPrefix(mount, ma.MemoryMountRoot+"/token-notes-") {
 		t.Fatalf("mount path %q", mount)
 	}
 	t.Cleanup(func() { os.RemoveAll(mount) })

@@ -33,14 +33,14 @@ func shown(m ma.Memory, full bool) ma.Memory {
 }
 
 func checkMemoryPath(field, p string) error {
-	if err := memories.CheckPath(p); err != nil {
+	if err := ma.CheckMemoryPath(p); err != nil {
 		return badRequest("%s: %v", field, err)
 	}
 	return nil
 }
 
 func checkMemoryContent(c string) error {
-	if err := memories.CheckContent(c); err != nil {
+	if err := ma.CheckMemoryContent(c); err != nil {
 		return badRequest("content: %v", err)
 	}
 	return nil

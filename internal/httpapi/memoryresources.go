@@ -53,7 +53,7 @@ func (s *Server) memoryStoreResource(ctx context.Context, field string, p *resou
 		return res, badRequest("%s.memory_store_id: memory store %s is archived; it cannot be attached to new sessions", field, ms.ID)
 	}
 	return ma.SessionResource{Type: "memory_store", MemoryStoreID: ms.ID, Access: access, Name: ms.Name, Description: ms.Description,
-		Instructions: p.Instructions, MountPath: memories.MountRoot + "/" + memories.Slug(ms.Name)}, nil
+		Instructions: p.Instructions, MountPath: ma.MemoryMountRoot + "/" + memories.Slug(ms.Name)}, nil
 }
 
 // memoryMounts checks the memory_store resources of one session create

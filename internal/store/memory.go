@@ -9,10 +9,6 @@ import (
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-// MaxMemoriesPerStore is how many memories a memory store holds at most;
-// creating one more is ErrLimit.
-const MaxMemoriesPerStore = 2000
-
 // Errors of memory writes; match them with errors.Is.
 var (
 	// ErrPrecondition: the memory's content is not the one the write
@@ -66,7 +62,7 @@ type MemoryStores interface {
 	// *w.Content, and its "created" version w.VersionID. It never
 	// overwrites: a taken or overlapping path is a *PathConflictError.
 	// ErrArchived when the store is archived, ErrLimit when it holds
-	// MaxMemoriesPerStore memories.
+	// ma.MaxMemoriesPerStore memories.
 	CreateMemory(ctx context.Context, w MemoryWrite) (ma.Memory, error)
 	// GetMemory returns a memory of the store, with its content.
 	GetMemory(ctx context.Context, storeID, id string) (ma.Memory, error)

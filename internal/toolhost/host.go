@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/executor/memsync"
 	"github.com/reinsdev/reins/internal/bus"
 	"github.com/reinsdev/reins/internal/executorhub"
 	"github.com/reinsdev/reins/internal/harness"
-	"github.com/reinsdev/reins/internal/memsync"
+	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/service"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
@@ -120,7 +121,7 @@ func New(cfg Config) (*Host, error) {
 		uid, gid := t.sandboxes.m.Uid()
 		owner = &memsync.Owner{UID: uid, GID: gid}
 	}
-	t.memory = newMemoryDirs(cfg.Store, owner)
+	t.memory = newMemoryDirs(memories.SyncStore(cfg.Store), owner)
 	slots, how := cfg.Sandbox.slots()
 	t.slots = newCapacity(slots, t.yield)
 	cfg.Logger.Info("cloud sessions' tools run in at most this many sessions at once", "slots", slots, "from", how)

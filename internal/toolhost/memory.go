@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/reinsdev/reins/executor"
+	"github.com/reinsdev/reins/executor/memsync"
 	"github.com/reinsdev/reins/internal/executorhub"
-	"github.com/reinsdev/reins/internal/memsync"
 	secrets "github.com/reinsdev/reins/internal/secret"
 	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/reinsdev/reins/internal/memsync"
+	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -64,7 +64,7 @@ type Store interface {
 	skillReader
 	handsStore
 	store.Files
-	memsync.Store
+	memories.Memories
 	CreateSessionToken(ctx context.Context, t store.SessionToken) error
 	RepositoryTokens(ctx context.Context, sessionID string) (map[string][]byte, error)
 	WorkspaceMarker(ctx context.Context, sessionID string) (string, error)

@@ -222,12 +222,12 @@ func testMemoryLimit(t *testing.T, s store.Store) {
 	}
 	ctx := context.Background()
 	ms := newMemoryStore(t, ctx, s, "full")
-	for i := range store.MaxMemoriesPerStore {
+	for i := range ma.MaxMemoriesPerStore {
 		createMemory(t, ctx, s, ms.ID, fmt.Sprintf("/m%d", i), "")
 	}
 	_, err := s.CreateMemory(ctx, memWrite(ms.ID, ids.New(ids.Memory), ptr("/one-more"), ptr("")))
 	if !errors.Is(err, store.ErrLimit) {
-		t.Fatalf("memory %d: %v, want ErrLimit", store.MaxMemoriesPerStore+1, err)
+		t.Fatalf("memory %d: %v, want ErrLimit", ma.MaxMemoriesPerStore+1, err)
 	}
 }
 

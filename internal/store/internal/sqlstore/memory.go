@@ -182,7 +182,7 @@ func (s *Store) CreateMemory(ctx context.Context, w store.MemoryWrite) (ma.Memor
 		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM memories WHERE store_id = ?`, w.StoreID).Scan(&n); err != nil {
 			return err
 		}
-		if n >= store.MaxMemoriesPerStore {
+		if n >= ma.MaxMemoriesPerStore {
 			return fmt.Errorf("memory store %s holds %d memories, the most a store holds: %w", w.StoreID, n, store.ErrLimit)
 		}
 		if err := pathConflict(ctx, tx, w.StoreID, "", m.Path); err != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // ListMemories implements store.MemoryStores. It reads the paths below the
-// prefix (a store holds at most store.MaxMemoriesPerStore), rolls them up
+// prefix (a store holds at most ma.MaxMemoriesPerStore), rolls them up
 // by depth, pages them by key and, for a full read, reads the content of
 // the page's memories.
 func (s *Store) ListMemories(ctx context.Context, storeID string, mq store.MemoryQuery) ([]store.MemoryItem, error) {

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -42,20 +41,20 @@ type apiError struct {
 	} `json:"error"`
 }
 
-// err maps the API's memory errors to the store's.
+// err maps the API's memory errors to a Store's.
 func (e *apiError) err(method, path string) error {
 	msg := fmt.Sprintf("%s %s: %d %s: %s", method, path, e.Status, e.Error.Type, e.Error.Message)
 	switch {
 	case e.Status == http.StatusNotFound:
-		return fmt.Errorf("%s: %w", msg, store.ErrNotFound)
+		return fmt.Errorf("%s: %w", msg, ErrNotFound)
 	case e.Error.Type == ma.ErrMemoryPathConflict:
-		return &store.PathConflictError{MemoryID: e.Error.ConflictingMemoryID, MemoryPath: e.Error.ConflictingPath}
+		return &PathConflictError{MemoryID: e.Error.ConflictingMemoryID, MemoryPath: e.Error.ConflictingPath}
 	case e.Error.Type == ma.ErrMemoryPrecondition:
-		return fmt.Errorf("%s: %w", msg, store.ErrPrecondition)
+		return fmt.Errorf("%s: %w", msg, ErrPrecondition)
 	case e.Status == http.StatusConflict && strings.Contains(e.Error.Message, "archived"):
-		return fmt.Errorf("%s: %w", msg, store.ErrArchived)
+		return fmt.Errorf("%s: %w", msg, ErrArchived)
 	case e.Status == http.StatusBadRequest && strings.Contains(e.Error.Message, "the most a store holds"):
-		return fmt.Errorf("%s: %w", msg, store.ErrLimit)
+		return fmt.Errorf("%s: %w", msg, ErrLimit)
 	}
 	return fmt.Errorf("%s", msg)
 }
@@ -108,13 +107,11 @@ func (h *HTTPStore) do(ctx context.Context, method, path string, body, out any) 
 
 func storePath(storeID string) string { return "/v1/memory_stores/" + url.PathEscape(storeID) }
 
-// ListMemories implements Store: it returns every memory of the store
-// (without content), whatever q's Limit and After, reading page after
-// page; Dir asks for a whole store.
-func (h *HTTPStore) ListMemories(ctx context.Context, storeID string, _ store.MemoryQuery) ([]store.MemoryItem, error) {
-	var out []store.MemoryItem
+// ListMemories implements Store, reading page after page.
+func (h *HTTPStore) ListMemories(ctx context.Context, storeID string) ([]ma.Memory, error) {
+	var out []ma.Memory
 	page := ""
-	for range store.MaxMemoriesPerStore/100 + 2 {
+	for range ma.MaxMemoriesPerStore/100 + 2 {
 		q := url.Values{"limit": {"100"}, "view": {"basic"}}
 		if page != "" {
 			q.Set("page", page)
@@ -123,9 +120,7 @@ func (h *HTTPStore) ListMemories(ctx context.Context, storeID string, _ store.Me
 		if err := h.do(ctx, http.MethodGet, storePath(storeID)+"/memories?"+q.Encode(), nil, &p); err != nil {
 			return nil, err
 		}
-		for i := range p.Data {
-			out = append(out, store.MemoryItem{Memory: &p.Data[i]})
-		}
+		out = append(out, p.Data...)
 		if p.NextPage == nil || *p.NextPage == "" {
 			return out, nil
 		}
@@ -143,14 +138,14 @@ func (h *HTTPStore) GetMemory(ctx context.Context, storeID, id string) (ma.Memor
 
 // CreateMemory implements Store (the server names the memory and its
 // version, and records the credential's actor).
-func (h *HTTPStore) CreateMemory(ctx context.Context, w store.MemoryWrite) (ma.Memory, error) {
+func (h *HTTPStore) CreateMemory(ctx context.Context, w Write) (ma.Memory, error) {
 	var m ma.Memory
 	err := h.do(ctx, http.MethodPost, storePath(w.StoreID)+"/memories", map[string]any{"path": w.Path, "content": w.Content}, &m)
 	return m, err
 }
 
 // UpdateMemory implements Store.
-func (h *HTTPStore) UpdateMemory(ctx context.Context, w store.MemoryWrite) (ma.Memory, error) {
+func (h *HTTPStore) UpdateMemory(ctx context.Context, w Write) (ma.Memory, error) {
 	body := map[string]any{}
 	if w.Content != nil {
 		body["content"] = *w.Content
@@ -167,7 +162,7 @@ func (h *HTTPStore) UpdateMemory(ctx context.Context, w store.MemoryWrite) (ma.M
 }
 
 // DeleteMemory implements Store.
-func (h *HTTPStore) DeleteMemory(ctx context.Context, w store.MemoryWrite) error {
+func (h *HTTPStore) DeleteMemory(ctx context.Context, w Write) error {
 	path := storePath(w.StoreID) + "/memories/" + url.PathEscape(w.MemoryID)
 	if w.IfSHA256 != "" {
 		path += "?expected_content_sha256=" + url.QueryEscape(w.IfSHA256)
@@ -175,21 +170,16 @@ func (h *HTTPStore) DeleteMemory(ctx context.Context, w store.MemoryWrite) error
 	return h.do(ctx, http.MethodDelete, path, nil, nil)
 }
 
-// ListMemoryVersions implements Store for what Dir asks: the newest
-// version (q.Desc, q.Limit 1); other queries are refused.
-func (h *HTTPStore) ListMemoryVersions(ctx context.Context, storeID string, q store.MemoryVersionQuery) ([]store.Item[ma.MemoryVersion], error) {
-	if !q.Desc || q.Limit != 1 {
-		return nil, fmt.Errorf("memsync: HTTPStore lists only the newest version")
-	}
+// NewestVersion implements Store (versions are listed newest first).
+func (h *HTTPStore) NewestVersion(ctx context.Context, storeID string) (string, error) {
 	var p ma.Page[ma.MemoryVersion]
 	if err := h.do(ctx, http.MethodGet, storePath(storeID)+"/memory_versions?limit=1", nil, &p); err != nil {
-		return nil, err
+		return "", err
 	}
-	out := make([]store.Item[ma.MemoryVersion], len(p.Data))
-	for i, v := range p.Data {
-		out[i] = store.Item[ma.MemoryVersion]{Value: v}
+	if len(p.Data) == 0 {
+		return "", nil
 	}
-	return out, nil
+	return p.Data[0].ID, nil
 }
 
 var _ Store = (*HTTPStore)(nil)

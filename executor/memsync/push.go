@@ -6,18 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"time"
 
-	"github.com/reinsdev/reins/internal/ids"
-	"github.com/reinsdev/reins/internal/memories"
-	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox/nofollow"
 )
 
 // walkBounds bound Push's walk of a directory: a store holds at most
 // MaxMemoriesPerStore memories, each at most MaxSegments deep.
-var walkBounds = nofollow.Bounds{Entries: 4 * store.MaxMemoriesPerStore, Depth: memories.MaxSegments}
+var walkBounds = nofollow.Bounds{Entries: 4 * ma.MaxMemoriesPerStore, Depth: ma.MaxMemoryPathSegments}
 
 // Push records what changed in the directory since the last sync as
 // versions by d.Actor: new files are created, changed ones modified,
@@ -52,7 +48,7 @@ func (d *Dir) Push(ctx context.Context, st Store) (problems []string, err error)
 		return err
 	})
 	if errors.Is(err, nofollow.ErrBounds) {
-		problems = append(problems, fmt.Sprintf("%s holds more files or deeper directories than a memory store can (%d memories, %d levels): what lies beyond was not saved.", d.Mount, store.MaxMemoriesPerStore, memories.MaxSegments))
+		problems = append(problems, fmt.Sprintf("%s holds more files or deeper directories than a memory store can (%d memories, %d levels): what lies beyond was not saved.", d.Mount, ma.MaxMemoriesPerStore, ma.MaxMemoryPathSegments))
 		err = nil
 	}
 	if err != nil {
@@ -96,13 +92,13 @@ func (d *Dir) pushEntry(ctx context.Context, st Store, dir *os.Root, name, memPa
 		d.base[memPath] = b
 		return "", nil
 	}
-	if err := memories.CheckPath(memPath); err != nil {
+	if err := ma.CheckMemoryPath(memPath); err != nil {
 		return fmt.Sprintf("%s was not saved to the memory store: its path %s.", shown, err), nil
 	}
-	if len(content) > memories.MaxContentBytes {
-		return fmt.Sprintf("%s was not saved to the memory store: it is over the limit of a memory (%d bytes, 100 kB); it stays in this session's copy only. Split it into smaller files.", shown, memories.MaxContentBytes), nil
+	if len(content) > ma.MaxMemoryContentBytes {
+		return fmt.Sprintf("%s was not saved to the memory store: it is over the limit of a memory (%d bytes, 100 kB); it stays in this session's copy only. Split it into smaller files.", shown, ma.MaxMemoryContentBytes), nil
 	}
-	if err := memories.CheckContent(string(content)); err != nil {
+	if err := ma.CheckMemoryContent(string(content)); err != nil {
 		return fmt.Sprintf("%s was not saved to the memory store: its content %s.", shown, err), nil
 	}
 	return d.save(ctx, st, memPath, string(content), sha, fi)
@@ -112,7 +108,7 @@ func (d *Dir) pushEntry(ctx context.Context, st Store, dir *os.Root, name, memPa
 func (d *Dir) save(ctx context.Context, st Store, memPath, content, sha string, fi fs.FileInfo) (string, error) {
 	shown := d.Mount + memPath
 	actor := d.Actor
-	w := store.MemoryWrite{StoreID: d.StoreID, VersionID: ids.New(ids.MemoryVersion), Content: &content, Actor: &actor, At: time.Now()}
+	w := Write{StoreID: d.StoreID, Content: &content, Actor: &actor}
 	b, known := d.base[memPath]
 	var err error
 	var m ma.Memory
@@ -120,23 +116,23 @@ func (d *Dir) save(ctx context.Context, st Store, memPath, content, sha string, 
 		w.MemoryID, w.IfSHA256 = b.id, b.sha
 		m, err = st.UpdateMemory(ctx, w)
 	} else {
-		w.MemoryID, w.Path = ids.New(ids.Memory), &memPath
+		w.Path = &memPath
 		m, err = st.CreateMemory(ctx, w)
 	}
-	var conflict *store.PathConflictError
+	var conflict *PathConflictError
 	switch {
 	case err == nil:
-		// The store's id: over HTTP the server names a new memory.
+		// The store names a new memory.
 		d.base[memPath] = entry{id: m.ID, sha: sha, stat: statOf(fi)}
 		return "", nil
-	case errors.Is(err, store.ErrPrecondition), errors.Is(err, store.ErrNotFound), errors.As(err, &conflict) && conflict.MemoryPath == memPath:
+	case errors.Is(err, ErrPrecondition), errors.Is(err, ErrNotFound), errors.As(err, &conflict) && conflict.MemoryPath == memPath:
 		// Changed in the store meanwhile: the store wins at the next pull.
 		return "", nil
 	case errors.As(err, &conflict):
 		return fmt.Sprintf("%s was not saved to the memory store: the memory %s is in the way (a path cannot be both a file and a directory).", shown, conflict.MemoryPath), nil
-	case errors.Is(err, store.ErrLimit):
-		return fmt.Sprintf("%s was not saved to the memory store: the store holds its maximum of %d memories. Delete or merge some first.", shown, store.MaxMemoriesPerStore), nil
-	case errors.Is(err, store.ErrArchived):
+	case errors.Is(err, ErrLimit):
+		return fmt.Sprintf("%s was not saved to the memory store: the store holds its maximum of %d memories. Delete or merge some first.", shown, ma.MaxMemoriesPerStore), nil
+	case errors.Is(err, ErrArchived):
 		return fmt.Sprintf("%s was not saved: the memory store is archived (read-only).", shown), nil
 	}
 	return "", fmt.Errorf("save %s: %w", memPath, err)
@@ -146,16 +142,15 @@ func (d *Dir) save(ctx context.Context, st Store, memPath, content, sha string, 
 // it meanwhile (then the next pull brings it back).
 func (d *Dir) remove(ctx context.Context, st Store, memPath string, b entry) error {
 	actor := d.Actor
-	err := st.DeleteMemory(ctx, store.MemoryWrite{StoreID: d.StoreID, MemoryID: b.id, VersionID: ids.New(ids.MemoryVersion),
-		IfSHA256: b.sha, Actor: &actor, At: time.Now()})
+	err := st.DeleteMemory(ctx, Write{StoreID: d.StoreID, MemoryID: b.id, IfSHA256: b.sha, Actor: &actor})
 	switch {
-	case err == nil, errors.Is(err, store.ErrNotFound):
+	case err == nil, errors.Is(err, ErrNotFound):
 		delete(d.base, memPath)
 		return nil
-	case errors.Is(err, store.ErrPrecondition):
+	case errors.Is(err, ErrPrecondition):
 		delete(d.base, memPath) // changed in the store: the next pull writes it back
 		return nil
-	case errors.Is(err, store.ErrArchived):
+	case errors.Is(err, ErrArchived):
 		return nil
 	}
 	return fmt.Errorf("delete %s: %w", memPath, err)

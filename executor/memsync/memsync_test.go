@@ -1,4 +1,4 @@
-package memsync
+package memsync_test
 
 import (
 	"context"
@@ -9,13 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinsdev/reins/executor/memsync"
 	"github.com/reinsdev/reins/internal/ids"
+	"github.com/reinsdev/reins/internal/memories"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
-func newStore(t *testing.T) (*sqlite.Store, string) {
+// newStore returns a new memory store in a new database, and the database
+// as the Store of memory directories (as the server syncs them).
+func newStore(t *testing.T) (*sqlite.Store, memsync.Store, string) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "reins.db"))
@@ -28,7 +32,7 @@ func newStore(t *testing.T) (*sqlite.Store, string) {
 	if err := st.CreateMemoryStore(ctx, ma.MemoryStore{ID: id, Type: "memory_store", Name: "prefs", Metadata: ma.Metadata{}, CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	return st, id
+	return st, memories.SyncStore(st), id
 }
 
 // put creates or replaces a memory over the API's path (an api_actor).
@@ -69,8 +73,8 @@ func contents(t *testing.T, st *sqlite.Store, storeID string) map[string]string 
 	return out
 }
 
-func newDir(t *testing.T, storeID, session string) *Dir {
-	return &Dir{StoreID: storeID, Path: filepath.Join(t.TempDir(), "prefs"), Mount: "/mnt/memory/prefs",
+func newDir(t *testing.T, storeID, session string) *memsync.Dir {
+	return &memsync.Dir{StoreID: storeID, Path: filepath.Join(t.TempDir(), "prefs"), Mount: "/mnt/memory/prefs",
 		Actor: ma.Actor{Type: ma.ActorSession, SessionID: session}}
 }
 
@@ -79,10 +83,10 @@ func newDir(t *testing.T, storeID, session string) *Dir {
 // deletes and changes over the API too.
 func TestTwoSessions(t *testing.T) {
 	ctx := context.Background()
-	st, sid := newStore(t)
-	put(t, st, sid, "/a.md", "from the API\n")
+	db, st, sid := newStore(t)
+	put(t, db, sid, "/a.md", "from the API\n")
 	a, b := newDir(t, sid, "sesn_a"), newDir(t, sid, "sesn_b")
-	for _, d := range []*Dir{a, b} {
+	for _, d := range []*memsync.Dir{a, b} {
 		if _, err := d.Pull(ctx, st); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +101,7 @@ func TestTwoSessions(t *testing.T) {
 		t.Fatalf("push: %v %v", p, err)
 	}
 	want := map[string]string{"/a.md": "edited by a\n", "/deep/notes.md": "learned\n"}
-	if got := contents(t, st, sid); !equal(got, want) {
+	if got := contents(t, db, sid); !equal(got, want) {
 		t.Fatalf("store holds %v", got)
 	}
 	// Nothing changed: nothing is written.
@@ -120,7 +124,7 @@ func TestTwoSessions(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a.Path, "a.md")); !os.IsNotExist(err) {
 		t.Fatalf("a still has the deleted memory: %v", err)
 	}
-	vs, err := st.ListMemoryVersions(ctx, sid, store.MemoryVersionQuery{ListQuery: store.ListQuery{Limit: 100}})
+	vs, err := db.ListMemoryVersions(ctx, sid, store.MemoryVersionQuery{ListQuery: store.ListQuery{Limit: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,18 +144,18 @@ func TestTwoSessions(t *testing.T) {
 // lost), as the official worker decides.
 func TestStoreWins(t *testing.T) {
 	ctx := context.Background()
-	st, sid := newStore(t)
-	put(t, st, sid, "/a.md", "one\n")
+	db, st, sid := newStore(t)
+	put(t, db, sid, "/a.md", "one\n")
 	d := newDir(t, sid, "sesn_a")
 	if _, err := d.Pull(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	put(t, st, sid, "/a.md", "two, over the API\n")
+	put(t, db, sid, "/a.md", "two, over the API\n")
 	os.WriteFile(filepath.Join(d.Path, "a.md"), []byte("two, in the session\n"), 0o644)
 	if p, err := d.Push(ctx, st); err != nil || len(p) > 0 {
 		t.Fatalf("push: %v %v", p, err)
 	}
-	if got := contents(t, st, sid)["/a.md"]; got != "two, over the API\n" {
+	if got := contents(t, db, sid)["/a.md"]; got != "two, over the API\n" {
 		t.Fatalf("store holds %q", got)
 	}
 	if _, err := d.Pull(ctx, st); err != nil {
@@ -167,7 +171,7 @@ func TestStoreWins(t *testing.T) {
 // that is not UTF-8; a read-only directory pushes nothing.
 func TestProblems(t *testing.T) {
 	ctx := context.Background()
-	st, sid := newStore(t)
+	db, st, sid := newStore(t)
 	d := newDir(t, sid, "sesn_a")
 	if _, err := d.Pull(ctx, st); err != nil {
 		t.Fatal(err)
@@ -189,7 +193,7 @@ func TestProblems(t *testing.T) {
 			t.Errorf("problems lack %q:\n%s", want, all)
 		}
 	}
-	if got := contents(t, st, sid); !equal(got, map[string]string{"/ok.md": "fine\n"}) {
+	if got := contents(t, db, sid); !equal(got, map[string]string{"/ok.md": "fine\n"}) {
 		t.Fatalf("store holds %v", got)
 	}
 	ro := newDir(t, sid, "sesn_b")
@@ -201,7 +205,7 @@ func TestProblems(t *testing.T) {
 	if p, err := ro.Push(ctx, st); err != nil || len(p) > 0 {
 		t.Fatal(p, err)
 	}
-	if got := contents(t, st, sid)["/ok.md"]; got != "fine\n" {
+	if got := contents(t, db, sid)["/ok.md"]; got != "fine\n" {
 		t.Fatalf("a read-only directory pushed: %q", got)
 	}
 }
@@ -223,13 +227,13 @@ func equal(a, b map[string]string) bool {
 // session's tools; once the way is clear, the next pull writes it.
 func TestDirectoryInTheWay(t *testing.T) {
 	ctx := context.Background()
-	st, sid := newStore(t)
+	db, st, sid := newStore(t)
 	d := newDir(t, sid, "sesn_a")
 	if _, err := d.Pull(ctx, st); err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(d.Path, "a.md", "inner"), 0o755)
-	put(t, st, sid, "/a.md", "from the API\n")
+	put(t, db, sid, "/a.md", "from the API\n")
 	problems, err := d.Pull(ctx, st)
 	if err != nil || len(problems) != 1 || !strings.Contains(problems[0], "/mnt/memory/prefs/a.md could not be brought up to date") {
 		t.Fatalf("pull: %q %v", problems, err)
@@ -249,22 +253,22 @@ func TestDirectoryInTheWay(t *testing.T) {
 // stays.
 func TestFreshPullPrunes(t *testing.T) {
 	ctx := context.Background()
-	st, sid := newStore(t)
-	put(t, st, sid, "/a.md", "kept\n")
-	put(t, st, sid, "/gone.md", "deleted later\n")
+	db, st, sid := newStore(t)
+	put(t, db, sid, "/a.md", "kept\n")
+	put(t, db, sid, "/gone.md", "deleted later\n")
 	d := newDir(t, sid, "sesn_a")
 	if _, err := d.Pull(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	items, _ := st.ListMemories(ctx, sid, store.MemoryQuery{Limit: 10})
+	items, _ := db.ListMemories(ctx, sid, store.MemoryQuery{Limit: 10})
 	for _, it := range items {
 		if it.Memory.Path == "/gone.md" {
-			if err := st.DeleteMemory(ctx, store.MemoryWrite{StoreID: sid, MemoryID: it.Memory.ID, VersionID: ids.New(ids.MemoryVersion), At: time.Now()}); err != nil {
+			if err := db.DeleteMemory(ctx, store.MemoryWrite{StoreID: sid, MemoryID: it.Memory.ID, VersionID: ids.New(ids.MemoryVersion), At: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	again := &Dir{StoreID: sid, Path: d.Path, Mount: d.Mount, Actor: d.Actor} // the state of d is lost
+	again := &memsync.Dir{StoreID: sid, Path: d.Path, Mount: d.Mount, Actor: d.Actor} // the state of d is lost
 	if p, err := again.Pull(ctx, st); err != nil || len(p) > 0 {
 		t.Fatalf("pull: %v %v", p, err)
 	}
@@ -274,7 +278,7 @@ func TestFreshPullPrunes(t *testing.T) {
 	if p, err := again.Push(ctx, st); err != nil || len(p) > 0 {
 		t.Fatalf("push: %v %v", p, err)
 	}
-	if got := contents(t, st, sid); !equal(got, map[string]string{"/a.md": "kept\n"}) {
+	if got := contents(t, db, sid); !equal(got, map[string]string{"/a.md": "kept\n"}) {
 		t.Fatalf("store holds %v", got)
 	}
 }

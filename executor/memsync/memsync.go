@@ -14,6 +14,7 @@ package memsync
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -24,22 +25,9 @@ import (
 	"path"
 	"syscall"
 
-	"github.com/reinsdev/reins/internal/ids"
-	"github.com/reinsdev/reins/internal/memories"
-	"github.com/reinsdev/reins/internal/store"
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox/nofollow"
 )
-
-// Store is what a Dir needs of the store.
-type Store interface {
-	ListMemories(ctx context.Context, storeID string, q store.MemoryQuery) ([]store.MemoryItem, error)
-	GetMemory(ctx context.Context, storeID, id string) (ma.Memory, error)
-	CreateMemory(ctx context.Context, w store.MemoryWrite) (ma.Memory, error)
-	UpdateMemory(ctx context.Context, w store.MemoryWrite) (ma.Memory, error)
-	DeleteMemory(ctx context.Context, w store.MemoryWrite) error
-	ListMemoryVersions(ctx context.Context, storeID string, q store.MemoryVersionQuery) ([]store.Item[ma.MemoryVersion], error)
-}
 
 // Owner is the user that the files a Dir writes are given to (the
 // sandbox's user, so that its tools can change them).
@@ -90,43 +78,32 @@ func statOf(fi fs.FileInfo) fileStat {
 	return fileStat{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
-// listPage is how many memories one list read returns: a whole store.
-const listPage = store.MaxMemoriesPerStore + 1
-
 // revision returns the id of the store's newest version ("none" for a
 // store without any). Every change of a memory records a version, and
 // the store serializes the writes of one store, so an unchanged revision
 // is an unchanged store.
 func (d *Dir) revision(ctx context.Context, st Store) (string, error) {
-	vs, err := st.ListMemoryVersions(ctx, d.StoreID, store.MemoryVersionQuery{ListQuery: store.ListQuery{Desc: true, Limit: 1}})
+	v, err := st.NewestVersion(ctx, d.StoreID)
 	if err != nil {
 		return "", fmt.Errorf("read memory store %s: %w", d.StoreID, err)
 	}
-	if len(vs) == 0 {
+	if v == "" {
 		return "none", nil
 	}
-	return vs[0].Value.ID, nil
+	return v, nil
 }
 
 // remote lists the store's memories (without content) by path.
 func (d *Dir) remote(ctx context.Context, st Store) (map[string]ma.Memory, error) {
-	out := map[string]ma.Memory{}
-	q := store.MemoryQuery{Limit: listPage}
-	for {
-		items, err := st.ListMemories(ctx, d.StoreID, q)
-		if err != nil {
-			return nil, fmt.Errorf("list memory store %s: %w", d.StoreID, err)
-		}
-		for _, it := range items {
-			if it.Memory != nil {
-				out[it.Memory.Path] = *it.Memory
-			}
-		}
-		if len(items) < q.Limit {
-			return out, nil
-		}
-		q.After = items[len(items)-1].Key()
+	ms, err := st.ListMemories(ctx, d.StoreID)
+	if err != nil {
+		return nil, fmt.Errorf("list memory store %s: %w", d.StoreID, err)
 	}
+	out := make(map[string]ma.Memory, len(ms))
+	for _, m := range ms {
+		out[m.Path] = m
+	}
+	return out, nil
 }
 
 func (d *Dir) open() (*os.Root, error) {
@@ -253,7 +230,7 @@ func (d *Dir) same(root *os.Root, p, sha string) (fs.FileInfo, string, bool) {
 // replaced, not followed).
 func (d *Dir) write(ctx context.Context, st Store, dirs *dirCache, m ma.Memory) (problem string, err error) {
 	full, err := st.GetMemory(ctx, d.StoreID, m.ID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		return "", nil // deleted since the list: the next pull removes it
 	}
 	if err != nil {
@@ -272,7 +249,7 @@ func (d *Dir) put(dirs *dirCache, m ma.Memory) error {
 	if err != nil {
 		return err
 	}
-	tmp := tempPrefix + ids.New("")
+	tmp := tempPrefix + rand.Text()
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
@@ -379,6 +356,6 @@ func readOpen(d *os.Root, name string, info fs.FileInfo) ([]byte, fs.FileInfo, e
 		return nil, nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, memories.MaxContentBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, ma.MaxMemoryContentBytes+1))
 	return b, fi, err
 }

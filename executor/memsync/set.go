@@ -8,8 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reinsdev/reins/internal/memories"
-	"github.com/reinsdev/reins/internal/store"
+	ma "github.com/reinsdev/reins/managedagents"
 )
 
 // Set is one session's memory directories, synced around each of its
@@ -33,7 +32,7 @@ func (s *Set) Pull(ctx context.Context, st Store) (problems []string, err error)
 	for _, d := range s.dirs {
 		p, err := d.Pull(ctx, st)
 		problems = append(problems, p...)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, ErrNotFound) {
 			problems = append(problems, fmt.Sprintf("the memory store mounted at %s was deleted: what is written there is no longer saved.", d.Mount))
 			continue
 		}
@@ -79,7 +78,7 @@ func (s *Set) Around(ctx context.Context, st Store, run func()) (notice string, 
 	problems, err := s.Push(pctx, st)
 	problems = append(gone, problems...)
 	if err != nil {
-		problems = append(problems, fmt.Sprintf("What this call wrote under %s could not all be saved to the memory stores (%v); it is tried again after the next call.", memories.MountRoot, err))
+		problems = append(problems, fmt.Sprintf("What this call wrote under %s could not all be saved to the memory stores (%v); it is tried again after the next call.", ma.MemoryMountRoot, err))
 	}
 	return Notice(problems), true
 }
@@ -98,5 +97,5 @@ func Notice(problems []string) string {
 
 // Unmounted is the notice of hands that cannot mount memory stores.
 func Unmounted(why string) string {
-	return "[reins] The session's memory stores are not mounted under " + memories.MountRoot + ": " + why + "."
+	return "[reins] The session's memory stores are not mounted under " + ma.MemoryMountRoot + ": " + why + "."
 }
