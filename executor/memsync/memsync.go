@@ -23,7 +23,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"syscall"
 
 	ma "github.com/reinsdev/reins/managedagents"
 	"github.com/reinsdev/reins/sandbox/nofollow"
@@ -68,14 +67,6 @@ type entry struct {
 type fileStat struct {
 	ino, size    int64
 	mtime, ctime int64
-}
-
-func statOf(fi fs.FileInfo) fileStat {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	}
-	return fileStat{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
 // revision returns the id of the store's newest version ("none" for a
