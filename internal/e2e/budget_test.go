@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -196,4 +198,222 @@ func TestBudgetRules(t *testing.T) {
 	below := strconv.FormatInt(cents(t, got.Usage)-1, 10)
 	_, err = s.client.Beta.Sessions.Update(ctx, capped.ID, anthropic.BetaSessionUpdateParams{Budget: budgetParam(below)})
 	apiErrMessage(t, err, "budget_not_raised")
+}
+
+// TestBudgetPausesChildThread: in a multi-agent session whose
+// coordinator's first model call spends past its budget, the child thread
+// it starts (a roster agent by spawn_agent, the advisor by
+// consult_advisor) makes no model request while the session is at its cap
+// (the primary goes idle with budget_reached, the child stays running,
+// the cost stays put); once the budget is raised, the child calls its
+// model and answers, and the coordinator collects the answer.
+func TestBudgetPausesChildThread(t *testing.T) {
+	t.Run("spawn_agent", func(t *testing.T) {
+		s := startPriced(t)
+		coord := s.newCoordinator(t, s.newNamedAgent(t, "worker"))
+		budgetPausesChild(t, s, coord, spawnLine("worker", "@text the child's answer"))
+	})
+	t.Run("consult_advisor", func(t *testing.T) {
+		s := startPriced(t)
+		lead, err := s.client.Beta.Agents.New(context.Background(), anthropic.BetaAgentNewParams{
+			Name: "lead", Model: anthropic.BetaManagedAgentsModelConfigParams{ID: "scripted"},
+			Multiagent: anthropic.BetaManagedAgentsMultiagentParamsUnion{OfMultiagent20261001: &anthropic.BetaManagedAgentsMultiagent20261001Params{
+				Advisor: anthropic.BetaManagedAgentsMultiagentAdvisorParamsUnion{OfEnabled: &anthropic.BetaManagedAgentsMultiagentAdvisorEnabledParams{Model: "scripted"}},
+			}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		budgetPausesChild(t, s, lead, `@tool consult_advisor {"question":"@text the child's answer"}`)
+	})
+}
+
+// budgetPausesChild runs TestBudgetPausesChildThread for a session of
+// coord with a budget of one cent, whose first turn starts a child thread
+// by the scripted directive start; the child answers "the child's
+// answer".
+func budgetPausesChild(t *testing.T, s *server, coord *anthropic.BetaManagedAgentsAgent, start string) {
+	t.Helper()
+	ctx := context.Background()
+	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(coord.ID)},
+		EnvironmentID: s.newEnv(t, "env").ID, Budget: budgetParam("1"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.openStream(t, sess.ID)
+	defer st.cancel()
+	s.send(t, sess.ID, userMessage(start+"\n@then Delegated."))
+
+	// The coordinator's first call spends past the cap and spawns the
+	// child; the primary then stops at the cap, and the child starts.
+	var got []frame
+	var child string
+	stopped, started := false, false
+	for !stopped || !started {
+		f := st.next(10 * time.Second)
+		got = append(got, f)
+		switch {
+		case f.Type == ma.EventThreadCreated:
+			child = f.SessionThreadID
+		case f.Type == ma.EventThreadStatusRunning && f.SessionThreadID == child:
+			started = true
+		case isIdle(f):
+			if f.StopReason == nil || f.StopReason.Type != ma.StopBudgetReached {
+				t.Fatalf("session idle %+v, want budget_reached: %v", f.StopReason, types(got))
+			}
+			stopped = true
+		}
+	}
+	capped, err := s.client.Beta.Sessions.Get(ctx, sess.ID, anthropic.BetaSessionGetParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spent := cents(t, capped.Usage)
+	if spent < 1 {
+		t.Fatalf("the coordinator's call cost nothing: %s", capped.Usage.RawJSON())
+	}
+	// At the cap the child makes no model request: a scripted call takes
+	// milliseconds, so within a second it would have answered.
+	deadline := time.After(time.Second)
+	for waiting := true; waiting; {
+		select {
+		case f, ok := <-st.ch:
+			if !ok {
+				t.Fatalf("stream ended: %v", <-st.errc)
+			}
+			got = append(got, f)
+		case <-deadline:
+			waiting = false
+		}
+	}
+	for _, f := range got {
+		if f.Type == ma.EventThreadMessageReceived || f.Type == ma.EventThreadStatusIdle {
+			t.Fatalf("the child ran at the cap: %v", types(got))
+		}
+	}
+	for _, ev := range s.threadEvents(t, sess.ID, child) {
+		if ev.Type == ma.EventSpanModelRequestStart || ev.Type == ma.EventAgentMessage {
+			t.Fatalf("the child made a model request at the cap: %s", ev.Type)
+		}
+	}
+	if status := s.threadStatuses(t, sess.ID)[child]; status != "running" {
+		t.Fatalf("the paused child is %s, want running", status)
+	}
+	now, err := s.client.Beta.Sessions.Get(ctx, sess.ID, anthropic.BetaSessionGetParams{})
+	if err != nil || now.Usage.InputTokens != capped.Usage.InputTokens || cents(t, now.Usage) != spent {
+		t.Fatalf("the session spent at the cap: %s, was %s (%v)", now.Usage.RawJSON(), capped.Usage.RawJSON(), err)
+	}
+
+	// Raised: the child calls its model and answers, the coordinator
+	// resumes and collects the answer.
+	if _, err := s.client.Beta.Sessions.Update(ctx, sess.ID, anthropic.BetaSessionUpdateParams{Budget: budgetParam(strconv.FormatInt(spent+100000, 10))}); err != nil {
+		t.Fatal(err)
+	}
+	got = st.untilWithin(isIdle, 20*time.Second)
+	if last := got[len(got)-1]; last.StopReason == nil || last.StopReason.Type != ma.StopEndTurn {
+		t.Fatalf("session idle %+v after the raise, want end_turn: %v", last.StopReason, types(got))
+	}
+	var reply, final string
+	for _, f := range got {
+		switch {
+		case f.Type == ma.EventThreadMessageReceived && f.FromSessionThreadID == child:
+			reply = f.Content[0].Text
+		case f.Type == ma.EventAgentMessage && f.SessionThreadID == "":
+			final = f.Content[0].Text
+		}
+	}
+	if reply != "the child's answer" || !strings.Contains(final, reply) {
+		t.Fatalf("after the raise: the child answered %q, the coordinator %q: %v", reply, final, types(got))
+	}
+	if status := s.threadStatuses(t, sess.ID)[child]; status != "idle" {
+		t.Fatalf("the child is %s after answering, want idle", status)
+	}
+}
+
+// TestBudgetStopsCoordinatorAtChildCap: a coordinator that answered and
+// waits for its child goes idle with budget_reached once the child's
+// model call takes the session's cost to its budget (the child pauses
+// before its next request, so nothing else would end the wait); the
+// session.usage before the idle counts the child's call. Raising the
+// budget resumes the child, whose answer the coordinator collects.
+func TestBudgetStopsCoordinatorAtChildCap(t *testing.T) {
+	s := startPriced(t)
+	ctx := context.Background()
+	coord := s.newCoordinator(t, s.newNamedAgent(t, "worker", toolset(false)))
+	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(coord.ID)},
+		EnvironmentID: s.newEnv(t, "env").ID, Budget: budgetParam("100000"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.openStream(t, sess.ID)
+	defer st.cancel()
+	// The child's calls take half a second: the coordinator answers
+	// meanwhile, and the budget is lowered to just above its spend.
+	s.send(t, sess.ID, userMessage(spawnLine("worker", "@sleep 500ms\n@tool bash {\"command\":\"true\"}\n@then the worker's answer")+"\n@then Delegated."))
+	answered := false
+	got := st.untilWithin(func(f frame) bool {
+		answered = answered || f.Type == ma.EventAgentMessage && f.SessionThreadID == ""
+		return answered && f.Type == ma.EventSpanModelRequestEnd && f.SessionThreadID == ""
+	}, 10*time.Second)
+	var child string
+	for _, f := range got {
+		if f.Type == ma.EventThreadCreated {
+			child = f.SessionThreadID
+		}
+	}
+	cur, err := s.client.Beta.Sessions.Get(ctx, sess.ID, anthropic.BetaSessionGetParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := cents(t, cur.Usage) + 1
+	if _, err := s.client.Beta.Sessions.Update(ctx, sess.ID, anthropic.BetaSessionUpdateParams{Budget: budgetParam(strconv.FormatInt(budget, 10))}); err != nil {
+		t.Fatal(err)
+	}
+
+	got = st.untilWithin(isIdle, 5*time.Second)
+	idle := got[len(got)-1]
+	if idle.StopReason == nil || idle.StopReason.Type != ma.StopBudgetReached {
+		t.Fatalf("session idle %+v, want budget_reached: %v", idle.StopReason, types(got))
+	}
+	var usage anthropic.BetaManagedAgentsSessionUsage
+	if len(got) < 2 || got[len(got)-2].Type != ma.EventSessionUsage || json.Unmarshal(got[len(got)-2].Usage, &usage) != nil {
+		t.Fatalf("no session.usage before the idle: %v", types(got))
+	}
+	if c := cents(t, usage); c < budget {
+		t.Fatalf("session.usage %d cents, below the budget %d: the child's call is not counted", c, budget)
+	}
+	// The child ran its tool and pauses before its second model request.
+	until(t, 5*time.Second, "the child's tool result", func() bool {
+		return slices.ContainsFunc(s.threadEvents(t, sess.ID, child), func(ev ma.Event) bool { return ev.Type == ma.EventAgentToolResult })
+	})
+	time.Sleep(300 * time.Millisecond)
+	requests := 0
+	for _, ev := range s.threadEvents(t, sess.ID, child) {
+		if ev.Type == ma.EventSpanModelRequestStart {
+			requests++
+		}
+	}
+	if requests != 1 {
+		t.Fatalf("the child made %d model requests, want 1 (none at the cap)", requests)
+	}
+
+	if _, err := s.client.Beta.Sessions.Update(ctx, sess.ID, anthropic.BetaSessionUpdateParams{Budget: budgetParam("100000")}); err != nil {
+		t.Fatal(err)
+	}
+	got = st.untilWithin(isIdle, 10*time.Second)
+	if last := got[len(got)-1]; last.StopReason == nil || last.StopReason.Type != ma.StopEndTurn {
+		t.Fatalf("session idle %+v after the raise, want end_turn: %v", last.StopReason, types(got))
+	}
+	final := ""
+	for _, f := range got {
+		if f.Type == ma.EventAgentMessage && f.SessionThreadID == "" {
+			final = f.Content[0].Text
+		}
+	}
+	if !strings.Contains(final, "the worker's answer") {
+		t.Fatalf("the coordinator's answer %q does not collect the child's: %v", final, types(got))
+	}
 }

@@ -81,10 +81,11 @@ func parseNow(now string) time.Time {
 	return t
 }
 
-// threadOverBudget reports whether a child thread must pause before its
-// next model request: the session's cost, read afresh (the other threads
-// spend too), reached its budget.
-func (r *runner) threadOverBudget(ctx context.Context) (bool, error) {
+// overBudget reports whether the session's cost, read afresh (every
+// thread spends), reached its budget: a child thread then pauses before
+// its next model request, and a primary thread waiting for its children
+// goes idle with budget_reached.
+func (r *runner) overBudget(ctx context.Context) (bool, error) {
 	if r.sess != nil && r.sess.Budget == nil {
 		return false, nil // a budget is never added after creation
 	}

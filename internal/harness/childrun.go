@@ -207,7 +207,7 @@ func (r *runner) childStep(ctx context.Context) (bool, error) {
 		if aw := v.awaitingIDs(); len(aw) > 0 {
 			return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
 		}
-		if over, err := r.threadOverBudget(ctx); over || err != nil {
+		if over, err := r.overBudget(ctx); over || err != nil {
 			return false, err // waits for a wake after the budget changed
 		}
 		return true, r.callModel(ctx, gen, &sess, v)

@@ -340,11 +340,17 @@ func (r *runner) childrenBusy(tx store.Tx) (bool, error) {
 }
 
 // coordinate is the step of a primary thread whose model answered: it
-// waits while a child runs, goes idle on requires_action while children
-// wait for the client, and ends the turn when nothing is left.
+// waits while a child runs (idle with budget_reached once the session's
+// cost reached its budget, as the children pause there), goes idle on
+// requires_action while children wait for the client, and ends the turn
+// when nothing is left.
 func (r *runner) coordinate(ctx context.Context) (bool, error) {
 	if r.kids.busy() {
-		return false, nil // a child's write wakes the runner
+		over, err := r.overBudget(ctx)
+		if err != nil || !over {
+			return false, err // a child's write wakes the runner
+		}
+		return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopBudgetReached, nil) })
 	}
 	if aw := r.kids.awaiting(); len(aw) > 0 {
 		return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
