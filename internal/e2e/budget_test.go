@@ -417,3 +417,47 @@ func TestBudgetStopsCoordinatorAtChildCap(t *testing.T) {
 		t.Fatalf("the coordinator's answer %q does not collect the child's: %v", final, types(got))
 	}
 }
+
+// TestDeploymentRunBudget: a deployment's budget is its runs' sessions'
+// budget, enforced as a session's own: the run's first turn spends past
+// one cent, and the next message stops with budget_reached.
+func TestDeploymentRunBudget(t *testing.T) {
+	s := startPriced(t)
+	ctx := context.Background()
+	a := s.newAgent(t, "scripted", toolset(false))
+	env := s.newEnv(t, "cloud")
+	p := deploymentParams(a.ID, env.ID, "one", nil)
+	p.Budget = budgetParam("1")
+	d, err := s.client.Beta.Deployments.New(ctx, p)
+	if err != nil || d.Budget.MaxListCost.Amount != "1" {
+		t.Fatalf("create: %v %s", err, d.RawJSON())
+	}
+	run, err := s.client.Beta.Deployments.Run(ctx, d.ID, anthropic.BetaDeploymentRunParams{})
+	if err != nil || run.SessionID == "" {
+		t.Fatalf("run now: %v %s", err, run.RawJSON())
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		sess, err := s.client.Beta.Sessions.Get(ctx, run.SessionID, anthropic.BetaSessionGetParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sess.Budget.MaxListCost.Amount != "1" || sess.DeploymentID != d.ID {
+			t.Fatalf("the run's session has no budget of the deployment: %s", sess.RawJSON())
+		}
+		if sess.Status == "idle" && sess.Usage.ListCost.Amount != "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run's first turn did not end: %s", sess.RawJSON())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := s.openStream(t, run.SessionID)
+	defer st.cancel()
+	s.send(t, run.SessionID, userMessage("two"))
+	evs := st.until(isIdle)
+	if idle := evs[len(evs)-1]; idle.StopReason == nil || idle.StopReason.Type != ma.StopBudgetReached {
+		t.Fatalf("stop reason %+v, want budget_reached (%v)", idle.StopReason, types(evs))
+	}
+}
