@@ -461,3 +461,47 @@ func TestDeploymentRunBudget(t *testing.T) {
 		t.Fatalf("stop reason %+v, want budget_reached (%v)", idle.StopReason, types(evs))
 	}
 }
+
+// TestUsageCountsChildCalls: a child thread's model call is in the
+// session's reported usage at once, list cost included, not only from the
+// primary thread's next write: while the child runs a tool after its
+// call (the coordinator waiting, writing nothing), the session's list
+// cost is its tokens' (a cent a token here).
+func TestUsageCountsChildCalls(t *testing.T) {
+	s := startPriced(t)
+	ctx := context.Background()
+	coord := s.newCoordinator(t, s.newNamedAgent(t, "worker", toolset(false)))
+	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(coord.ID)},
+		EnvironmentID: s.newEnv(t, "env").ID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.openStream(t, sess.ID)
+	defer st.cancel()
+	// The child's call ends half a second in, after the coordinator's
+	// turn has settled; its bash then runs for three seconds.
+	s.send(t, sess.ID, userMessage(spawnLine("worker", "@sleep 500ms\n@tool bash {\"command\":\"sleep 3\"}\n@then the worker's answer")+"\n@then Delegated."))
+	child := ""
+	for child == "" {
+		if f := st.next(10 * time.Second); f.Type == ma.EventThreadCreated {
+			child = f.SessionThreadID
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.ContainsFunc(s.threadEvents(t, sess.ID, child), func(ev ma.Event) bool { return ev.Type == ma.EventAgentToolUse }) {
+		if time.Now().After(deadline) {
+			t.Fatal("the child never called bash")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got, err := s.client.Beta.Sessions.Get(ctx, sess.ID, anthropic.BetaSessionGetParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tokens, c := got.Usage.InputTokens+got.Usage.OutputTokens, cents(t, got.Usage); c != tokens {
+		t.Fatalf("the session's list cost is %d¢ for %d tokens at a cent each: %s", c, tokens, got.Usage.RawJSON())
+	}
+	st.until(isIdle)
+}

@@ -158,6 +158,13 @@ func (tx *threadTx) flush() error {
 		tx.row.Usage.CacheCreation.Ephemeral5mInputTokens += c5
 		tx.dirty = true
 	}
+	// The meter is the session's (shared with the shadow): the figures
+	// reported from it, refreshed on the shadow, are the session's too.
+	s := tx.Tx.Session()
+	s.Usage.ListCost, s.Usage.ActiveSeconds = d.ListCost, d.ActiveSeconds
+	if d.ServerToolUse != nil {
+		s.Usage.ServerToolUse = d.ServerToolUse
+	}
 	if !tx.dirty {
 		return nil
 	}
