@@ -31,3 +31,24 @@ func WithTx(ctx context.Context, s *Store, fn func(sqlstore.Querier) error) erro
 
 // TxOf returns the transaction under a Querier of WithTx.
 func TxOf(q sqlstore.Querier) *sql.Tx { return q.(txConn).tx }
+
+// StatementCounts returns how many statements the writer's and the
+// readers' caches keep, and how many each prepared.
+func StatementCounts(s *Store) (writerKept, writerPrepared, readerKept, readerPrepared int) {
+	writerKept, writerPrepared = s.d.wstmts.counts()
+	readerKept, readerPrepared = s.d.rstmts.counts()
+	return
+}
+
+// LimitStatements bounds the statements each cache keeps to n.
+func LimitStatements(s *Store, n int) {
+	s.d.wstmts.mu.Lock()
+	s.d.wstmts.max = n
+	s.d.wstmts.mu.Unlock()
+	s.d.rstmts.mu.Lock()
+	s.d.rstmts.max = n
+	s.d.rstmts.mu.Unlock()
+}
+
+// Reader is the store's readers' Querier.
+func Reader(s *Store) sqlstore.Querier { return s.d.Reader() }

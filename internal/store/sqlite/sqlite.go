@@ -39,6 +39,8 @@ type driver struct {
 	w *sql.DB // one connection: every write transaction
 	r *sql.DB // readers
 
+	wstmts, rstmts *stmtCache // the pools' prepared statements
+
 	// Transactions go through one writer goroutine (writer.go) that
 	// commits the transactions waiting at the same moment together (group
 	// commit), each in a savepoint of its own.
@@ -132,7 +134,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	d := &driver{w: w, r: r, writes: make(chan *writeReq, o.queue), maxBatch: o.maxBatch, quit: make(chan struct{}), done: make(chan struct{})}
+	d := &driver{w: w, r: r, wstmts: newStmtCache(w), rstmts: newStmtCache(r), writes: make(chan *writeReq, o.queue), maxBatch: o.maxBatch, quit: make(chan struct{}), done: make(chan struct{})}
 	go d.writer()
 	return &Store{Store: sqlstore.New(d), d: d}, nil
 }
@@ -147,11 +149,11 @@ func (d *driver) Close() error {
 		close(d.quit)
 		<-d.done
 	}
-	return errors.Join(d.r.Close(), d.w.Close())
+	return errors.Join(d.rstmts.close(), d.wstmts.close(), d.r.Close(), d.w.Close())
 }
 
 // Reader implements sqlstore.Driver.
-func (d *driver) Reader() sqlstore.Querier { return conn{d.r} }
+func (d *driver) Reader() sqlstore.Querier { return conn{db: d.r, stmts: d.rstmts} }
 
 // Lock implements sqlstore.Driver: the single writer runs one transaction
 // at a time, so reads need no locks.
@@ -195,17 +197,40 @@ func (d *driver) Transient(err error) error {
 	return nil
 }
 
-// conn is a sqlstore.Querier on a *sql.DB or a *sql.Tx.
+// conn is a sqlstore.Querier on a *sql.DB or a *sql.Tx; with stmts, its
+// statements run prepared, from that cache.
 type conn struct {
 	db interface {
 		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	}
+	stmts *stmtCache
+}
+
+// querier is what runs query: its prepared statement, else c's pool.
+func (c conn) querier(ctx context.Context, query string) (q interface {
+	ExecContext(ctx context.Context, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, args ...any) *sql.Row
+}, ok bool) {
+	if c.stmts == nil {
+		return nil, false
+	}
+	if s := c.stmts.get(ctx, query); s != nil {
+		return s, true
+	}
+	return nil, false
 }
 
 func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := c.db.ExecContext(ctx, query, args...)
+	var res sql.Result
+	var err error
+	if s, ok := c.querier(ctx, query); ok {
+		res, err = s.ExecContext(ctx, args...)
+	} else {
+		res, err = c.db.ExecContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -213,9 +238,15 @@ func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 func (c conn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	if s, ok := c.querier(ctx, query); ok {
+		return s.QueryContext(ctx, args...)
+	}
 	return c.db.QueryContext(ctx, query, args...)
 }
 
 func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	if s, ok := c.querier(ctx, query); ok {
+		return s.QueryRowContext(ctx, args...)
+	}
 	return c.db.QueryRowContext(ctx, query, args...)
 }

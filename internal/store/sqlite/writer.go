@@ -45,7 +45,7 @@ func (d *driver) WithTx(ctx context.Context, fn func(sqlstore.Querier) error) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	req := &writeReq{ctx: ctx, fn: func(tx *sql.Tx) error { return fn(txConn{tx}) }, done: make(chan error, 1)}
+	req := &writeReq{ctx: ctx, fn: func(tx *sql.Tx) error { return fn(txConn{tx: tx, stmts: d.wstmts}) }, done: make(chan error, 1)}
 	if err := d.enqueue(ctx, req); err != nil {
 		return err
 	}
@@ -105,6 +105,8 @@ func (d *driver) writer() {
 			}
 		}
 		d.commit(batch)
+		// The connection is free: prepare what the batch ran unprepared.
+		d.wstmts.prepareNoted(context.Background())
 	}
 }
 
@@ -219,28 +221,64 @@ func batchFailure(what string, cause, err error) error {
 // whose context is done fails before it starts, but a statement that has
 // started is never interrupted: SQLite answers an interrupted write by
 // rolling back the whole transaction, which holds the other requests of
-// the batch too.
-type txConn struct{ tx *sql.Tx }
+// the batch too. A statement the writer has prepared runs prepared; any
+// other is noted for the writer to prepare after the batch.
+type txConn struct {
+	tx    *sql.Tx
+	stmts *stmtCache
+}
+
+// on is what runs query in the transaction: its prepared statement, or
+// the transaction itself (ok false).
+func (c txConn) on(ctx context.Context, query string) (s *sql.Stmt, ok bool) {
+	if c.stmts == nil {
+		return nil, false
+	}
+	if ps := c.stmts.lookup(query); ps != nil {
+		return c.tx.StmtContext(ctx, ps), true
+	}
+	c.stmts.note(query)
+	return nil, false
+}
 
 func (c txConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	return conn{c.tx}.Exec(context.WithoutCancel(ctx), query, args...)
+	ctx = context.WithoutCancel(ctx)
+	var res sql.Result
+	var err error
+	if s, ok := c.on(ctx, query); ok {
+		res, err = s.ExecContext(ctx, args...)
+	} else {
+		res, err = c.tx.ExecContext(ctx, query, args...)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 func (c txConn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return c.tx.QueryContext(context.WithoutCancel(ctx), query, args...)
+	ctx = context.WithoutCancel(ctx)
+	if s, ok := c.on(ctx, query); ok {
+		return s.QueryContext(ctx, args...)
+	}
+	return c.tx.QueryContext(ctx, query, args...)
 }
 
 func (c txConn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
 	if err := ctx.Err(); err != nil {
 		return errRow{err}
 	}
-	return c.tx.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+	ctx = context.WithoutCancel(ctx)
+	if s, ok := c.on(ctx, query); ok {
+		return s.QueryRowContext(ctx, args...)
+	}
+	return c.tx.QueryRowContext(ctx, query, args...)
 }
 
 // errRow is a Row that fails with err.
