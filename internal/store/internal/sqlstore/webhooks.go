@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,6 +120,10 @@ func (s *Store) EnqueueWebhookEvent(ctx context.Context, ev store.WebhookEvent) 
 // (sessions, agents, …) call it inside their transaction, so that an
 // event is queued exactly when its change commits.
 func (s *Store) EnqueueWebhook(ctx context.Context, tx Querier, ev store.WebhookEvent) error {
+	targets, err := subscribed(ctx, tx, ev.WorkspaceID, ev.Type)
+	if err != nil || len(targets) == 0 {
+		return err
+	}
 	if ev.ID == "" {
 		ev.ID = ids.New(ids.WebhookEvent)
 	}
@@ -129,13 +134,44 @@ func (s *Store) EnqueueWebhook(ctx context.Context, tx Querier, ev store.Webhook
 	if err != nil {
 		return err
 	}
-	// enabled_events is a JSON array of validated types; LIKE with '_'
-	// escaped finds the quoted type in it.
-	pattern := `%"` + strings.ReplaceAll(ev.Type, "_", `\_`) + `"%`
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, body, attempts, due_at)
-		SELECT id, ?, ?, ?, 0, `+s.d.Now()+` FROM webhook_endpoints WHERE workspace_id = ? AND state = 'enabled' AND enabled_events LIKE ? ESCAPE '\'`,
-		ev.ID, ev.Type, body, ev.WorkspaceID, pattern)
-	return err
+	for _, endpoint := range targets {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, body, attempts, due_at)
+			VALUES (?, ?, ?, ?, 0, `+s.d.Now()+`)`, endpoint, ev.ID, ev.Type, body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// subscribed returns the enabled endpoints of workspace ws subscribed to
+// the event type typ. The types are matched here rather than in SQL: a
+// LIKE with a bound pattern makes SQLite compile its statement again at
+// every run, and most workspaces have no endpoint, which costs one
+// indexed read.
+func subscribed(ctx context.Context, tx Querier, ws, typ string) ([]string, error) {
+	type endpoint struct {
+		id     string
+		events []byte
+	}
+	all, err := collect(ctx, tx, func(r Row) (endpoint, error) {
+		var e endpoint
+		err := r.Scan(&e.id, &e.events)
+		return e, err
+	}, `SELECT id, enabled_events FROM webhook_endpoints WHERE workspace_id = ? AND state = 'enabled'`, ws)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range all {
+		var types []string
+		if err := json.Unmarshal(e.events, &types); err != nil {
+			return nil, fmt.Errorf("webhook endpoint %s: enabled_events: %w", e.id, err)
+		}
+		if slices.Contains(types, typ) {
+			out = append(out, e.id)
+		}
+	}
+	return out, nil
 }
 
 // webhookEnvelope is the thin envelope of ev, as sent.
