@@ -24,7 +24,7 @@ import (
 // startPriced starts a server whose price file prices the scripted model
 // at $10,000 per million input and output tokens: each of its calls
 // costs some cents.
-func startPriced(t *testing.T) *server {
+func startPriced(t *testing.T, more ...func(*app.Config)) *server {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "prices.json")
 	if err := os.WriteFile(path, []byte(`{"models":{"scripted":{"input":10000,"output":10000}},"runtime_per_hour":0.08}`), 0o600); err != nil {
@@ -34,7 +34,12 @@ func startPriced(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startWith(t, options{}, func(c *app.Config) { c.Prices = prices })
+	return startWith(t, options{}, func(c *app.Config) {
+		c.Prices = prices
+		for _, f := range more {
+			f(c)
+		}
+	})
 }
 
 func budgetParam(cents string) anthropic.BetaManagedAgentsBudgetLimitParam {
@@ -504,4 +509,47 @@ func TestUsageCountsChildCalls(t *testing.T) {
 		t.Fatalf("the session's list cost is %d¢ for %d tokens at a cent each: %s", c, tokens, got.Usage.RawJSON())
 	}
 	st.until(isIdle)
+}
+
+// TestBudgetStopsBeforeGrading: an outcome's grader makes a model request
+// like any other, so at the cap the session goes idle with budget_reached
+// once the agent's turn ends, before grading (the evaluation stays open),
+// and a raised budget grades it.
+func TestBudgetStopsBeforeGrading(t *testing.T) {
+	s := startPriced(t, func(c *app.Config) { c.OutcomeHeartbeat = 50 * time.Millisecond })
+	ctx := context.Background()
+	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(s.newAgent(t, "scripted").ID)},
+		EnvironmentID: s.newEnv(t, "outcomes").ID, Budget: budgetParam("1"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.openStream(t, sess.ID)
+	defer st.cancel()
+	s.send(t, sess.ID, defineOutcome("@text Here is the summary.", "The summary has a title.\n@grade satisfied It has one.", 0))
+	evs := st.until(isIdle)
+	if idle := evs[len(evs)-1]; idle.StopReason == nil || idle.StopReason.Type != ma.StopBudgetReached {
+		t.Fatalf("stop reason %+v, want budget_reached: %v", idle.StopReason, outcomeFrames(evs))
+	}
+	if g := outcomeFrames(evs); !slices.Contains(g, ma.EventSpanOutcomeEvaluationStart) || slices.ContainsFunc(g, func(typ string) bool {
+		return strings.HasPrefix(typ, ma.EventSpanOutcomeEvaluationEnd)
+	}) {
+		t.Fatalf("want an evaluation started and not graded at the cap: %v", g)
+	}
+	capped, err := s.client.Beta.Sessions.Get(ctx, sess.ID, anthropic.BetaSessionGetParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raise := strconv.FormatInt(cents(t, capped.Usage)+100000, 10)
+	if _, err := s.client.Beta.Sessions.Update(ctx, sess.ID, anthropic.BetaSessionUpdateParams{Budget: budgetParam(raise)}); err != nil {
+		t.Fatal(err)
+	}
+	evs = st.until(isIdle)
+	if idle := evs[len(evs)-1]; idle.StopReason == nil || idle.StopReason.Type != ma.StopEndTurn {
+		t.Fatalf("stop reason %+v after the raise, want end_turn: %v", idle.StopReason, outcomeFrames(evs))
+	}
+	if g := outcomeFrames(evs); !slices.Contains(g, ma.EventSpanOutcomeEvaluationEnd+":satisfied") {
+		t.Fatalf("the evaluation was not graded after the raise: %v", g)
+	}
 }

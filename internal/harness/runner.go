@@ -491,6 +491,9 @@ func (r *runner) stepIdle(ctx context.Context, sess *ma.Session, v *view, needWo
 // threads (coordinate). It reports whether there may be more to do.
 func (r *runner) stepRunning(ctx context.Context, gen uint64, sess *ma.Session, v *view, needWorker bool) (bool, error) {
 	if a := v.outcome.Active(); a != nil && a.Evaluating() {
+		if !r.withinBudget(sess) { // the grader's request is a model request too
+			return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopBudgetReached, nil) })
+		}
 		return true, r.evaluate(ctx, gen, sess, a)
 	}
 	if rn := v.runnable(); len(rn) > 0 {

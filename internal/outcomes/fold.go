@@ -119,7 +119,9 @@ func (f *Fold) Feed(ev ma.Event) {
 			f.interrupted = true
 		}
 	case ma.EventStatusIdle:
-		if ev.StopReason == nil || ev.StopReason.Type != ma.StopRequiresAction {
+		// Waiting for the client, or for a budget raised, pauses the
+		// work: the session resumes by itself when either comes.
+		if ev.StopReason == nil || (ev.StopReason.Type != ma.StopRequiresAction && ev.StopReason.Type != ma.StopBudgetReached) {
 			f.turnEnded(ev, stopType(ev))
 		}
 	case ma.EventStatusTerminated:

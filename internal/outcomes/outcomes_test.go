@@ -136,6 +136,7 @@ func TestFoldTurnEnds(t *testing.T) {
 		{"exhausted", []ma.Event{{Type: ma.EventStatusIdle, StopReason: &ma.StopReason{Type: ma.StopRetriesExhausted}, ProcessedAt: at("t5")}}, "failed"},
 		{"terminated", []ma.Event{{Type: ma.EventStatusTerminated, ProcessedAt: at("t5")}}, "failed"},
 		{"requires_action", []ma.Event{{Type: ma.EventStatusIdle, StopReason: &ma.StopReason{Type: ma.StopRequiresAction}, ProcessedAt: at("t5")}}, "running"},
+		{"budget_reached", []ma.Event{{Type: ma.EventStatusIdle, StopReason: &ma.StopReason{Type: ma.StopBudgetReached}, ProcessedAt: at("t5")}}, "running"},
 	} {
 		f := NewFold()
 		for _, ev := range append(append([]ma.Event{}, log...), tc.tail...) {
