@@ -537,6 +537,9 @@ func TestBudgetStopsBeforeGrading(t *testing.T) {
 	}) {
 		t.Fatalf("want an evaluation started and not graded at the cap: %v", g)
 	}
+	if evals := outcomeEvaluations(t, s, sess.ID); len(evals) != 1 || evals[0].Result != "evaluating" {
+		t.Fatalf("outcome_evaluations at the cap = %+v, want evaluating (paused, not ended)", evals)
+	}
 	capped, err := s.client.Beta.Sessions.Get(ctx, sess.ID, anthropic.BetaSessionGetParams{})
 	if err != nil {
 		t.Fatal(err)
@@ -551,5 +554,38 @@ func TestBudgetStopsBeforeGrading(t *testing.T) {
 	}
 	if g := outcomeFrames(evs); !slices.Contains(g, ma.EventSpanOutcomeEvaluationEnd+":satisfied") {
 		t.Fatalf("the evaluation was not graded after the raise: %v", g)
+	}
+}
+
+// TestBudgetPausedOutcomeInterrupted: an interrupt sent while a session
+// waits at its budget with an outcome under way ends the outcome
+// interrupted (its evaluation ended too) and the wait: the session goes
+// idle with end_turn and does not resume by itself.
+func TestBudgetPausedOutcomeInterrupted(t *testing.T) {
+	s := startPriced(t, func(c *app.Config) { c.OutcomeHeartbeat = 50 * time.Millisecond })
+	ctx := context.Background()
+	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
+		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(s.newAgent(t, "scripted").ID)},
+		EnvironmentID: s.newEnv(t, "outcomes").ID, Budget: budgetParam("1"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.openStream(t, sess.ID)
+	defer st.cancel()
+	s.send(t, sess.ID, defineOutcome("@text Here is the summary.", "The summary has a title.\n@grade satisfied It has one.", 0))
+	if evs := st.until(isIdle); evs[len(evs)-1].StopReason.Type != ma.StopBudgetReached {
+		t.Fatalf("want budget_reached: %v", outcomeFrames(evs))
+	}
+	s.send(t, sess.ID, interruptEvent())
+	evs := st.until(isIdle)
+	if idle := evs[len(evs)-1]; idle.StopReason == nil || idle.StopReason.Type != ma.StopEndTurn {
+		t.Fatalf("stop reason %+v after the interrupt, want end_turn: %v", idle.StopReason, outcomeFrames(evs))
+	}
+	if g := outcomeFrames(evs); !slices.Contains(g, ma.EventSpanOutcomeEvaluationEnd+":interrupted") {
+		t.Fatalf("the evaluation did not end interrupted: %v", g)
+	}
+	if evals := outcomeEvaluations(t, s, sess.ID); len(evals) != 1 || evals[0].Result != "interrupted" {
+		t.Fatalf("outcome_evaluations = %+v, want interrupted", evals)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/reinsdev/reins/internal/awaiting"
 	"github.com/reinsdev/reins/internal/ids"
 	"github.com/reinsdev/reins/internal/model"
+	"github.com/reinsdev/reins/internal/sessions"
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/tool"
 	ma "github.com/reinsdev/reins/managedagents"
@@ -632,7 +633,8 @@ func (r *runner) applyInterrupts(tx store.Tx, v *view) error {
 	if err := r.interruptThreads(tx); err != nil {
 		return err
 	}
-	if st := tx.Session().Status; st != ma.StatusRunning && !((st == ma.StatusIdle || st == ma.StatusRescheduling) && v.turnActive()) {
+	if st := tx.Session().Status; st != ma.StatusRunning && !((st == ma.StatusIdle || st == ma.StatusRescheduling) && v.turnActive()) &&
+		!sessions.PausedOutcome(tx.Session()) {
 		return nil
 	}
 	// The turn ends: tool calls it cut off are answered now (they may

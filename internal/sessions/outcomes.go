@@ -66,3 +66,15 @@ func acceptOutcome(sess *ma.Session, f string, ev *ma.Event) error {
 
 // outcomeField names an initial event in errors.
 func outcomeField(i int) string { return fmt.Sprintf("initial_events[%d]", i) }
+
+// PausedOutcome reports whether sess waits at its budget
+// (budget_reached) with an outcome under way: the wait pauses the
+// outcome, and an interrupt ends both (interrupted), so the runner
+// consumes it as it would a running turn's.
+func PausedOutcome(sess *ma.Session) bool {
+	if sess.Status != ma.StatusIdle || sess.StopReason == nil || sess.StopReason.Type != ma.StopBudgetReached {
+		return false
+	}
+	_, open := outcomes.Open(sess.OutcomeEvaluations)
+	return open
+}

@@ -225,7 +225,7 @@ func check(sess *ma.Session, fold *awaiting.Fold, f string, ev, prev *ma.Event, 
 	case ma.EventUserDefineOutcome:
 		return false, acceptOutcome(sess, f, ev)
 	case ma.EventUserInterrupt:
-		if sess.Status == ma.StatusIdle && !a.TurnActive {
+		if sess.Status == ma.StatusIdle && !a.TurnActive && !PausedOutcome(sess) {
 			ev.ProcessedAt = &now // no-op on an idle session
 			return false, nil
 		}
