@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/reinsdev/reins/internal/testnet"
 )
 
 // asReinsEnv makes the test binary run main: the tests' `reins` command.
@@ -54,16 +55,7 @@ func reinsEnv(t *testing.T, dir string, extra ...string) []string {
 }
 
 // freePort returns a loopback address nothing listens on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+func freePort(t *testing.T) string { return testnet.FreeAddr(t) }
 
 // lookPath finds name in the PATH of env (exec.Command looks in the test's
 // own PATH).

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/reinsdev/reins/internal/store"
 	"github.com/reinsdev/reins/internal/store/sqlite"
+	"github.com/reinsdev/reins/internal/testnet"
 	ma "github.com/reinsdev/reins/managedagents"
 )
 
@@ -64,14 +64,8 @@ type child struct {
 	url string
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr returns a loopback address for a child reins serve.
+func freeAddr(t *testing.T) string { return testnet.FreeAddr(t) }
 
 // startChild starts a reins serve on dataDir and addr, with the
 // bootstrap key key and the defaults otherwise, and waits until it
