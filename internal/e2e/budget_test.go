@@ -516,22 +516,9 @@ func TestUsageCountsChildCalls(t *testing.T) {
 // once the agent's turn ends, before grading (the evaluation stays open),
 // and a raised budget grades it.
 func TestBudgetStopsBeforeGrading(t *testing.T) {
-	s := startPriced(t, func(c *app.Config) { c.OutcomeHeartbeat = 50 * time.Millisecond })
-	ctx := context.Background()
-	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(s.newAgent(t, "scripted").ID)},
-		EnvironmentID: s.newEnv(t, "outcomes").ID, Budget: budgetParam("1"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := s.openStream(t, sess.ID)
+	s, sess, st, evs := outcomeAtCap(t)
 	defer st.cancel()
-	s.send(t, sess.ID, defineOutcome("@text Here is the summary.", "The summary has a title.\n@grade satisfied It has one.", 0))
-	evs := st.until(isIdle)
-	if idle := evs[len(evs)-1]; idle.StopReason == nil || idle.StopReason.Type != ma.StopBudgetReached {
-		t.Fatalf("stop reason %+v, want budget_reached: %v", idle.StopReason, outcomeFrames(evs))
-	}
+	ctx := context.Background()
 	if g := outcomeFrames(evs); !slices.Contains(g, ma.EventSpanOutcomeEvaluationStart) || slices.ContainsFunc(g, func(typ string) bool {
 		return strings.HasPrefix(typ, ma.EventSpanOutcomeEvaluationEnd)
 	}) {
@@ -562,21 +549,8 @@ func TestBudgetStopsBeforeGrading(t *testing.T) {
 // interrupted (its evaluation ended too) and the wait: the session goes
 // idle with end_turn and does not resume by itself.
 func TestBudgetPausedOutcomeInterrupted(t *testing.T) {
-	s := startPriced(t, func(c *app.Config) { c.OutcomeHeartbeat = 50 * time.Millisecond })
-	ctx := context.Background()
-	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(s.newAgent(t, "scripted").ID)},
-		EnvironmentID: s.newEnv(t, "outcomes").ID, Budget: budgetParam("1"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := s.openStream(t, sess.ID)
+	s, sess, st, _ := outcomeAtCap(t)
 	defer st.cancel()
-	s.send(t, sess.ID, defineOutcome("@text Here is the summary.", "The summary has a title.\n@grade satisfied It has one.", 0))
-	if evs := st.until(isIdle); evs[len(evs)-1].StopReason.Type != ma.StopBudgetReached {
-		t.Fatalf("want budget_reached: %v", outcomeFrames(evs))
-	}
 	s.send(t, sess.ID, interruptEvent())
 	evs := st.until(isIdle)
 	if idle := evs[len(evs)-1]; idle.StopReason == nil || idle.StopReason.Type != ma.StopEndTurn {
@@ -588,4 +562,28 @@ func TestBudgetPausedOutcomeInterrupted(t *testing.T) {
 	if evals := outcomeEvaluations(t, s, sess.ID); len(evals) != 1 || evals[0].Result != "interrupted" {
 		t.Fatalf("outcome_evaluations = %+v, want interrupted", evals)
 	}
+}
+
+// outcomeAtCap starts a priced server and a session of a scripted agent
+// with a budget of one cent, defines an outcome whose agent's first call
+// spends past the cap, and returns the session's stream read up to its
+// idle with budget_reached (evs).
+func outcomeAtCap(t *testing.T) (s *server, sess *anthropic.BetaManagedAgentsSession, st *stream, evs []frame) {
+	t.Helper()
+	s = startPriced(t, func(c *app.Config) { c.OutcomeHeartbeat = 50 * time.Millisecond })
+	sess, err := s.client.Beta.Sessions.New(context.Background(), anthropic.BetaSessionNewParams{
+		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(s.newAgent(t, "scripted").ID)},
+		EnvironmentID: s.newEnv(t, "outcomes").ID, Budget: budgetParam("1"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = s.openStream(t, sess.ID)
+	s.send(t, sess.ID, defineOutcome("@text Here is the summary.", "The summary has a title.\n@grade satisfied It has one.", 0))
+	evs = st.until(isIdle)
+	if idle := evs[len(evs)-1]; idle.StopReason == nil || idle.StopReason.Type != ma.StopBudgetReached {
+		st.cancel()
+		t.Fatalf("stop reason %+v, want budget_reached: %v", idle.StopReason, outcomeFrames(evs))
+	}
+	return s, sess, st, evs
 }
