@@ -95,3 +95,9 @@ func (r *runner) overBudget(ctx context.Context) (bool, error) {
 	}
 	return !r.withinBudget(&s), nil
 }
+
+// stopAtBudget makes the session go idle with budget_reached: it waits
+// there until the budget is raised or removed.
+func (r *runner) stopAtBudget(ctx context.Context) error {
+	return r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopBudgetReached, nil) })
+}

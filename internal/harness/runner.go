@@ -493,7 +493,7 @@ func (r *runner) stepIdle(ctx context.Context, sess *ma.Session, v *view, needWo
 func (r *runner) stepRunning(ctx context.Context, gen uint64, sess *ma.Session, v *view, needWorker bool) (bool, error) {
 	if a := v.outcome.Active(); a != nil && a.Evaluating() {
 		if !r.withinBudget(sess) { // the grader's request is a model request too
-			return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopBudgetReached, nil) })
+			return true, r.stopAtBudget(ctx)
 		}
 		return true, r.evaluate(ctx, gen, sess, a)
 	}
@@ -511,7 +511,7 @@ func (r *runner) stepRunning(ctx context.Context, gen uint64, sess *ma.Session, 
 		return r.coordinate(ctx)
 	}
 	if !r.withinBudget(sess) {
-		return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopBudgetReached, nil) })
+		return true, r.stopAtBudget(ctx)
 	}
 	if r.h.cfg.AgentEnds != nil && ServedByAgentEnd(sess) {
 		return true, r.agentTurn(ctx, gen, sess)

@@ -350,7 +350,7 @@ func (r *runner) coordinate(ctx context.Context) (bool, error) {
 		if err != nil || !over {
 			return false, err // a child's write wakes the runner
 		}
-		return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopBudgetReached, nil) })
+		return true, r.stopAtBudget(ctx)
 	}
 	if aw := r.kids.awaiting(); len(aw) > 0 {
 		return true, r.update(ctx, func(tx store.Tx) error { return r.idle(tx, ma.StopRequiresAction, aw) })
