@@ -149,3 +149,19 @@ func CheckMemoryContent(c string) error {
 	}
 	return nil
 }
+
+// MemoryPathConflict is the error of a memory write whose path is taken,
+// or overlaps another memory's (one is an ancestor directory of the
+// other).
+type MemoryPathConflict struct {
+	Path string
+	// MemoryID and MemoryPath name the memory in the way.
+	MemoryID, MemoryPath string
+}
+
+func (e *MemoryPathConflict) Error() string {
+	if e.MemoryPath == e.Path {
+		return fmt.Sprintf("memory path %s is taken by memory %s", e.Path, e.MemoryID)
+	}
+	return fmt.Sprintf("memory path %s overlaps the path %s of memory %s", e.Path, e.MemoryPath, e.MemoryID)
+}

@@ -3,7 +3,6 @@ package memsync
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	ma "github.com/reinsdev/reins/managedagents"
 )
@@ -59,16 +58,5 @@ var (
 )
 
 // PathConflictError is the error of a write whose path is taken, or
-// overlaps another memory's (one is an ancestor directory of the other).
-type PathConflictError struct {
-	Path string
-	// MemoryID and MemoryPath name the memory in the way.
-	MemoryID, MemoryPath string
-}
-
-func (e *PathConflictError) Error() string {
-	if e.MemoryPath == e.Path {
-		return fmt.Sprintf("memory path %s is taken by memory %s", e.Path, e.MemoryID)
-	}
-	return fmt.Sprintf("memory path %s overlaps the path %s of memory %s", e.Path, e.MemoryPath, e.MemoryID)
-}
+// overlaps another memory's.
+type PathConflictError = ma.MemoryPathConflict

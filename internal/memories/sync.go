@@ -94,7 +94,7 @@ func syncError(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &conflict):
-		return &memsync.PathConflictError{Path: conflict.Path, MemoryID: conflict.MemoryID, MemoryPath: conflict.MemoryPath}
+		return &bothError{err, &conflict.MemoryPathConflict}
 	case errors.Is(err, store.ErrNotFound):
 		return &bothError{err, memsync.ErrNotFound}
 	case errors.Is(err, store.ErrPrecondition):

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	ma "github.com/reinsdev/reins/managedagents"
@@ -20,21 +19,10 @@ var (
 	ErrLimit = errors.New("store: limit reached")
 )
 
-// PathConflictError is the error of a memory write whose path is taken, or
-// overlaps another memory's (one is an ancestor directory of the other).
-// It matches ErrConflict.
-type PathConflictError struct {
-	Path string
-	// MemoryID and MemoryPath name the memory in the way.
-	MemoryID, MemoryPath string
-}
-
-func (e *PathConflictError) Error() string {
-	if e.MemoryPath == e.Path {
-		return fmt.Sprintf("memory path %s is taken by memory %s", e.Path, e.MemoryID)
-	}
-	return fmt.Sprintf("memory path %s overlaps the path %s of memory %s", e.Path, e.MemoryPath, e.MemoryID)
-}
+// PathConflictError is a memory write's path conflict
+// (ma.MemoryPathConflict) as the store reports it: it matches
+// ErrConflict.
+type PathConflictError struct{ ma.MemoryPathConflict }
 
 // Is makes a PathConflictError match ErrConflict.
 func (e *PathConflictError) Is(target error) bool { return target == ErrConflict }

@@ -297,7 +297,7 @@ func pathConflict(ctx context.Context, tx Querier, storeID, self, path string) e
 	case err != nil:
 		return err
 	}
-	return &store.PathConflictError{Path: path, MemoryID: id, MemoryPath: other}
+	return &store.PathConflictError{MemoryPathConflict: ma.MemoryPathConflict{Path: path, MemoryID: id, MemoryPath: other}}
 }
 
 // addVersion records the version w.VersionID of m, after op.
