@@ -239,13 +239,7 @@ func TestBudgetPausesChildThread(t *testing.T) {
 func budgetPausesChild(t *testing.T, s *server, coord *anthropic.BetaManagedAgentsAgent, start string) {
 	t.Helper()
 	ctx := context.Background()
-	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(coord.ID)},
-		EnvironmentID: s.newEnv(t, "env").ID, Budget: budgetParam("1"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := s.budgetSession(t, coord.ID, "env", "1")
 	st := s.openStream(t, sess.ID)
 	defer st.cancel()
 	s.send(t, sess.ID, userMessage(start+"\n@then Delegated."))
@@ -346,13 +340,7 @@ func TestBudgetStopsCoordinatorAtChildCap(t *testing.T) {
 	s := startPriced(t)
 	ctx := context.Background()
 	coord := s.newCoordinator(t, s.newNamedAgent(t, "worker", toolset(false)))
-	sess, err := s.client.Beta.Sessions.New(ctx, anthropic.BetaSessionNewParams{
-		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(coord.ID)},
-		EnvironmentID: s.newEnv(t, "env").ID, Budget: budgetParam("100000"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := s.budgetSession(t, coord.ID, "env", "100000")
 	st := s.openStream(t, sess.ID)
 	defer st.cancel()
 	// The child's calls take half a second: the coordinator answers
@@ -571,13 +559,7 @@ func TestBudgetPausedOutcomeInterrupted(t *testing.T) {
 func outcomeAtCap(t *testing.T) (s *server, sess *anthropic.BetaManagedAgentsSession, st *stream, evs []frame) {
 	t.Helper()
 	s = startPriced(t, func(c *app.Config) { c.OutcomeHeartbeat = 50 * time.Millisecond })
-	sess, err := s.client.Beta.Sessions.New(context.Background(), anthropic.BetaSessionNewParams{
-		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(s.newAgent(t, "scripted").ID)},
-		EnvironmentID: s.newEnv(t, "outcomes").ID, Budget: budgetParam("1"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess = s.budgetSession(t, s.newAgent(t, "scripted").ID, "outcomes", "1")
 	st = s.openStream(t, sess.ID)
 	s.send(t, sess.ID, defineOutcome("@text Here is the summary.", "The summary has a title.\n@grade satisfied It has one.", 0))
 	evs = st.until(isIdle)
@@ -586,4 +568,18 @@ func outcomeAtCap(t *testing.T) (s *server, sess *anthropic.BetaManagedAgentsSes
 		t.Fatalf("stop reason %+v, want budget_reached: %v", idle.StopReason, outcomeFrames(evs))
 	}
 	return s, sess, st, evs
+}
+
+// budgetSession creates a session of agentID in a new environment named
+// env, with a budget of cents.
+func (s *server) budgetSession(t *testing.T, agentID, env, cents string) *anthropic.BetaManagedAgentsSession {
+	t.Helper()
+	sess, err := s.client.Beta.Sessions.New(context.Background(), anthropic.BetaSessionNewParams{
+		Agent:         anthropic.BetaSessionNewParamsAgentUnion{OfString: anthropic.String(agentID)},
+		EnvironmentID: s.newEnv(t, env).ID, Budget: budgetParam(cents),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess
 }
